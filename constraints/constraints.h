@@ -1,0 +1,262 @@
+/*
+ * constraints: the dataset model, the Privacy-MaxEnt constraint system
+ * (QI-, SA- and zero-invariants, knowledge rows) and Top-(K+,K-) rule mining.
+ *
+ * Plain C, no I/O beyond what callers hand in. Every function that can fail
+ * returns an enum pm_status (PM_OK = 0) and fills a caller-owned struct
+ * pm_error with the offending field and a message.
+ *
+ * Notation follows Du, Teng, Zhu, "Privacy-MaxEnt", SIGMOD 2008: N records,
+ * bucket (group) b, full QI tuple q, sensitive value s, n(.) counts.
+ */
+#ifndef PMAXENT_CONSTRAINTS_H
+#define PMAXENT_CONSTRAINTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- error.c ------------------------------------------------------------ */
+
+enum pm_status {
+	PM_OK = 0,
+	PM_ERR_INPUT = 2,        /* bad input: CLI exit 2, HTTP 400/422 */
+	PM_ERR_INCONSISTENT = 3, /* knowledge admits no distribution: exit 3, HTTP 422 */
+	PM_ERR_NOMEM = 4,
+	PM_ERR_IO = 5,
+	PM_ERR_CANCELLED = 6, /* a progress callback asked to stop */
+	PM_ERR_INTERNAL = 7,
+};
+
+struct pm_error {
+	enum pm_status status;
+	char field[256];    /* e.g. "records[17].qi"; "" when no single field */
+	char message[1024]; /* human-readable problem, without the field */
+};
+
+/* Records status, field and a printf-style message; returns status. */
+enum pm_status error_set(struct pm_error *err, enum pm_status status, const char *field,
+			 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Puts "prefix" in front of err->field ("records[3]" + ".qi"). */
+void error_prefix(struct pm_error *err, const char *prefix);
+/* Human-readable name of a status ("bad input", ...); static storage. */
+const char *error_status_name(enum pm_status status);
+
+/* ---- dict.c ------------------------------------------------------------- */
+
+/* A value dictionary: code -> string, codes in bytewise (strcmp) order once
+ * sorted, so that comparing codes compares values bytewise. */
+struct dict {
+	size_t n;
+	char **str; /* owned */
+};
+
+/* Code of s, or -1 if absent (binary search; dict must be sorted). */
+long dict_find(const struct dict *d, const char *s);
+void dict_finish(struct dict *d);
+
+/* ---- dataset.c ---------------------------------------------------------- */
+
+#define DATASET_MAX_ATTRS 32
+#define DATASET_NO_SA     UINT32_MAX
+
+/*
+ * A bucketized table, dictionary-encoded, buckets as flat CSR arrays.
+ * Built only through struct dataset_builder; immutable afterwards.
+ *
+ * "Records" are the rows of the original table (records form; ground truth
+ * known) or the rows of the QIT (published form; rec_sa[i] = DATASET_NO_SA).
+ */
+struct dataset {
+	char *name; /* may be NULL */
+	size_t n_attrs;
+	char **attr_names; /* n_attrs QI attribute names */
+	char *sa_name;
+	struct dict *attr_values; /* n_attrs dictionaries, sorted */
+	struct dict sa_values;    /* SA domain, sorted */
+	int has_ground_truth;     /* records form */
+
+	size_t n_records; /* N */
+	uint32_t *rec_tuple, *rec_group, *rec_sa;
+
+	size_t n_tuples;      /* |Q|, distinct QI tuples, in order of first appearance */
+	uint32_t *tuples;     /* n_tuples * n_attrs value codes */
+	uint32_t *tuple_count; /* n(q) */
+
+	size_t n_groups; /* |B|, in order of first appearance */
+	char **group_labels;
+	uint32_t *group_size; /* n(b) */
+	/* distinct q of bucket b: bq_tuple[bq_off[b] .. bq_off[b+1]), ascending,
+	 * with n(q,b) in bq_count */
+	size_t *bq_off;
+	uint32_t *bq_tuple, *bq_count;
+	/* distinct s of bucket b, ascending code, with n(s,b) */
+	size_t *bs_off;
+	uint32_t *bs_value, *bs_count;
+};
+
+struct dataset_builder;
+
+/* Starts a dataset with the given QI attribute names and SA name; name may
+ * be NULL. Caller frees with dataset_builder_destroy. Returns NULL on error
+ * (duplicate or empty attribute names, too many attributes, no memory). */
+struct dataset_builder *dataset_builder_create(const char *name, const char *const *attr_names,
+					       size_t n_attrs, const char *sa_name,
+					       struct pm_error *err);
+void dataset_builder_destroy(struct dataset_builder *b);
+/* Records form: one original record. qi has n_attrs values. */
+enum pm_status dataset_builder_add_record(struct dataset_builder *b, const char *const *qi,
+					  const char *group, const char *sa, struct pm_error *err);
+/* Published form: one QIT row, and one ST row (count >= 1). */
+enum pm_status dataset_builder_add_qit(struct dataset_builder *b, const char *const *qi,
+				       const char *group, struct pm_error *err);
+enum pm_status dataset_builder_add_st(struct dataset_builder *b, const char *group,
+				      const char *sa, long long count, struct pm_error *err);
+/* Validates and encodes. On success *out is set; caller frees with
+ * dataset_destroy. The builder is left empty either way and must still be
+ * destroyed. */
+enum pm_status dataset_builder_finish(struct dataset_builder *b, struct dataset **out,
+				      struct pm_error *err);
+void dataset_destroy(struct dataset *ds);
+
+/* Value text of attribute a in tuple q; borrowed, valid while ds lives. */
+const char *dataset_tuple_value(const struct dataset *ds, uint32_t q, size_t a);
+/* Index of attribute name, or -1. */
+long dataset_attr_index(const struct dataset *ds, const char *name);
+
+/* ---- csv.c -------------------------------------------------------------- */
+
+/* A parsed CSV table (RFC 4180 quoting, CRLF or LF, header row). */
+struct csv_table {
+	size_t n_cols, n_rows;
+	char **header; /* n_cols */
+	char **cells;  /* n_rows * n_cols, row-major */
+};
+
+/* Parses text[0..len). Caller frees with csv_table_finish. Errors name
+ * "line N" in the field. */
+enum pm_status csv_parse(const char *text, size_t len, struct csv_table *t,
+			 struct pm_error *err);
+void csv_table_finish(struct csv_table *t);
+/* Records-form dataset from a table: column sa_col is the SA, group_col the
+ * group, every other column a QI attribute in header order. */
+enum pm_status csv_dataset(const struct csv_table *t, const char *sa_col, const char *group_col,
+			   const char *name, struct dataset **out, struct pm_error *err);
+
+/* ---- knowledge.c -------------------------------------------------------- */
+
+enum rule_source { RULE_USER = 0, RULE_POSITIVE = 1, RULE_NEGATIVE = 2 };
+
+/* Knowledge P(s | Qv) in [lo, hi]; an equality has lo == hi.
+ * Qv = conjunction attr[i] = value[i], attr ascending, codes of ds. */
+struct rule {
+	uint32_t n_terms;
+	uint32_t attr[DATASET_MAX_ATTRS];
+	uint32_t value[DATASET_MAX_ATTRS];
+	uint32_t sa;
+	double lo, hi;
+	enum rule_source source;
+	/* mined rules: support and confidence numerator/denominator from the
+	 * records: n_qv = n(Qv), n_qv_s = n(Qv and s); support = n_qv_s for a
+	 * positive rule, n_qv - n_qv_s for a negative one. */
+	uint64_t support, n_qv, n_qv_s;
+};
+
+struct knowledge {
+	size_t n, cap;
+	struct rule *rules; /* owned */
+};
+
+void knowledge_init(struct knowledge *k);
+void knowledge_finish(struct knowledge *k);
+enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struct pm_error *err);
+/*
+ * A user rule {"if": {attrs[i]: values[i]}, "then": sa, "probability": p}
+ * (has_min/has_max for "min"/"max"). Names and values are resolved against
+ * ds; errors are reported under field (e.g. "rules[3]"): unknown attribute,
+ * attribute repeated, value absent from the data, unknown SA value,
+ * probability outside [0,1], missing probability, min/max not supported yet.
+ */
+enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
+				  const char *const *attrs, const char *const *values,
+				  size_t n_terms, const char *sa, int has_p, double p, int has_min,
+				  double min, int has_max, double max, const char *field,
+				  struct pm_error *err);
+/* Writes "P(s | a=v, b=w) = 0.25" into buf. */
+void knowledge_describe(const struct dataset *ds, const struct rule *r, char *buf, size_t len);
+/* Does tuple q satisfy the antecedent of r? */
+int knowledge_matches(const struct dataset *ds, const struct rule *r, uint32_t q);
+/* n(Qv) over the dataset's records (published QI values). */
+uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r);
+
+/* ---- miner.c ------------------------------------------------------------ */
+
+struct miner_options {
+	size_t positive;      /* K+ */
+	size_t negative;      /* K- */
+	uint64_t min_support; /* records, default 3 */
+	size_t qi_attributes; /* T; 0 = every antecedent size 1..n_attrs */
+};
+
+void miner_options_init(struct miner_options *o);
+/* Appends the top K+ positive rules (best first) then the top K- negative
+ * rules to out, as SPEC section 2 ranks them. Needs ground truth. */
+enum pm_status miner_run(const struct dataset *ds, const struct miner_options *o,
+			 struct knowledge *out, struct pm_error *err);
+
+/* ---- invariants.c ------------------------------------------------------- */
+
+enum row_kind { ROW_QI = 0, ROW_SA = 1, ROW_KNOWLEDGE = 2 };
+
+/*
+ * The linear system A y = c of Section 5, in records (y = N * P(q,s,b)).
+ * Zero-invariants are applied by construction: cells exist only for q and s
+ * present in b. Cells of bucket b are cell_off[b] .. cell_off[b+1], q-major:
+ * cell_off[b] + i * h_b + j for the i-th q and j-th s of b (bq_*, bs_*).
+ * Rows are CSR over cells, all coefficients 1: first every QI-invariant,
+ * then every SA-invariant but the last of each bucket (the redundant one),
+ * then one row per knowledge rule (possibly empty). row_ref is the bucket
+ * for QI/SA rows, the rule index for knowledge rows.
+ */
+struct invariants {
+	size_t n_cells;
+	size_t *cell_off; /* n_groups + 1 */
+	uint32_t *cell_tuple, *cell_sa, *cell_group;
+	size_t n_rows, n_qi_rows, n_sa_rows, n_knowledge_rows;
+	size_t *row_off; /* n_rows + 1 */
+	uint32_t *row_cell;
+	double *rhs; /* records */
+	uint8_t *row_kind;
+	uint32_t *row_ref;
+	/* knowledge rows touching bucket b: kb_row[kb_off[b] .. kb_off[b+1]) */
+	size_t *kb_off;
+	uint32_t *kb_row;
+	uint64_t zero_invariants; /* |Q| * |S| * |B| - n_cells */
+};
+
+/* Builds the system for ds and the equality rules of k (k may be NULL).
+ * Caller frees with invariants_finish. */
+enum pm_status invariants_build(const struct dataset *ds, const struct knowledge *k,
+				struct invariants *inv, struct pm_error *err);
+void invariants_finish(struct invariants *inv);
+
+/* ---- anatomy.c ---------------------------------------------------------- */
+
+struct anatomy_options {
+	size_t l;           /* diversity, >= 2 */
+	uint64_t seed;      /* RNG seed */
+	int set_aside;      /* drop most frequent SA values until l-eligible */
+};
+
+/*
+ * Anatomy (Xiao & Tao, VLDB 2006): groups the rows of t into buckets of l
+ * distinct SA values (the residue joins groups lacking its value). qi_cols
+ * names the QI columns. Produces a records-form dataset with group labels
+ * "1", "2", ...; *n_set_aside (may be NULL) receives the number of records
+ * set aside. Caller frees *out with dataset_destroy.
+ */
+enum pm_status anatomy_run(const struct csv_table *t, const char *sa_col,
+			   const char *const *qi_cols, size_t n_qi,
+			   const struct anatomy_options *o, struct dataset **out,
+			   size_t *n_set_aside, struct pm_error *err);
+
+#endif

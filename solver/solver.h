@@ -1,0 +1,103 @@
+/*
+ * solver: the maximum-entropy estimate P*(q,s,b) under the constraints of
+ * struct invariants (Privacy-MaxEnt, Sections 4-6), and the metrics derived
+ * from it. Plain C; liblbfgs for the dual, GLPK for the boundary LP.
+ */
+#ifndef PMAXENT_SOLVER_H
+#define PMAXENT_SOLVER_H
+
+#include "constraints.h"
+
+/* ---- boundary.c --------------------------------------------------------- */
+
+/*
+ * Finds every cell that is zero in every y >= 0 with A y = c, writing
+ * zero[cell] = 1 for those (zero has inv->n_cells entries). Exact: rows with
+ * right-hand side 0 and propagation first, then per-bucket flows, then one
+ * linear program over the buckets knowledge touches. If no y satisfies the
+ * rows, returns PM_ERR_INCONSISTENT naming a set of rules that conflict.
+ */
+enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
+			     const struct invariants *inv, uint8_t *zero, struct pm_error *err);
+
+/* ---- solver.c ----------------------------------------------------------- */
+
+struct solver_options {
+	double tolerance;   /* max_violation target, records; default 1e-6 */
+	int max_iterations; /* L-BFGS iterations; default 10000 */
+	/* Called after every iteration; a nonzero return cancels the solve
+	 * (PM_ERR_CANCELLED). May be NULL. */
+	int (*progress)(void *ctx, int iteration, double max_violation);
+	void *progress_ctx;
+};
+
+void solver_options_init(struct solver_options *o);
+
+enum solver_status { SOLVER_CONVERGED = 0, SOLVER_NOT_CONVERGED = 1 };
+
+struct solver_result {
+	enum solver_status status;
+	char reason[256]; /* why not converged; "" when converged */
+	int iterations;
+	double max_violation; /* records */
+	double seconds;       /* wall clock of the solve step */
+	double entropy;       /* -sum x ln x, nats */
+	/* counts reported under "constraints" */
+	size_t variables, qi_invariants, sa_invariants, knowledge;
+	uint64_t zero_invariants;
+	size_t forced_zeros; /* cells removed because every solution has them 0 */
+	size_t solved_buckets; /* buckets that went through the iterative solve */
+	/* accuracies (nats); valid when has_accuracy (records form) */
+	int has_accuracy;
+	double estimation_accuracy, baseline_accuracy;
+	int estimation_infinite, baseline_infinite;
+	/* y[cell]: the estimate in records, inv->n_cells entries */
+	double *cells;
+	/* posterior P*(s|q) with p > 0, CSR over tuples:
+	 * post_sa/post_p[post_off[q] .. post_off[q+1]) */
+	size_t *post_off;
+	uint32_t *post_sa;
+	double *post_p;
+};
+
+/*
+ * Solves for the maximum-entropy estimate and fills r (caller frees with
+ * solver_result_finish, also after a failure). k is the knowledge inv was
+ * built from (for messages; may be NULL if inv has no knowledge rows).
+ */
+enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
+			  const struct invariants *inv, const struct solver_options *o,
+			  struct solver_result *r, struct pm_error *err);
+void solver_result_finish(struct solver_result *r);
+
+/* ---- maxent.c ----------------------------------------------------------- */
+
+struct maxent_stats {
+	int iterations;
+	double max_violation;
+	int converged;
+	char reason[256];
+};
+
+/*
+ * L-BFGS on the Lagrangian dual (Section 6) over every multiplier of the
+ * rows that touch at least one free cell, for the cells with active[cell]
+ * set (the rest are fixed by the caller). y receives the estimate on the
+ * active cells. Rows are restricted to active, non-zero cells.
+ */
+enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
+			    const struct solver_options *o, double *y, struct maxent_stats *st,
+			    struct pm_error *err);
+
+/* ---- metrics.c ---------------------------------------------------------- */
+
+/* Closed form of Theorem 5 for bucket b: y = n(q,b) n(s,b) / n(b). */
+void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
+			 double *y);
+/* Fills posterior, entropy and accuracies of r from r->cells. */
+enum pm_status metrics_compute(const struct dataset *ds, const struct invariants *inv,
+			       struct solver_result *r, struct pm_error *err);
+/* max over rows of |A y - c|, records. */
+double metrics_max_violation(const struct invariants *inv, const double *y);
+
+#endif
