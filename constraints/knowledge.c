@@ -1,2 +1,226 @@
-/* placeholder, being written */
+/* Knowledge rows P(s | Qv) in [lo, hi]: user rules resolved against a
+ * dataset, matching, n(Qv) counting and human-readable descriptions. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "constraints.h"
+
+void knowledge_init(struct knowledge *k)
+{
+	k->n = 0;
+	k->cap = 0;
+	k->rules = NULL;
+}
+
+void knowledge_finish(struct knowledge *k)
+{
+	if (!k)
+		return;
+	free(k->rules);
+	knowledge_init(k);
+}
+
+enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struct pm_error *err)
+{
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? 2 * k->cap : 16;
+		struct rule *rules;
+
+		if (cap > SIZE_MAX / sizeof *rules)
+			return error_set(err, PM_ERR_NOMEM, "", "too many knowledge rules");
+		rules = realloc(k->rules, cap * sizeof *rules);
+		if (!rules)
+			return error_set(err, PM_ERR_NOMEM, "",
+					 "out of memory for knowledge rules");
+		k->rules = rules;
+		k->cap = cap;
+	}
+	k->rules[k->n++] = *r;
+	return PM_OK;
+}
+
+/* "rules[3]" + ".if." + "sex"; an empty prefix gives no leading dot. */
+static void field_join(char *buf, size_t len, const char *prefix, const char *a, const char *b)
+{
+	const char *p = prefix ? prefix : "";
+
+	snprintf(buf, len, "%s%s%s%s", p, *p ? "." : "", a, b ? b : "");
+}
+
+/* Resolves term i of a user rule into r->attr/value[i] (unsorted yet). */
+static enum pm_status resolve_term(const struct dataset *ds, struct rule *r, size_t i,
+				   const char *attr, const char *value, const char *field,
+				   struct pm_error *err)
+{
+	char f[256];
+	long a, v;
+
+	field_join(f, sizeof f, field, "if.", attr ? attr : "");
+	if (!attr || (a = dataset_attr_index(ds, attr)) < 0)
+		return error_set(err, PM_ERR_INPUT, f, "unknown QI attribute \"%s\"",
+				 attr ? attr : "");
+	for (size_t j = 0; j < i; j++)
+		if (r->attr[j] == (uint32_t)a)
+			return error_set(err, PM_ERR_INPUT, f,
+					 "attribute \"%s\" is given more than once", attr);
+	if (!value)
+		return error_set(err, PM_ERR_INPUT, f, "needs a value");
+	v = dict_find(&ds->attr_values[a], value);
+	if (v < 0)
+		return error_set(err, PM_ERR_INPUT, f, "value \"%s\" does not occur in the data",
+				 value);
+	r->attr[i] = (uint32_t)a;
+	r->value[i] = (uint32_t)v;
+	return PM_OK;
+}
+
+/* Insertion sort of the terms by attribute index (at most 32 of them). */
+static void sort_terms(struct rule *r)
+{
+	for (uint32_t i = 1; i < r->n_terms; i++) {
+		uint32_t a = r->attr[i], v = r->value[i], j = i;
+
+		for (; j > 0 && r->attr[j - 1] > a; j--) {
+			r->attr[j] = r->attr[j - 1];
+			r->value[j] = r->value[j - 1];
+		}
+		r->attr[j] = a;
+		r->value[j] = v;
+	}
+}
+
+/* Checks "probability"/"min"/"max"; only equalities are supported now. */
+static enum pm_status check_bounds(int has_p, double p, int has_min, int has_max, const char *field,
+				   struct pm_error *err)
+{
+	char f[256];
+
+	if (has_min || has_max) {
+		field_join(f, sizeof f, field, has_min ? "min" : "max", NULL);
+		return error_set(err, PM_ERR_INPUT, f,
+				 "inequality rules (min/max) are not supported yet; use "
+				 "\"probability\"");
+	}
+	if (!has_p)
+		return error_set(err, PM_ERR_INPUT, field ? field : "", "needs \"probability\"");
+	if (!isfinite(p) || p < 0 || p > 1) {
+		field_join(f, sizeof f, field, "probability", NULL);
+		return error_set(err, PM_ERR_INPUT, f, "must be between 0 and 1, got %g", p);
+	}
+	return PM_OK;
+}
+
+enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
+				  const char *const *attrs, const char *const *values,
+				  size_t n_terms, const char *sa, int has_p, double p, int has_min,
+				  double min, int has_max, double max, const char *field,
+				  struct pm_error *err)
+{
+	struct rule r;
+	enum pm_status st;
+	char f[256];
+	long s;
+
+	memset(&r, 0, sizeof r);
+	if (n_terms > ds->n_attrs || n_terms > DATASET_MAX_ATTRS) {
+		field_join(f, sizeof f, field, "if", NULL);
+		return error_set(err, PM_ERR_INPUT, f, "has %zu attributes, the data has only %zu",
+				 n_terms, ds->n_attrs);
+	}
+	for (size_t i = 0; i < n_terms; i++) {
+		st = resolve_term(ds, &r, i, attrs[i], values[i], field, err);
+		if (st)
+			return st;
+	}
+	r.n_terms = (uint32_t)n_terms;
+	sort_terms(&r);
+	if (!sa)
+		return error_set(err, PM_ERR_INPUT, field ? field : "", "needs \"then\"");
+	s = dict_find(&ds->sa_values, sa);
+	if (s < 0) {
+		field_join(f, sizeof f, field, "then", NULL);
+		return error_set(err, PM_ERR_INPUT, f, "unknown sensitive value \"%s\"", sa);
+	}
+	st = check_bounds(has_p, p, has_min, has_max, field, err);
+	if (st)
+		return st;
+	r.sa = (uint32_t)s;
+	r.lo = r.hi = p;
+	r.source = RULE_USER;
+	r.n_qv = knowledge_count_qv(ds, &r);
+	return knowledge_append(k, &r, err);
+}
+
+int knowledge_matches(const struct dataset *ds, const struct rule *r, uint32_t q)
+{
+	const uint32_t *t = ds->tuples + (size_t)q * ds->n_attrs;
+
+	for (uint32_t i = 0; i < r->n_terms; i++)
+		if (t[r->attr[i]] != r->value[i])
+			return 0;
+	return 1;
+}
+
+uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r)
+{
+	uint64_t n = 0;
+
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		if (knowledge_matches(ds, r, (uint32_t)q))
+			n += ds->tuple_count[q];
+	return n;
+}
+
+/* Shortest %g text that reads back as exactly x (at most 17 digits). */
+static void format_double(double x, char *buf, size_t len)
+{
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(buf, len, "%.*g", prec, x);
+		if (strtod(buf, NULL) == x)
+			return;
+	}
+}
+
+/* snprintf that appends at *pos and never runs past len. */
+static void append(char *buf, size_t len, size_t *pos, const char *s)
+{
+	int w;
+
+	if (*pos >= len)
+		return;
+	w = snprintf(buf + *pos, len - *pos, "%s", s);
+	if (w > 0)
+		*pos += (size_t)w < len - *pos ? (size_t)w : len - *pos - 1;
+}
+
+void knowledge_describe(const struct dataset *ds, const struct rule *r, char *buf, size_t len)
+{
+	char lo[32], hi[32];
+	size_t pos = 0;
+
+	if (!buf || len == 0)
+		return;
+	buf[0] = '\0';
+	append(buf, len, &pos, "P(");
+	append(buf, len, &pos, ds->sa_values.str[r->sa]);
+	for (uint32_t i = 0; i < r->n_terms; i++) {
+		append(buf, len, &pos, i ? ", " : " | ");
+		append(buf, len, &pos, ds->attr_names[r->attr[i]]);
+		append(buf, len, &pos, "=");
+		append(buf, len, &pos, ds->attr_values[r->attr[i]].str[r->value[i]]);
+	}
+	format_double(r->lo, lo, sizeof lo);
+	format_double(r->hi, hi, sizeof hi);
+	if (r->lo == r->hi) {
+		append(buf, len, &pos, ") = ");
+		append(buf, len, &pos, lo);
+	} else {
+		append(buf, len, &pos, ") in [");
+		append(buf, len, &pos, lo);
+		append(buf, len, &pos, ", ");
+		append(buf, len, &pos, hi);
+		append(buf, len, &pos, "]");
+	}
+}
