@@ -1,6 +1,604 @@
+/*
+ * The independent reference solver (reference.h) on hand-solved cases, then
+ * a randomized cross-check: on hundreds of small random instances with
+ * knowledge mined from their own records, solver_run must agree with the
+ * reference on every posterior P*(s|q) to 1e-8, and with the closed form of
+ * Theorem 5 when there is no knowledge.
+ */
+#include <inttypes.h>
+#include <time.h>
+
 #include "check.h"
+#include "reference.h"
+#include "solver.h"
+
+#define AGREE	      1e-8
+#define N_KNOWLEDGE   250
+#define N_CLOSED_FORM 50
+#define SEED	      UINT64_C(20080609)
+
+/* ---- helpers ------------------------------------------------------------ */
+
+static long find_code(const struct dict *d, const char *s)
+{
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->str[i], s) == 0)
+			return (long)i;
+	return -1;
+}
+
+/* Index of the tuple with the given values, or -1. */
+static long find_tuple(const struct dataset *ds, const char *const *qi)
+{
+	for (size_t q = 0; q < ds->n_tuples; q++) {
+		size_t a = 0;
+		while (a < ds->n_attrs && (long)ds->tuples[q * ds->n_attrs + a] ==
+					      find_code(&ds->attr_values[a], qi[a]))
+			a++;
+		if (a == ds->n_attrs)
+			return (long)q;
+	}
+	return -1;
+}
+
+/* Records form from rows {qi[0], ..., qi[n_attrs-1], group, sa}. */
+static struct dataset *build(const char *const *attrs, size_t n_attrs, const char *const *rows,
+			     size_t n_rows)
+{
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	struct dataset_builder *b = dataset_builder_create("test", attrs, n_attrs, "sa", &err);
+	CHECK(b != NULL);
+	if (!b)
+		return NULL;
+	for (size_t i = 0; i < n_rows; i++) {
+		const char *const *row = rows + i * (n_attrs + 2);
+		CHECK(dataset_builder_add_record(b, row, row[n_attrs], row[n_attrs + 1], &err) ==
+		      PM_OK);
+	}
+	CHECK(dataset_builder_finish(b, &ds, &err) == PM_OK);
+	if (!ds)
+		fprintf(stderr, "build: %s: %s\n", err.field, err.message);
+	dataset_builder_destroy(b);
+	return ds;
+}
+
+/* An equality rule P(sa | attr = value) = p, single term. */
+static struct rule make_rule(const struct dataset *ds, const char *const *attrs,
+			     const char *const *values, size_t n_terms, const char *sa, double p)
+{
+	struct rule r;
+	memset(&r, 0, sizeof(r));
+	r.n_terms = (uint32_t)n_terms;
+	for (size_t t = 0; t < n_terms; t++) {
+		long a = -1;
+		for (size_t i = 0; i < ds->n_attrs; i++)
+			if (strcmp(ds->attr_names[i], attrs[t]) == 0)
+				a = (long)i;
+		CHECK(a >= 0);
+		r.attr[t] = (uint32_t)a;
+		r.value[t] = (uint32_t)find_code(&ds->attr_values[a], values[t]);
+	}
+	r.sa = (uint32_t)find_code(&ds->sa_values, sa);
+	r.lo = r.hi = p;
+	r.source = RULE_USER;
+	return r;
+}
+
+/* P*(sa | qi) out of a reference posterior. */
+static double post_of(const struct dataset *ds, const double *post, const char *const *qi,
+		      const char *sa)
+{
+	long q = find_tuple(ds, qi), s = find_code(&ds->sa_values, sa);
+	CHECK(q >= 0 && s >= 0);
+	if (q < 0 || s < 0)
+		return NAN;
+	return post[(size_t)q * ds->sa_values.n + (size_t)s];
+}
+
+/* y of (qi, sa, bucket b) in the reference system. */
+static double y_of(const struct dataset *ds, const struct reference_system *sys,
+		   const char *const *qi, const char *sa, size_t b)
+{
+	long q = find_tuple(ds, qi), s = find_code(&ds->sa_values, sa);
+	CHECK(q >= 0 && s >= 0);
+	if (q < 0 || s < 0)
+		return NAN;
+	return reference_cell(sys, (size_t)q, (size_t)s, b);
+}
+
+/* ---- hand-solved cases -------------------------------------------------- */
+
+static const char *const sex_degree[] = {"sex", "degree"};
+static const char *const F_c[] = {"F", "college"}, *const M_c[] = {"M", "college"},
+			 *const M_j[] = {"M", "junior"}, *const F_j[] = {"F", "junior"};
+
+/* -sum x ln x of the closed form of the next test, x = y / 7. */
+static double closed_entropy(void)
+{
+	static const double nq[] = {2, 2, 1}, ns[] = {3, 1, 1};
+	double h = 4 * -(0.5 / 7 * log(0.5 / 7)); /* bucket 2: four cells of 1/2 */
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 3; j++)
+			h -= nq[i] * ns[j] / 5 / 7 * log(nq[i] * ns[j] / 5 / 7);
+	return h;
+}
+
+/* (a) No knowledge: y = n(q,b) n(s,b) / n(b) in every bucket (Theorem 5). */
+static void test_closed_form_by_hand(void)
+{
+	static const char *const rows[] = {
+	    "F", "college", "1", "Flu",	   "M", "college", "1", "Flu",	   "M", "college",
+	    "1", "BC",	    "M", "junior", "1", "HIV",	   "F", "college", "1", "Flu",
+	    "M", "junior",  "2", "Flu",	   "F", "junior",  "2", "BC",
+	};
+	struct dataset *ds = build(sex_degree, 2, rows, 7);
+	struct reference_system sys;
+	double *post;
+	if (!ds)
+		return;
+	post = calloc(ds->n_tuples * ds->sa_values.n, sizeof(*post));
+	CHECK(reference_solve(ds, NULL, post, &sys) == REFERENCE_OK);
+	CHECK(sys.n_cells == 3 * 3 + 2 * 2);
+	CHECK(sys.n_forced == 0);
+	CHECK_NEAR(y_of(ds, &sys, F_c, "Flu", 0), 2.0 * 3 / 5, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, M_c, "BC", 0), 2.0 * 1 / 5, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, M_j, "HIV", 0), 1.0 * 1 / 5, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, M_j, "Flu", 1), 0.5, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, F_j, "Flu", 0), 0.0, 0.0);
+	CHECK_NEAR(post_of(ds, post, M_j, "Flu"), (0.6 + 0.5) / 2, 1e-12);
+	CHECK_NEAR(post_of(ds, post, M_j, "BC"), (0.2 + 0.5) / 2, 1e-12);
+	CHECK_NEAR(post_of(ds, post, M_j, "HIV"), 0.2 / 2, 1e-12);
+	CHECK_NEAR(post_of(ds, post, F_c, "Flu"), 0.6, 1e-12);
+	CHECK_NEAR(post_of(ds, post, F_j, "BC"), 0.5, 1e-12);
+	CHECK_NEAR(post_of(ds, post, F_j, "HIV"), 0.0, 0.0);
+	CHECK_NEAR(reference_entropy(&sys), closed_entropy(), 1e-12);
+	reference_free(&sys);
+	free(post);
+	dataset_destroy(ds);
+}
+
+/*
+ * (b) One bucket of three records, P(A | sex=F) = 0. Row and column sums
+ * are 1 with y(F,A) = 0; swapping the two M tuples, or B and C, maps the
+ * constraints onto themselves, so the unique maximum is symmetric:
+ * y(F,B) = y(F,C) = 1/2, y(M*,A) = 1/2, y(M*,B) = y(M*,C) = 1/4.
+ */
+static void test_zero_rule_by_hand(void)
+{
+	static const char *const rows[] = {
+	    "F", "college", "1", "B", "M", "college", "1", "A", "M", "junior", "1", "C",
+	};
+	static const char *const attr[] = {"sex"}, *const val[] = {"F"};
+	struct dataset *ds = build(sex_degree, 2, rows, 3);
+	struct reference_system sys;
+	struct rule rule;
+	struct knowledge k = {1, 1, &rule};
+	double post[3 * 3];
+	if (!ds)
+		return;
+	rule = make_rule(ds, attr, val, 1, "A", 0.0);
+	CHECK(reference_solve(ds, &k, post, &sys) == REFERENCE_OK);
+	CHECK(sys.n_cells == 9);
+	CHECK(sys.n_forced == 1);
+	CHECK_NEAR(y_of(ds, &sys, F_c, "A", 0), 0.0, 0.0);
+	CHECK_NEAR(post_of(ds, post, F_c, "A"), 0.0, 0.0);
+	CHECK_NEAR(post_of(ds, post, F_c, "B"), 0.5, 1e-10);
+	CHECK_NEAR(post_of(ds, post, F_c, "C"), 0.5, 1e-10);
+	CHECK_NEAR(post_of(ds, post, M_c, "A"), 0.5, 1e-10);
+	CHECK_NEAR(post_of(ds, post, M_c, "B"), 0.25, 1e-10);
+	CHECK_NEAR(post_of(ds, post, M_j, "C"), 0.25, 1e-10);
+	CHECK_NEAR(post_of(ds, post, M_j, "A"), 0.5, 1e-10);
+	CHECK(sys.max_violation <= REFERENCE_TOL * 3);
+	reference_free(&sys);
+	dataset_destroy(ds);
+}
+
+/*
+ * Two mirrored buckets and P(A | sex=F) = 1/4, so the rule row is
+ * y(F,A,1) + y(F,A,2) = 1/2. Swapping the buckets is a symmetry, hence
+ * y(F,A,b) = 1/4 in both and the rest follows from the invariants.
+ */
+static void test_fractional_rule_by_hand(void)
+{
+	static const char *const rows[] = {
+	    "F", "college", "1", "A", "M", "college", "1", "B",
+	    "F", "college", "2", "B", "M", "college", "2", "A",
+	};
+	static const char *const attr[] = {"sex"}, *const val[] = {"F"};
+	struct dataset *ds = build(sex_degree, 2, rows, 4);
+	struct reference_system sys;
+	struct rule rule;
+	struct knowledge k = {1, 1, &rule};
+	double post[2 * 2];
+	if (!ds)
+		return;
+	rule = make_rule(ds, attr, val, 1, "A", 0.25);
+	CHECK(reference_solve(ds, &k, post, &sys) == REFERENCE_OK);
+	CHECK(sys.n_cells == 8 && sys.n_forced == 0);
+	for (size_t b = 0; b < 2; b++) {
+		CHECK_NEAR(y_of(ds, &sys, F_c, "A", b), 0.25, 1e-10);
+		CHECK_NEAR(y_of(ds, &sys, F_c, "B", b), 0.75, 1e-10);
+		CHECK_NEAR(y_of(ds, &sys, M_c, "A", b), 0.75, 1e-10);
+		CHECK_NEAR(y_of(ds, &sys, M_c, "B", b), 0.25, 1e-10);
+	}
+	CHECK_NEAR(post_of(ds, post, F_c, "A"), 0.25, 1e-10);
+	CHECK_NEAR(post_of(ds, post, M_c, "A"), 0.75, 1e-10);
+	reference_free(&sys);
+	dataset_destroy(ds);
+}
+
+/* The deterministic bucket: q1 x2, q2, q3 and s1 x2, s2, s3. */
+static const char *const det_rows[] = {
+    "x", "1", "1", "s1", "x", "1", "1", "s1", "x", "2", "1", "s2", "y", "1", "1", "s3",
+};
+static const char *const xy[] = {"a", "b"};
+static const char *const q1[] = {"x", "1"}, *const q2[] = {"x", "2"}, *const q3[] = {"y", "1"};
+
+/*
+ * (c) P(s1|q2) = P(s1|q3) = P(s2|q3) = 0 leave one assignment: q3 -> s3,
+ * so q2 -> s2 and q1 -> s1 twice. The LP must find all six zeros, three of
+ * which no rule names.
+ */
+static void test_deterministic(void)
+{
+	struct dataset *ds = build(xy, 2, det_rows, 4);
+	struct reference_system sys;
+	struct rule rules[3];
+	struct knowledge k = {3, 3, rules};
+	double post[3 * 3];
+	if (!ds)
+		return;
+	rules[0] = make_rule(ds, xy, q2, 2, "s1", 0.0);
+	rules[1] = make_rule(ds, xy, q3, 2, "s1", 0.0);
+	rules[2] = make_rule(ds, xy, q3, 2, "s2", 0.0);
+	CHECK(reference_solve(ds, &k, post, &sys) == REFERENCE_OK);
+	CHECK(sys.n_cells == 9);
+	CHECK(sys.n_forced == 6);
+	CHECK_NEAR(y_of(ds, &sys, q1, "s1", 0), 2.0, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, q2, "s2", 0), 1.0, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, q3, "s3", 0), 1.0, 1e-12);
+	CHECK_NEAR(y_of(ds, &sys, q1, "s2", 0), 0.0, 0.0);
+	CHECK_NEAR(y_of(ds, &sys, q2, "s3", 0), 0.0, 0.0);
+	CHECK_NEAR(post_of(ds, post, q1, "s1"), 1.0, 1e-12);
+	CHECK_NEAR(post_of(ds, post, q1, "s3"), 0.0, 0.0);
+	CHECK_NEAR(post_of(ds, post, q2, "s2"), 1.0, 1e-12);
+	CHECK_NEAR(post_of(ds, post, q3, "s3"), 1.0, 1e-12);
+	CHECK_NEAR(reference_entropy(&sys), -(0.5 * log(0.5) + 2 * 0.25 * log(0.25)), 1e-12);
+	reference_free(&sys);
+	dataset_destroy(ds);
+}
+
+/* s1 x2 with P(s1|q1) = P(s1|q2) = 0 leaves only q3 (one record): no
+ * assignment exists. An inequality rule is refused, not misread. */
+static void test_inconsistent_and_unsupported(void)
+{
+	struct dataset *ds = build(xy, 2, det_rows, 4);
+	struct rule rules[2];
+	struct knowledge k = {2, 2, rules};
+	double post[3 * 3];
+	if (!ds)
+		return;
+	rules[0] = make_rule(ds, xy, q1, 2, "s1", 0.0);
+	rules[1] = make_rule(ds, xy, q2, 2, "s1", 0.0);
+	fprintf(stderr, "(the next reference_solve message is expected)\n");
+	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_INCONSISTENT);
+	rules[1].hi = 0.5;
+	k.n = 1;
+	rules[0] = rules[1];
+	fprintf(stderr, "(the next reference_solve message is expected)\n");
+	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_UNSUPPORTED);
+	dataset_destroy(ds);
+}
+
+/* ---- randomized cross-check --------------------------------------------- */
+
+struct worst {
+	double post, cells, violation, entropy, accuracy, baseline, closed;
+	long sweeps;
+	size_t forced, rules;
+};
+
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15u);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+	return z ^ (z >> 31);
+}
+
+static size_t rng_in(uint64_t *s, size_t lo, size_t hi)
+{
+	return lo + (size_t)(rng_next(s) % (hi - lo + 1));
+}
+
+static void note(double *worst, double v)
+{
+	if (!(v <= *worst)) /* NaN sticks */
+		*worst = v;
+}
+
+/* 2-3 QI attributes of 2-3 values, SA of 2-4 values, 8-40 records in
+ * consecutive buckets of 2-5 (6 where a lone record would be left). */
+static struct dataset *random_dataset(uint64_t *rng)
+{
+	static const char *const attrs[] = {"a0", "a1", "a2"};
+	static const char *const vals[] = {"v0", "v1", "v2"}, *const sas[] = {"s0", "s1", "s2",
+									      "s3"};
+	size_t d = rng_in(rng, 2, 3), nv[3], ns = rng_in(rng, 2, 4), n = rng_in(rng, 8, 40);
+	size_t left = 0, g = 0;
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	struct dataset_builder *b = dataset_builder_create(NULL, attrs, d, "sa", &err);
+	if (!b)
+		return NULL;
+	for (size_t a = 0; a < d; a++)
+		nv[a] = rng_in(rng, 2, 3);
+	for (size_t i = 0; i < n; i++) {
+		const char *qi[3];
+		char group[16];
+		if (left == 0) {
+			left = rng_in(rng, 2, 5);
+			left = left > n - i ? n - i : left;
+			left += n - i - left == 1;
+			g++;
+		}
+		left--;
+		snprintf(group, sizeof(group), "g%zu", g);
+		for (size_t a = 0; a < d; a++)
+			qi[a] = vals[rng_in(rng, 0, nv[a] - 1)];
+		if (dataset_builder_add_record(b, qi, group, sas[rng_in(rng, 0, ns - 1)], &err))
+			goto out;
+	}
+	if (dataset_builder_finish(b, &ds, &err))
+		fprintf(stderr, "random_dataset: %s: %s\n", err.field, err.message);
+out:
+	dataset_builder_destroy(b);
+	return ds;
+}
+
+/* Theorem 5 from the reference's own counts: sum_b n(q,b) n(s,b)/n(b) / n(q). */
+static void closed_form(const struct reference_system *sys, double *post)
+{
+	for (size_t q = 0; q < sys->n_q; q++)
+		for (size_t s = 0; s < sys->n_s; s++) {
+			double y = 0.0;
+			for (size_t b = 0; b < sys->n_b; b++) {
+				double nb = 0.0;
+				for (size_t p = 0; p < sys->n_q; p++)
+					nb += sys->qb[p * sys->n_b + b];
+				y += (double)sys->qb[q * sys->n_b + b] * sys->sb[s * sys->n_b + b] /
+				     nb;
+			}
+			post[q * sys->n_s + s] = y / sys->nq[q];
+		}
+}
+
+/* sum_q P(q) sum_s P(s|q) ln(P(s|q) / post(s|q)) from the records; sets
+ * *infinite when some P(s|q) > 0 has post 0. */
+static double accuracy(const struct dataset *ds, const struct reference_system *sys,
+		       const double *post, int *infinite)
+{
+	size_t ns = sys->n_s;
+	double acc = 0.0;
+	uint32_t *nqs = calloc(sys->n_q * ns + 1, sizeof(*nqs));
+	*infinite = 0;
+	if (!nqs)
+		return NAN;
+	for (size_t i = 0; i < ds->n_records; i++)
+		nqs[(size_t)ds->rec_tuple[i] * ns + ds->rec_sa[i]]++;
+	for (size_t c = 0; c < sys->n_q * ns; c++) {
+		double p = (double)nqs[c] / sys->nq[c / ns];
+		if (!nqs[c])
+			continue;
+		if (post[c] <= 0.0)
+			*infinite = 1;
+		else
+			acc += (double)nqs[c] / (double)ds->n_records * log(p / post[c]);
+	}
+	free(nqs);
+	return acc;
+}
+
+/* The solver's cells against the reference's, and the solver's cells put
+ * through the reference's own rows (an independent feasibility check). */
+static void compare_cells(const struct reference_system *sys, const struct invariants *inv,
+			  const struct solver_result *r, struct worst *w)
+{
+	double *y = calloc(sys->n_cells + 1, sizeof(*y)), diff = 0.0, viol;
+	size_t unmapped = 0;
+	CHECK(inv->n_cells == sys->n_cells);
+	CHECK(r->cells != NULL && y != NULL);
+	if (!r->cells || !y)
+		goto out;
+	for (size_t c = 0; c < inv->n_cells; c++) {
+		size_t q = inv->cell_tuple[c], s = inv->cell_sa[c], b = inv->cell_group[c];
+		long at = q < sys->n_q && s < sys->n_s && b < sys->n_b
+			      ? sys->cell_at[(q * sys->n_s + s) * sys->n_b + b]
+			      : -1;
+		if (at < 0) {
+			unmapped++;
+			continue;
+		}
+		y[at] = r->cells[c];
+		note(&diff, fabs(r->cells[c] - sys->y[at]));
+	}
+	CHECK(unmapped == 0);
+	viol = reference_violation(sys, y);
+	CHECK_NEAR(diff, 0.0, AGREE);
+	CHECK_NEAR(viol, 0.0, AGREE);
+	note(&w->cells, diff);
+	note(&w->violation, viol);
+out:
+	free(y);
+}
+
+/* Posterior CSR of r made dense, against ref. */
+static void compare_posterior(const struct dataset *ds, const struct solver_result *r,
+			      const double *ref, struct worst *w)
+{
+	size_t ns = ds->sa_values.n, bad = 0;
+	double *dense = calloc(ds->n_tuples * ns + 1, sizeof(*dense)), diff = 0.0;
+	CHECK(r->post_off != NULL && dense != NULL);
+	if (!r->post_off || !dense)
+		goto out;
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		for (size_t e = r->post_off[q]; e < r->post_off[q + 1]; e++) {
+			if (r->post_sa[e] >= ns || !(r->post_p[e] > 0.0))
+				bad++;
+			else
+				dense[q * ns + r->post_sa[e]] = r->post_p[e];
+		}
+	CHECK(bad == 0);
+	for (size_t c = 0; c < ds->n_tuples * ns; c++)
+		note(&diff, fabs(dense[c] - ref[c]));
+	CHECK_NEAR(diff, 0.0, AGREE);
+	note(&w->post, diff);
+out:
+	free(dense);
+}
+
+/* Everything solver_run reports that the reference can vouch for. */
+static void compare(const struct dataset *ds, const struct reference_system *sys, const double *ref,
+		    const double *cf, const struct invariants *inv, const struct solver_result *r,
+		    struct worst *w)
+{
+	int inf_ref, inf_cf;
+	double acc = accuracy(ds, sys, ref, &inf_ref), base = accuracy(ds, sys, cf, &inf_cf);
+	CHECK(r->status == SOLVER_CONVERGED);
+	CHECK(r->forced_zeros == sys->n_forced);
+	compare_cells(sys, inv, r, w);
+	compare_posterior(ds, r, ref, w);
+	CHECK_NEAR(r->entropy, reference_entropy(sys), AGREE);
+	note(&w->entropy, fabs(r->entropy - reference_entropy(sys)));
+	/* mined rules hold on the records, so every true (q,s) stays possible */
+	CHECK(!inf_ref && !inf_cf);
+	CHECK(r->has_accuracy && !r->estimation_infinite && !r->baseline_infinite);
+	CHECK_NEAR(r->estimation_accuracy, acc, AGREE);
+	CHECK_NEAR(r->baseline_accuracy, base, AGREE);
+	note(&w->accuracy, fabs(r->estimation_accuracy - acc));
+	note(&w->baseline, fabs(r->baseline_accuracy - base));
+}
+
+/* Random knowledge mined from the instance's own records. */
+static void mine(const struct dataset *ds, uint64_t *rng, struct knowledge *k)
+{
+	struct miner_options mo;
+	struct pm_error err = {0};
+	miner_options_init(&mo);
+	mo.positive = rng_in(rng, 0, 10);
+	mo.negative = rng_in(rng, 0, 10);
+	mo.min_support = rng_in(rng, 1, 3);
+	mo.qi_attributes = rng_in(rng, 0, ds->n_attrs);
+	CHECK(miner_run(ds, &mo, k, &err) == PM_OK);
+	if (err.status)
+		fprintf(stderr, "miner_run: %s: %s\n", err.field, err.message);
+}
+
+/* The reference side and, unless it failed, the solver side. */
+static void solve_both(const struct dataset *ds, const struct knowledge *k,
+		       struct reference_system *sys, double *ref, double *cf, struct worst *w)
+{
+	struct pm_error err = {0};
+	struct invariants inv;
+	struct solver_options so;
+	struct solver_result r;
+	memset(&inv, 0, sizeof(inv));
+	memset(&r, 0, sizeof(r));
+	CHECK(reference_solve(ds, k, ref, sys) == REFERENCE_OK);
+	if (!sys->y || sys->max_violation > REFERENCE_TOL * (double)sys->n_records)
+		return;
+	if (sys->sweeps > w->sweeps)
+		w->sweeps = sys->sweeps;
+	w->forced += sys->n_forced;
+	closed_form(sys, cf);
+	CHECK(invariants_build(ds, k, &inv, &err) == PM_OK);
+	if (!err.status) {
+		solver_options_init(&so);
+		so.tolerance = 1e-10; /* 1e-8 agreement needs a tighter target than 1e-6 */
+		CHECK(solver_run(ds, k, &inv, &so, &r, &err) == PM_OK);
+	}
+	if (err.status)
+		fprintf(stderr, "solver side: %s: %s\n", err.field, err.message);
+	else
+		compare(ds, sys, ref, cf, &inv, &r, w);
+	solver_result_finish(&r);
+	invariants_finish(&inv);
+}
+
+/* One random instance; with_knowledge = 0 also checks the closed form. */
+static void run_instance(uint64_t seed, int with_knowledge, struct worst *w)
+{
+	uint64_t rng = seed;
+	int failed = check_failed;
+	struct knowledge k;
+	struct reference_system sys;
+	struct dataset *ds = random_dataset(&rng);
+	double *ref = NULL, *cf = NULL;
+	knowledge_init(&k);
+	memset(&sys, 0, sizeof(sys));
+	CHECK(ds != NULL);
+	if (!ds)
+		goto out;
+	ref = calloc(ds->n_tuples * ds->sa_values.n + 1, sizeof(*ref));
+	cf = calloc(ds->n_tuples * ds->sa_values.n + 1, sizeof(*cf));
+	if (with_knowledge)
+		mine(ds, &rng, &k);
+	w->rules += k.n;
+	solve_both(ds, &k, &sys, ref, cf, w);
+	if (!with_knowledge && sys.y) {
+		double diff = 0.0;
+		for (size_t c = 0; c < ds->n_tuples * ds->sa_values.n; c++)
+			note(&diff, fabs(ref[c] - cf[c]));
+		CHECK_NEAR(diff, 0.0, AGREE);
+		note(&w->closed, diff);
+	}
+out:
+	if (check_failed > failed)
+		fprintf(stderr,
+			"  ^ instance seed %" PRIu64 " (%s knowledge; rerun alone with "
+			"PMAXENT_REFERENCE_SEED=%" PRIu64 ")\n",
+			seed, with_knowledge ? "mined" : "no", seed);
+	free(ref);
+	free(cf);
+	reference_free(&sys);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
+static void test_cross_check(void)
+{
+	struct worst w;
+	const char *only = getenv("PMAXENT_REFERENCE_SEED");
+	clock_t t0 = clock();
+	memset(&w, 0, sizeof(w));
+	if (only && *only) {
+		uint64_t seed = strtoull(only, NULL, 10);
+		run_instance(seed, 1, &w);
+		run_instance(seed, 0, &w);
+	} else {
+		for (uint64_t i = 0; i < N_KNOWLEDGE; i++)
+			run_instance(SEED * 1000003 + i, 1, &w);
+		for (uint64_t i = 0; i < N_CLOSED_FORM; i++)
+			run_instance(SEED * 2000003 + i, 0, &w);
+	}
+	printf("cross-check: %d + %d instances, %zu mined rules, %zu forced zeros, "
+	       "max %ld sweeps, %.2f s\n",
+	       N_KNOWLEDGE, N_CLOSED_FORM, w.rules, w.forced, w.sweeps,
+	       (double)(clock() - t0) / CLOCKS_PER_SEC);
+	printf("worst |solver - reference|: posterior %.3g, cells %.3g, entropy %.3g, "
+	       "accuracy %.3g, baseline %.3g; solver cells on reference rows %.3g; "
+	       "reference vs closed form %.3g\n",
+	       w.post, w.cells, w.entropy, w.accuracy, w.baseline, w.violation, w.closed);
+}
 
 int main(void)
 {
+	test_closed_form_by_hand();
+	test_zero_rule_by_hand();
+	test_fractional_rule_by_hand();
+	test_deterministic();
+	test_inconsistent_and_unsupported();
+	test_cross_check();
 	return check_done();
 }
