@@ -218,6 +218,7 @@ enum row_kind { ROW_QI = 0, ROW_SA = 1, ROW_KNOWLEDGE = 2 };
  * for QI/SA rows, the rule index for knowledge rows.
  */
 struct invariants {
+	size_t n_groups; /* buckets, as in the dataset */
 	size_t n_cells;
 	size_t *cell_off; /* n_groups + 1 */
 	uint32_t *cell_tuple, *cell_sa, *cell_group;

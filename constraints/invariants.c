@@ -1,2 +1,349 @@
-/* placeholder, being written */
+/*
+ * The linear system of Section 5: QI- and SA-invariants per bucket (one SA
+ * row dropped per bucket, the conciseness theorem), zero-invariants by
+ * giving variables only to (q,s,b) with q and s present in b, and one row
+ * per knowledge rule P(s|Qv) = c:  sum_{b, q ~ Qv} y[q,s,b] = c n(Qv).
+ * Everything is in records (y = N P), so right-hand sides are counts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include "constraints.h"
+
+/* Where each tuple occurs: (bucket, position of q in the bucket) pairs. */
+struct occurrences {
+	size_t *off; /* n_tuples + 1 */
+	uint32_t *bucket, *pos;
+};
+
+static void occurrences_finish(struct occurrences *o)
+{
+	free(o->off);
+	free(o->bucket);
+	free(o->pos);
+}
+
+static enum pm_status occurrences_init(const struct dataset *ds, struct occurrences *o)
+{
+	size_t n = ds->bq_off[ds->n_groups];
+	size_t *fill = NULL;
+
+	o->off = calloc(ds->n_tuples + 1, sizeof *o->off);
+	o->bucket = malloc((n ? n : 1) * sizeof *o->bucket);
+	o->pos = malloc((n ? n : 1) * sizeof *o->pos);
+	fill = malloc((ds->n_tuples + 1) * sizeof *fill);
+	if (!o->off || !o->bucket || !o->pos || !fill) {
+		free(fill);
+		return PM_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		o->off[ds->bq_tuple[i] + 1]++;
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		o->off[q + 1] += o->off[q];
+	memcpy(fill, o->off, (ds->n_tuples + 1) * sizeof *fill);
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++) {
+			size_t at = fill[ds->bq_tuple[i]]++;
+
+			o->bucket[at] = (uint32_t)b;
+			o->pos[at] = (uint32_t)(i - ds->bq_off[b]);
+		}
+	}
+	free(fill);
+	return PM_OK;
+}
+
+/* Position of SA value s among the s of bucket b, or -1. */
+static long bucket_sa_pos(const struct dataset *ds, size_t b, uint32_t s)
+{
+	size_t lo = ds->bs_off[b], hi = ds->bs_off[b + 1], base = lo;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ds->bs_value[mid] == s)
+			return (long)(mid - base);
+		if (ds->bs_value[mid] < s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+/* Lays out the cells, bucket by bucket, q-major. */
+static enum pm_status build_cells(const struct dataset *ds, struct invariants *inv)
+{
+	size_t nb = ds->n_groups, n = 0;
+
+	inv->cell_off = malloc((nb + 1) * sizeof *inv->cell_off);
+	if (!inv->cell_off)
+		return PM_ERR_NOMEM;
+	for (size_t b = 0; b < nb; b++) {
+		inv->cell_off[b] = n;
+		n += (ds->bq_off[b + 1] - ds->bq_off[b]) * (ds->bs_off[b + 1] - ds->bs_off[b]);
+	}
+	inv->cell_off[nb] = n;
+	inv->n_cells = n;
+	inv->cell_tuple = malloc((n ? n : 1) * sizeof *inv->cell_tuple);
+	inv->cell_sa = malloc((n ? n : 1) * sizeof *inv->cell_sa);
+	inv->cell_group = malloc((n ? n : 1) * sizeof *inv->cell_group);
+	if (!inv->cell_tuple || !inv->cell_sa || !inv->cell_group)
+		return PM_ERR_NOMEM;
+	for (size_t b = 0, c = 0; b < nb; b++) {
+		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++) {
+			for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++, c++) {
+				inv->cell_tuple[c] = ds->bq_tuple[i];
+				inv->cell_sa[c] = ds->bs_value[j];
+				inv->cell_group[c] = (uint32_t)b;
+			}
+		}
+	}
+	return PM_OK;
+}
+
+/* Cells of knowledge rule r, appended to cells (capacity >= n_cells);
+ * returns how many, and n(Qv) through *n_qv. */
+static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
+			 const struct occurrences *occ, const struct rule *r, uint32_t *cells,
+			 uint64_t *n_qv)
+{
+	size_t n = 0;
+
+	*n_qv = 0;
+	for (uint32_t q = 0; q < ds->n_tuples; q++) {
+		if (!knowledge_matches(ds, r, q))
+			continue;
+		*n_qv += ds->tuple_count[q];
+		for (size_t o = occ->off[q]; o < occ->off[q + 1]; o++) {
+			size_t b = occ->bucket[o];
+			long j = bucket_sa_pos(ds, b, r->sa);
+			size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
+
+			if (j >= 0)
+				cells[n++] =
+				    (uint32_t)(inv->cell_off[b] + occ->pos[o] * h + (size_t)j);
+		}
+	}
+	return n;
+}
+
+/* Appends one row; rows are built in order so row_off grows monotonically. */
+struct row_buf {
+	size_t n_rows, cap_rows, n_nz, cap_nz;
+};
+
+/* Grows *p to hold cap elements of size sz; 0 on success. */
+static int grow(void *p, size_t cap, size_t sz)
+{
+	void *n = realloc(*(void **)p, cap * sz);
+
+	if (!n)
+		return -1;
+	*(void **)p = n;
+	return 0;
+}
+
+static enum pm_status row_reserve(struct invariants *inv, struct row_buf *rb, size_t nz)
+{
+	if (rb->n_rows + 1 >= rb->cap_rows) {
+		size_t cap = rb->cap_rows ? 2 * rb->cap_rows : 64;
+
+		if (grow(&inv->row_off, cap + 1, sizeof *inv->row_off) ||
+		    grow(&inv->rhs, cap, sizeof *inv->rhs) ||
+		    grow(&inv->row_kind, cap, sizeof *inv->row_kind) ||
+		    grow(&inv->row_ref, cap, sizeof *inv->row_ref))
+			return PM_ERR_NOMEM;
+		rb->cap_rows = cap;
+	}
+	if (rb->n_nz + nz > rb->cap_nz) {
+		size_t cap = rb->cap_nz ? rb->cap_nz : 256;
+
+		while (cap < rb->n_nz + nz)
+			cap *= 2;
+		if (grow(&inv->row_cell, cap, sizeof *inv->row_cell))
+			return PM_ERR_NOMEM;
+		rb->cap_nz = cap;
+	}
+	return PM_OK;
+}
+
+static enum pm_status row_push(struct invariants *inv, struct row_buf *rb, const uint32_t *cells,
+			       size_t n, double rhs, enum row_kind kind, uint32_t ref)
+{
+	enum pm_status st = row_reserve(inv, rb, n);
+
+	if (st)
+		return st;
+	inv->row_off[rb->n_rows] = rb->n_nz;
+	memcpy(inv->row_cell + rb->n_nz, cells, n * sizeof *cells);
+	rb->n_nz += n;
+	inv->rhs[rb->n_rows] = rhs;
+	inv->row_kind[rb->n_rows] = (uint8_t)kind;
+	inv->row_ref[rb->n_rows] = ref;
+	rb->n_rows++;
+	inv->row_off[rb->n_rows] = rb->n_nz;
+	return PM_OK;
+}
+
+/* QI rows of every bucket, then SA rows but the last of each bucket. */
+static enum pm_status build_invariant_rows(const struct dataset *ds, struct invariants *inv,
+					   struct row_buf *rb, uint32_t *tmp)
+{
+	enum pm_status st = PM_OK;
+
+	for (size_t b = 0; b < ds->n_groups && !st; b++) {
+		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+
+		for (size_t i = 0; i < g && !st; i++) {
+			for (size_t j = 0; j < h; j++)
+				tmp[j] = (uint32_t)(inv->cell_off[b] + i * h + j);
+			st = row_push(inv, rb, tmp, h, ds->bq_count[ds->bq_off[b] + i], ROW_QI,
+				      (uint32_t)b);
+		}
+	}
+	inv->n_qi_rows = rb->n_rows;
+	for (size_t b = 0; b < ds->n_groups && !st; b++) {
+		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+
+		for (size_t j = 0; j + 1 < h && !st; j++) {
+			for (size_t i = 0; i < g; i++)
+				tmp[i] = (uint32_t)(inv->cell_off[b] + i * h + j);
+			st = row_push(inv, rb, tmp, g, ds->bs_count[ds->bs_off[b] + j], ROW_SA,
+				      (uint32_t)b);
+		}
+	}
+	inv->n_sa_rows = rb->n_rows - inv->n_qi_rows;
+	return st;
+}
+
+static enum pm_status build_knowledge_rows(const struct dataset *ds, const struct knowledge *k,
+					   struct invariants *inv, struct row_buf *rb,
+					   uint32_t *tmp, struct pm_error *err)
+{
+	struct occurrences occ = {0};
+	enum pm_status st = occurrences_init(ds, &occ);
+
+	for (size_t r = 0; k && r < k->n && !st; r++) {
+		const struct rule *rule = &k->rules[r];
+		uint64_t n_qv;
+		size_t n;
+		double rhs;
+
+		if (rule->lo != rule->hi) {
+			st = error_set(err, PM_ERR_INPUT, "rules",
+				       "rule %zu: inequality rules (min/max) are not supported yet",
+				       r);
+			break;
+		}
+		n = rule_cells(ds, inv, &occ, rule, tmp, &n_qv);
+		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv). */
+		rhs = rule->source == RULE_USER ? rule->lo * (double)n_qv : (double)rule->n_qv_s;
+		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
+	}
+	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
+	occurrences_finish(&occ);
+	return st;
+}
+
+/* kb_off/kb_row: the knowledge rows touching each bucket. */
+static enum pm_status build_bucket_index(const struct dataset *ds, struct invariants *inv)
+{
+	size_t nb = ds->n_groups, first = inv->n_qi_rows + inv->n_sa_rows, n = 0;
+	size_t *fill;
+	uint32_t *last = malloc((nb ? nb : 1) * sizeof *last);
+
+	inv->kb_off = calloc(nb + 2, sizeof *inv->kb_off);
+	fill = malloc((nb + 1) * sizeof *fill);
+	if (!last || !inv->kb_off || !fill) {
+		free(last);
+		free(fill);
+		return PM_ERR_NOMEM;
+	}
+	/* two passes: count distinct (bucket, row) pairs, then fill */
+	for (int pass = 0; pass < 2; pass++) {
+		memset(last, 0xff, (nb ? nb : 1) * sizeof *last);
+		for (size_t r = first; r < inv->n_rows; r++) {
+			for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+				uint32_t b = inv->cell_group[inv->row_cell[e]];
+
+				if (last[b] == r)
+					continue;
+				last[b] = (uint32_t)r;
+				if (pass == 0)
+					inv->kb_off[b + 1]++;
+				else
+					inv->kb_row[fill[b]++] = (uint32_t)r;
+			}
+		}
+		if (pass == 0) {
+			for (size_t b = 0; b < nb; b++)
+				inv->kb_off[b + 1] += inv->kb_off[b];
+			n = inv->kb_off[nb];
+			inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
+			memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
+			if (!inv->kb_row)
+				break;
+		}
+	}
+	free(last);
+	free(fill);
+	return inv->kb_row ? PM_OK : PM_ERR_NOMEM;
+}
+
+enum pm_status invariants_build(const struct dataset *ds, const struct knowledge *k,
+				struct invariants *inv, struct pm_error *err)
+{
+	struct row_buf rb = {0};
+	uint32_t *tmp = NULL;
+	enum pm_status st;
+
+	memset(inv, 0, sizeof *inv);
+	inv->n_groups = ds->n_groups;
+	st = build_cells(ds, inv);
+	if (st)
+		goto out;
+	tmp = malloc((inv->n_cells + ds->n_tuples + 1) * sizeof *tmp);
+	if (!tmp) {
+		st = PM_ERR_NOMEM;
+		goto out;
+	}
+	st = build_invariant_rows(ds, inv, &rb, tmp);
+	if (!st)
+		st = build_knowledge_rows(ds, k, inv, &rb, tmp, err);
+	if (st)
+		goto out;
+	inv->n_rows = rb.n_rows;
+	if (!inv->row_off && !(inv->row_off = calloc(1, sizeof *inv->row_off))) {
+		st = PM_ERR_NOMEM;
+		goto out;
+	}
+	st = build_bucket_index(ds, inv);
+	inv->zero_invariants =
+	    (uint64_t)ds->n_tuples * ds->sa_values.n * ds->n_groups - inv->n_cells;
+out:
+	free(tmp);
+	if (st == PM_ERR_NOMEM)
+		error_set(err, st, "", "out of memory building the constraints");
+	if (st)
+		invariants_finish(inv);
+	return st;
+}
+
+void invariants_finish(struct invariants *inv)
+{
+	if (!inv)
+		return;
+	free(inv->cell_off);
+	free(inv->cell_tuple);
+	free(inv->cell_sa);
+	free(inv->cell_group);
+	free(inv->row_off);
+	free(inv->row_cell);
+	free(inv->rhs);
+	free(inv->row_kind);
+	free(inv->row_ref);
+	free(inv->kb_off);
+	free(inv->kb_row);
+	memset(inv, 0, sizeof *inv);
+}

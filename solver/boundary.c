@@ -1,2 +1,481 @@
-/* placeholder, being written */
+/*
+ * Cells that are zero in every solution. With deterministic knowledge the
+ * maximum-entropy optimum lies on the boundary of {y >= 0, A y = c}: its
+ * multipliers are infinite and L-BFGS crawls. Removing every cell that no
+ * feasible y makes positive leaves a problem whose optimum is interior.
+ *
+ * Exact test, one linear program per connected component of buckets linked
+ * by knowledge rows (untouched buckets keep the strictly positive closed
+ * form): homogenize with t >= 0 and bound z_j <= min(y_j, 1),
+ *
+ *     max sum_j z_j   s.t.  A y = c t,  z_j <= y_j,  0 <= z_j <= 1,  y >= 0.
+ *
+ * Feasible points form a convex cone, so one optimum has z_j = 1 for every
+ * cell some solution makes positive and z_j = 0 for the others; every QI
+ * row has c > 0, so t = 0 forces y = 0, and an optimum of 0 means that the
+ * rows admit no solution at all. Rows with right-hand side 0 zero their
+ * cells directly and shrink the programs first.
+ */
+#include <glpk.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "solver.h"
+
+/* A component: its buckets and knowledge rows, with local cell numbers. */
+struct component {
+	size_t n_buckets, n_krows, m;
+	uint32_t *buckets, *krows;
+	uint32_t *cells; /* local -> inv cell, non-zero cells only */
+};
+
+/* Invariant rows of each bucket, and components, shared by all LPs. */
+struct boundary {
+	const struct dataset *ds;
+	const struct knowledge *k;
+	const struct invariants *inv;
+	uint8_t *zero;
+	size_t *brow_off; /* invariant rows of bucket b: brow[brow_off[b] ..) */
+	uint32_t *brow;
+	uint32_t *parent; /* union-find over buckets */
+	int32_t *local;	  /* inv cell -> local column, -1 if not in the LP */
+};
+
+static uint32_t find(uint32_t *p, uint32_t x)
+{
+	while (p[x] != x) {
+		p[x] = p[p[x]];
+		x = p[x];
+	}
+	return x;
+}
+
+static enum pm_status boundary_init(struct boundary *bd)
+{
+	const struct invariants *inv = bd->inv;
+	size_t nb = inv->n_groups, ninv = inv->n_qi_rows + inv->n_sa_rows;
+	size_t *fill = malloc((nb + 1) * sizeof *fill);
+
+	bd->brow_off = calloc(nb + 1, sizeof *bd->brow_off);
+	bd->brow = malloc((ninv + 1) * sizeof *bd->brow);
+	bd->parent = malloc((nb + 1) * sizeof *bd->parent);
+	bd->local = malloc((inv->n_cells + 1) * sizeof *bd->local);
+	if (!fill || !bd->brow_off || !bd->brow || !bd->parent || !bd->local) {
+		free(fill);
+		return PM_ERR_NOMEM;
+	}
+	for (size_t i = 0; i < ninv; i++)
+		bd->brow_off[inv->row_ref[i] + 1]++;
+	for (size_t b = 0; b < nb; b++)
+		bd->brow_off[b + 1] += bd->brow_off[b];
+	memcpy(fill, bd->brow_off, (nb + 1) * sizeof *fill);
+	for (size_t i = 0; i < ninv; i++)
+		bd->brow[fill[inv->row_ref[i]]++] = (uint32_t)i;
+	free(fill);
+	for (size_t b = 0; b < nb; b++)
+		bd->parent[b] = (uint32_t)b;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		bd->local[c] = -1;
+	return PM_OK;
+}
+
+static void boundary_finish(struct boundary *bd)
+{
+	free(bd->brow_off);
+	free(bd->brow);
+	free(bd->parent);
+	free(bd->local);
+}
+
+static void component_finish(struct component *c)
+{
+	free(c->buckets);
+	free(c->krows);
+	free(c->cells);
+	memset(c, 0, sizeof *c);
+}
+
+/* Knowledge rows with right-hand side 0 zero all their cells; every
+ * knowledge row links the buckets it touches. */
+static void direct_zeros_and_links(struct boundary *bd)
+{
+	const struct invariants *inv = bd->inv;
+
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
+		uint32_t first = UINT32_MAX;
+
+		for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++) {
+			uint32_t c = inv->row_cell[e], b = inv->cell_group[c];
+
+			if (inv->rhs[i] <= 0)
+				bd->zero[c] = 1;
+			if (first == UINT32_MAX)
+				first = b;
+			else
+				bd->parent[find(bd->parent, b)] = find(bd->parent, first);
+		}
+	}
+}
+
+/* Splits the touched buckets into components (by union-find root). */
+static enum pm_status components_build(struct boundary *bd, struct component **out, size_t *n_out)
+{
+	const struct invariants *inv = bd->inv;
+	size_t nb = inv->n_groups, n = 0;
+	int32_t *id = malloc((nb + 1) * sizeof *id);
+	struct component *cs = NULL;
+	enum pm_status st = PM_ERR_NOMEM;
+
+	if (!id)
+		goto out;
+	for (size_t b = 0; b < nb; b++)
+		id[b] = -1;
+	for (size_t b = 0; b < nb; b++) {
+		uint32_t r = find(bd->parent, (uint32_t)b);
+
+		if (inv->kb_off[b + 1] > inv->kb_off[b] && id[r] < 0)
+			id[r] = (int32_t)n++;
+	}
+	cs = calloc(n + 1, sizeof *cs);
+	if (!cs)
+		goto out;
+	for (size_t b = 0; b < nb; b++) {
+		if (inv->kb_off[b + 1] == inv->kb_off[b])
+			continue;
+		struct component *c = &cs[id[find(bd->parent, (uint32_t)b)]];
+		uint32_t *nbk = realloc(c->buckets, (c->n_buckets + 1) * sizeof *nbk);
+
+		if (!nbk)
+			goto out;
+		c->buckets = nbk;
+		c->buckets[c->n_buckets++] = (uint32_t)b;
+		c->m += inv->cell_off[b + 1] - inv->cell_off[b];
+	}
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
+		struct component *c;
+		uint32_t *nk;
+
+		if (inv->row_off[i] == inv->row_off[i + 1])
+			continue;
+		c = &cs[id[find(bd->parent, inv->cell_group[inv->row_cell[inv->row_off[i]]])]];
+		nk = realloc(c->krows, (c->n_krows + 1) * sizeof *nk);
+		if (!nk)
+			goto out;
+		c->krows = nk;
+		c->krows[c->n_krows++] = (uint32_t)i;
+	}
+	st = PM_OK;
+out:
+	free(id);
+	if (st && cs) {
+		for (size_t i = 0; i < n; i++)
+			component_finish(&cs[i]);
+		free(cs);
+		cs = NULL;
+	}
+	*out = cs;
+	*n_out = st ? 0 : n;
+	return st;
+}
+
+/* Local columns for the component's cells; with skip_zero, only those not
+ * yet known to be zero. */
+static enum pm_status component_cells(struct boundary *bd, struct component *c, int skip_zero)
+{
+	const struct invariants *inv = bd->inv;
+	size_t m = 0, all = 0;
+
+	for (size_t k = 0; k < c->n_buckets; k++)
+		all += inv->cell_off[c->buckets[k] + 1] - inv->cell_off[c->buckets[k]];
+	free(c->cells);
+	c->cells = malloc((all + 1) * sizeof *c->cells);
+	if (!c->cells)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < c->n_buckets; k++) {
+		size_t b = c->buckets[k];
+
+		for (size_t cell = inv->cell_off[b]; cell < inv->cell_off[b + 1]; cell++) {
+			int z = skip_zero && bd->zero[cell];
+
+			bd->local[cell] = z ? -1 : (int32_t)m;
+			if (!z)
+				c->cells[m++] = (uint32_t)cell;
+		}
+	}
+	c->m = m;
+	return PM_OK;
+}
+
+/* GLPK's matrix triplets, 1-based. */
+struct triplets {
+	size_t n, cap;
+	int *ia, *ja;
+	double *ar;
+};
+
+static int trip_add(struct triplets *t, int i, int j, double v)
+{
+	if (t->n + 1 >= t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 1024;
+		int *ia = realloc(t->ia, cap * sizeof *ia);
+		int *ja = realloc(t->ja, cap * sizeof *ja);
+		double *ar = realloc(t->ar, cap * sizeof *ar);
+
+		t->ia = ia ? ia : t->ia;
+		t->ja = ja ? ja : t->ja;
+		t->ar = ar ? ar : t->ar;
+		if (!ia || !ja || !ar)
+			return -1;
+		t->cap = cap;
+	}
+	t->n++;
+	t->ia[t->n] = i;
+	t->ja[t->n] = j;
+	t->ar[t->n] = v;
+	return 0;
+}
+
+/* Adds inv row `row` as LP row i: its local cells, and -c t when
+ * homogenized (column t_col), else the bound c. */
+static int lp_row(struct boundary *bd, glp_prob *lp, struct triplets *t, int i, size_t row,
+		  int t_col)
+{
+	const struct invariants *inv = bd->inv;
+
+	for (size_t e = inv->row_off[row]; e < inv->row_off[row + 1]; e++) {
+		int32_t l = bd->local[inv->row_cell[e]];
+
+		if (l >= 0 && trip_add(t, i, l + 1, 1.0))
+			return -1;
+	}
+	if (t_col)
+		glp_set_row_bnds(lp, i, GLP_FX, 0, 0);
+	else
+		glp_set_row_bnds(lp, i, GLP_FX, inv->rhs[row], inv->rhs[row]);
+	return t_col && trip_add(t, i, t_col, -inv->rhs[row]) ? -1 : 0;
+}
+
+/* The component's LP: homogenized zero finder, or (homog = 0) the plain
+ * feasibility problem A y = c, y >= 0 with the knowledge rows in use[]
+ * (NULL: all). Returns NULL when out of memory. */
+static glp_prob *lp_build(struct boundary *bd, const struct component *c, const uint8_t *use,
+			  int homog)
+{
+	glp_prob *lp = glp_create_prob();
+	struct triplets t = {0};
+	int m = (int)c->m, t_col = homog ? 2 * m + 1 : 0, i = 0, bad = 0, rows = 0;
+
+	glp_set_obj_dir(lp, GLP_MAX);
+	glp_add_cols(lp, homog ? 2 * m + 1 : m);
+	for (int j = 1; j <= m; j++) {
+		glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
+		if (homog) {
+			glp_set_col_bnds(lp, m + j, GLP_DB, 0, 1);
+			glp_set_obj_coef(lp, m + j, 1);
+		}
+	}
+	if (homog)
+		glp_set_col_bnds(lp, t_col, GLP_LO, 0, 0);
+	for (size_t k = 0; k < c->n_buckets; k++)
+		rows += (int)(bd->brow_off[c->buckets[k] + 1] - bd->brow_off[c->buckets[k]]);
+	for (size_t k = 0; k < c->n_krows; k++)
+		rows += !use || use[k];
+	glp_add_rows(lp, rows + (homog ? m : 0));
+	for (size_t k = 0; k < c->n_buckets; k++)
+		for (size_t e = bd->brow_off[c->buckets[k]]; e < bd->brow_off[c->buckets[k] + 1];
+		     e++)
+			bad |= lp_row(bd, lp, &t, ++i, bd->brow[e], t_col);
+	for (size_t k = 0; k < c->n_krows; k++)
+		if (!use || use[k])
+			bad |= lp_row(bd, lp, &t, ++i, c->krows[k], t_col);
+	for (int j = 1; homog && j <= m; j++) {
+		glp_set_row_bnds(lp, ++i, GLP_UP, 0, 0);
+		bad |= trip_add(&t, i, m + j, 1) | trip_add(&t, i, j, -1);
+	}
+	if (!bad)
+		glp_load_matrix(lp, (int)t.n, t.ia, t.ja, t.ar);
+	free(t.ia);
+	free(t.ja);
+	free(t.ar);
+	if (bad) {
+		glp_delete_prob(lp);
+		return NULL;
+	}
+	return lp;
+}
+
+/* 1 optimal (feasible), 0 infeasible, -1 solver failure. */
+static int lp_solve(glp_prob *lp)
+{
+	glp_smcp p;
+	int ret;
+
+	glp_init_smcp(&p);
+	p.msg_lev = GLP_MSG_OFF;
+	p.presolve = GLP_ON;
+	ret = glp_simplex(lp, &p);
+	if (ret == GLP_ENOPFS)
+		return 0;
+	if (ret != 0) {
+		p.presolve = GLP_OFF; /* retry the plain simplex */
+		ret = glp_simplex(lp, &p);
+	}
+	if (ret != 0)
+		return -1;
+	switch (glp_get_status(lp)) {
+	case GLP_OPT:
+	case GLP_FEAS:
+		return 1;
+	case GLP_NOFEAS:
+		return 0;
+	}
+	return -1;
+}
+
+/* Is the component feasible with the knowledge rows in use[]? */
+static int feasible(struct boundary *bd, const struct component *c, const uint8_t *use)
+{
+	glp_prob *lp = c->m ? lp_build(bd, c, use, 0) : NULL;
+	int r;
+
+	if (!c->m)
+		return 0; /* every cell zero, yet QI rows need records */
+	if (!lp)
+		return -1;
+	r = lp_solve(lp);
+	glp_delete_prob(lp);
+	return r;
+}
+
+/* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
+static void describe_row(struct boundary *bd, size_t row, char *msg, size_t len)
+{
+	size_t r = bd->inv->row_ref[row], used = strlen(msg);
+	char text[512] = "";
+
+	if (bd->k && r < bd->k->n)
+		knowledge_describe(bd->ds, &bd->k->rules[r], text, sizeof text);
+	if (used + 1 < len)
+		snprintf(msg + used, len - used, "%srules[%zu] %s", used ? "; " : "", r, text);
+}
+
+/* Deletion filter in shrinking chunks: the rules left form an irreducible
+ * infeasible set (each one is needed for the conflict). */
+static enum pm_status conflict_report(struct boundary *bd, struct component *c,
+				      struct pm_error *err)
+{
+	uint8_t *use = malloc(c->n_krows + 1), *save = malloc(c->n_krows + 1);
+	char msg[sizeof err->message - 96] = "";
+	size_t n = 0;
+	enum pm_status st = PM_ERR_NOMEM;
+
+	if (!use || !save || component_cells(bd, c, 0))
+		goto out;
+	memset(use, 1, c->n_krows);
+	for (size_t chunk = c->n_krows > 1 ? c->n_krows / 2 : 1;; chunk = (chunk + 1) / 2) {
+		for (size_t i = 0; i < c->n_krows; i += chunk) {
+			size_t w = i + chunk < c->n_krows ? chunk : c->n_krows - i;
+			int f;
+
+			if (!memchr(use + i, 1, w))
+				continue;
+			memcpy(save, use + i, w);
+			memset(use + i, 0, w);
+			f = feasible(bd, c, use);
+			if (f < 0) {
+				st = PM_ERR_INTERNAL;
+				goto out;
+			}
+			if (f)
+				memcpy(use + i, save, w); /* needed for the conflict */
+		}
+		if (chunk == 1)
+			break;
+	}
+	for (size_t i = 0; i < c->n_krows; i++)
+		if (use[i] && ++n)
+			describe_row(bd, c->krows[i], msg, sizeof msg);
+	st = error_set(err, PM_ERR_INCONSISTENT, "rules", "no distribution satisfies %s: %s",
+		       n == 1 ? "this rule" : "these rules together", msg);
+out:
+	if (st == PM_ERR_NOMEM)
+		error_set(err, st, "", "out of memory looking for conflicting rules");
+	else if (st == PM_ERR_INTERNAL)
+		error_set(err, st, "", "the linear program solver failed");
+	free(use);
+	free(save);
+	return st;
+}
+
+/* Zero finder LP on one component; conflicts are reported. */
+static enum pm_status component_solve(struct boundary *bd, struct component *c,
+				      struct pm_error *err)
+{
+	glp_prob *lp;
+	int r;
+
+	if (component_cells(bd, c, 1))
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	if (!c->m)
+		return conflict_report(bd, c, err);
+	lp = lp_build(bd, c, NULL, 1);
+	if (!lp)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	r = lp_solve(lp);
+	if (r > 0 && glp_get_obj_val(lp) < 0.5)
+		r = 0; /* only y = 0, t = 0: the rows admit no solution */
+	for (size_t j = 0; r > 0 && j < c->m; j++)
+		if (glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5)
+			bd->zero[c->cells[j]] = 1;
+	glp_delete_prob(lp);
+	if (r < 0)
+		return error_set(err, PM_ERR_INTERNAL, "", "the linear program solver failed");
+	return r ? PM_OK : conflict_report(bd, c, err);
+}
+
+/* A knowledge row with no cell at all cannot hold unless its rhs is 0. */
+static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
+{
+	const struct invariants *inv = bd->inv;
+
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
+		char msg[600] = "";
+
+		if (inv->row_off[i] < inv->row_off[i + 1] || inv->rhs[i] <= 0)
+			continue;
+		describe_row(bd, i, msg, sizeof msg);
+		return error_set(err, PM_ERR_INCONSISTENT, "rules",
+				 "no distribution satisfies this rule: %s (no bucket holds both a "
+				 "matching record and the sensitive value)",
+				 msg);
+	}
+	return PM_OK;
+}
+
+enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
+			     const struct invariants *inv, uint8_t *zero, struct pm_error *err)
+{
+	struct boundary bd = {ds, k, inv, zero, NULL, NULL, NULL, NULL};
+	struct component *cs = NULL;
+	size_t n = 0;
+	enum pm_status st;
+
+	glp_term_out(GLP_OFF);
+	st = boundary_init(&bd);
+	if (!st) {
+		direct_zeros_and_links(&bd);
+		st = empty_rows(&bd, err);
+	}
+	if (!st)
+		st = components_build(&bd, &cs, &n);
+	for (size_t i = 0; !st && i < n; i++)
+		st = component_solve(&bd, &cs[i], err);
+	if (st == PM_ERR_NOMEM)
+		error_set(err, st, "", "out of memory finding forced zeros");
+	for (size_t i = 0; i < n; i++)
+		component_finish(&cs[i]);
+	free(cs);
+	boundary_finish(&bd);
+	return st;
+}

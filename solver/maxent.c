@@ -1,2 +1,367 @@
-/* placeholder, being written */
+/*
+ * The paper's method (Section 6): maximise H(y) = -sum y ln y subject to
+ * A y = c through the Lagrangian dual. With y_j = exp(sum_{i ∋ j} λ_i)
+ * the dual is the smooth convex function
+ *
+ *     D(λ) = sum_j exp(a_j·λ) - c·λ,   ∇D = A y(λ) - c,
+ *
+ * so the gradient is exactly the constraint violation in records and the
+ * stopping test is max |∇D| <= tolerance, never liblbfgs's own tests.
+ * The caller has removed every cell forced to zero (boundary.c): then the
+ * optimum is interior and the multipliers are finite.
+ *
+ * Variables are scaled, λ_i = u_i / sqrt(w_i) with w_i the row's
+ * right-hand side: ∂²D/∂λ_i² = sum_{j∈i} y_j = c_i at the optimum, so the
+ * scaled Hessian has a unit diagonal and L-BFGS's scalar initial Hessian
+ * fits all rows, from one-record QI rows to thousand-record rules.
+ */
+#include <lbfgs.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "solver.h"
+
+/* exp() argument cap: keeps trial points of the line search finite. */
+#define EXP_CAP 600.0
+/* Fresh L-BFGS starts after a line-search failure before giving up. */
+#define MAX_RESTARTS 20
+
+/* The active part of the system, renumbered: m cells, r rows. */
+struct dual {
+	size_t m, r;
+	size_t *row_off; /* r + 1, CSR over local cells */
+	uint32_t *row_cell;
+	size_t *cell_off; /* m + 1, CSR over local rows (transpose) */
+	uint32_t *cell_row;
+	double *rhs, *scale;  /* scale = 1/sqrt(w) */
+	uint32_t *row_global; /* local row -> inv row */
+	uint32_t *global;     /* local cell -> inv cell */
+	/* the dropped SA row of each bucket, for the violation measure:
+	 * cells drop_cell[drop_off[k] ..) must sum to drop_rhs[k] */
+	size_t n_drop;
+	size_t *drop_off;
+	uint32_t *drop_cell;
+	double *drop_rhs;
+	double *y, *lambda;
+	/* state shared with the callbacks */
+	const struct solver_options *opt;
+	double target; /* internal stopping target, below opt->tolerance */
+	double last_violation;
+	int iterations, cancelled;
+};
+
+static void dual_finish(struct dual *d)
+{
+	free(d->row_off);
+	free(d->row_cell);
+	free(d->cell_off);
+	free(d->cell_row);
+	free(d->rhs);
+	free(d->scale);
+	free(d->row_global);
+	free(d->global);
+	free(d->drop_off);
+	free(d->drop_cell);
+	free(d->drop_rhs);
+	free(d->y);
+	free(d->lambda);
+}
+
+/* y = exp(A^T λ), violation of every row (dropped SA rows included). */
+static double dual_eval(struct dual *d, double *grad)
+{
+	double f = 0, worst = 0;
+
+	for (size_t j = 0; j < d->m; j++) {
+		double e = 0;
+
+		for (size_t k = d->cell_off[j]; k < d->cell_off[j + 1]; k++)
+			e += d->lambda[d->cell_row[k]];
+		d->y[j] = exp(e < EXP_CAP ? e : EXP_CAP);
+		f += d->y[j];
+	}
+	for (size_t i = 0; i < d->r; i++) {
+		double s = 0;
+
+		for (size_t k = d->row_off[i]; k < d->row_off[i + 1]; k++)
+			s += d->y[d->row_cell[k]];
+		f -= d->lambda[i] * d->rhs[i];
+		if (grad)
+			grad[i] = (s - d->rhs[i]) * d->scale[i];
+		if (fabs(s - d->rhs[i]) > worst)
+			worst = fabs(s - d->rhs[i]);
+	}
+	for (size_t k = 0; k < d->n_drop; k++) {
+		double s = 0;
+
+		for (size_t e = d->drop_off[k]; e < d->drop_off[k + 1]; e++)
+			s += d->y[d->drop_cell[e]];
+		if (fabs(s - d->drop_rhs[k]) > worst)
+			worst = fabs(s - d->drop_rhs[k]);
+	}
+	d->last_violation = worst;
+	return f;
+}
+
+static lbfgsfloatval_t evaluate(void *ctx, const lbfgsfloatval_t *u, lbfgsfloatval_t *g,
+				const int n, const lbfgsfloatval_t step)
+{
+	struct dual *d = ctx;
+
+	for (int i = 0; i < n; i++)
+		d->lambda[i] = u[i] * d->scale[i];
+	return dual_eval(d, g);
+}
+
+static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *g,
+		    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
+		    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k, int ls)
+{
+	struct dual *d = ctx;
+
+	d->iterations++;
+	if (d->opt->progress &&
+	    d->opt->progress(d->opt->progress_ctx, d->iterations, d->last_violation)) {
+		d->cancelled = 1;
+		return LBFGSERR_CANCELED;
+	}
+	if (d->last_violation <= d->target)
+		return LBFGS_STOP;
+	if (d->iterations >= d->opt->max_iterations)
+		return LBFGSERR_MAXIMUMITERATION;
+	return 0;
+}
+
+/* Local numbering of active cells and of the rows that touch them. */
+static enum pm_status dual_rows(struct dual *d, const struct invariants *inv, const uint8_t *active,
+				uint32_t *local)
+{
+	size_t nnz = 0;
+
+	for (size_t c = 0; c < inv->n_cells; c++)
+		if (active[c]) {
+			local[c] = (uint32_t)d->m;
+			d->m++;
+		}
+	d->global = malloc((d->m + 1) * sizeof *d->global);
+	d->row_off = malloc((inv->n_rows + 1) * sizeof *d->row_off);
+	d->row_cell = malloc((inv->row_off[inv->n_rows] + 1) * sizeof *d->row_cell);
+	d->rhs = malloc((inv->n_rows + 1) * sizeof *d->rhs);
+	d->scale = malloc((inv->n_rows + 1) * sizeof *d->scale);
+	d->row_global = malloc((inv->n_rows + 1) * sizeof *d->row_global);
+	if (!d->global || !d->row_off || !d->row_cell || !d->rhs || !d->scale || !d->row_global)
+		return PM_ERR_NOMEM;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		if (active[c])
+			d->global[local[c]] = (uint32_t)c;
+	for (size_t i = 0; i < inv->n_rows; i++) {
+		size_t start = nnz;
+
+		for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++)
+			if (active[inv->row_cell[e]])
+				d->row_cell[nnz++] = local[inv->row_cell[e]];
+		if (nnz == start)
+			continue; /* no free cell: nothing to solve for */
+		d->row_off[d->r] = start;
+		d->row_global[d->r] = (uint32_t)i;
+		d->rhs[d->r] = inv->rhs[i];
+		d->scale[d->r] = 1.0 / sqrt(inv->rhs[i] > 1.0 ? inv->rhs[i] : 1.0);
+		d->r++;
+	}
+	d->row_off[d->r] = nnz;
+	return PM_OK;
+}
+
+/* cell -> rows, the transpose of the row CSR. */
+static enum pm_status dual_transpose(struct dual *d)
+{
+	size_t nnz = d->row_off[d->r];
+
+	d->cell_off = calloc(d->m + 2, sizeof *d->cell_off);
+	d->cell_row = malloc((nnz + 1) * sizeof *d->cell_row);
+	if (!d->cell_off || !d->cell_row)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < nnz; k++)
+		d->cell_off[d->row_cell[k] + 2]++;
+	for (size_t j = 0; j < d->m; j++)
+		d->cell_off[j + 2] += d->cell_off[j + 1];
+	for (size_t i = 0; i < d->r; i++)
+		for (size_t k = d->row_off[i]; k < d->row_off[i + 1]; k++)
+			d->cell_row[d->cell_off[d->row_cell[k] + 1]++] = (uint32_t)i;
+	return PM_OK;
+}
+
+/* The SA row dropped from each bucket (conciseness theorem) is implied by
+ * the others in exact arithmetic; it is checked too so that max_violation
+ * covers every invariant. Its right-hand side is n(b) - sum of the kept SA
+ * rows, with n(b) the sum of the bucket's QI rows. */
+static enum pm_status dual_dropped(struct dual *d, const struct invariants *inv,
+				   const uint8_t *active, const uint32_t *local, double *nb,
+				   double *sa_sum)
+{
+	size_t n = 0, e = 0;
+
+	for (size_t i = 0; i < inv->n_qi_rows + inv->n_sa_rows; i++)
+		(inv->row_kind[i] == ROW_QI ? nb : sa_sum)[inv->row_ref[i]] += inv->rhs[i];
+	d->drop_off = malloc((inv->n_groups + 1) * sizeof *d->drop_off);
+	d->drop_rhs = malloc((inv->n_groups + 1) * sizeof *d->drop_rhs);
+	d->drop_cell = malloc((d->m + 1) * sizeof *d->drop_cell);
+	if (!d->drop_off || !d->drop_rhs || !d->drop_cell)
+		return PM_ERR_NOMEM;
+	for (size_t b = 0; b < inv->n_groups; b++) {
+		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1], start = e;
+		size_t h = 0;
+
+		while (lo + h < hi && inv->cell_tuple[lo + h] == inv->cell_tuple[lo])
+			h++;
+		for (size_t c = lo + h - 1; h && c < hi; c += h)
+			if (active[c])
+				d->drop_cell[e++] = local[c];
+		if (e == start)
+			continue;
+		d->drop_off[n] = start;
+		d->drop_rhs[n++] = nb[b] - sa_sum[b];
+	}
+	d->drop_off[n] = e;
+	d->n_drop = n;
+	return PM_OK;
+}
+
+/* Warm start at the closed form of Theorem 5, y = n(q,b) n(s,b) / n(b):
+ * λ_q = ln(n(q,b) n(s_h,b) / n(b)), λ_s = ln(n(s,b) / n(s_h,b)) with s_h the
+ * dropped SA value; knowledge multipliers start at 0. */
+static void dual_start(const struct dual *d, const struct invariants *inv, const double *nb,
+		       const double *sa_sum, double *u)
+{
+	for (size_t k = 0; k < d->r; k++) {
+		size_t i = d->row_global[k], b = inv->row_ref[i];
+		double last = nb[b] - sa_sum[b], lam = 0;
+
+		if (inv->row_kind[i] == ROW_QI)
+			lam = log(inv->rhs[i] * last / nb[b]);
+		else if (inv->row_kind[i] == ROW_SA)
+			lam = log(inv->rhs[i] / last);
+		u[k] = lam / d->scale[k];
+	}
+}
+
+static const char *lbfgs_reason(int ret)
+{
+	switch (ret) {
+	case LBFGSERR_ROUNDING_ERROR:
+		return "line search stopped by rounding errors";
+	case LBFGSERR_MINIMUMSTEP:
+		return "line search step below the minimum";
+	case LBFGSERR_MAXIMUMSTEP:
+		return "line search step above the maximum";
+	case LBFGSERR_MAXIMUMLINESEARCH:
+		return "line search reached its evaluation limit";
+	case LBFGSERR_OUTOFINTERVAL:
+	case LBFGSERR_INCORRECT_TMINMAX:
+	case LBFGSERR_WIDTHTOOSMALL:
+		return "line search interval of uncertainty collapsed";
+	case LBFGSERR_INVALIDPARAMETERS:
+		return "line search met an invalid search direction";
+	case LBFGSERR_INCREASEGRADIENT:
+		return "the search direction is not a descent direction";
+	case LBFGS_SUCCESS:
+	case LBFGS_ALREADY_MINIMIZED:
+		return "L-BFGS stopped on its own convergence test";
+	}
+	return "L-BFGS failed";
+}
+
+/* Runs L-BFGS, restarting it (fresh memory, same point) after a line
+ * search failure as long as restarts keep reducing the violation. The
+ * internal target is three orders below the tolerance so that posteriors
+ * are accurate well past what the violation test guarantees; reaching only
+ * the tolerance still counts as converged. */
+static enum pm_status dual_run(struct dual *d, double *u, struct maxent_stats *st)
+{
+	lbfgs_parameter_t p;
+	double best = INFINITY;
+	int stalls = 0, ret = 0;
+
+	lbfgs_parameter_init(&p);
+	p.m = 10;
+	p.epsilon = 0;
+	p.past = 0;
+	p.max_iterations = 0; /* counted in progress() across restarts */
+	for (int restart = 0;; restart++) {
+		lbfgsfloatval_t fx;
+
+		ret = lbfgs((int)d->r, u, &fx, evaluate, progress, d, &p);
+		if (d->cancelled)
+			return PM_ERR_CANCELLED;
+		if (ret == LBFGSERR_OUTOFMEMORY)
+			return PM_ERR_NOMEM;
+		evaluate(d, u, NULL, (int)d->r, 0); /* liblbfgs may revert u */
+		if (d->last_violation <= d->target || ret == LBFGSERR_MAXIMUMITERATION ||
+		    d->iterations >= d->opt->max_iterations)
+			break;
+		stalls = d->last_violation < 0.5 * best ? 0 : stalls + 1;
+		if (d->last_violation < best)
+			best = d->last_violation;
+		if (stalls >= 3 || restart >= MAX_RESTARTS)
+			break;
+	}
+	st->iterations = d->iterations;
+	st->max_violation = d->last_violation;
+	st->converged = d->last_violation <= d->opt->tolerance;
+	if (st->converged)
+		st->reason[0] = 0;
+	else if (d->iterations >= d->opt->max_iterations)
+		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
+			 d->opt->max_iterations);
+	else
+		snprintf(st->reason, sizeof st->reason, "%s (code %d)", lbfgs_reason(ret), ret);
+	return PM_OK;
+}
+
+enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
+			    const struct solver_options *o, double *y, struct maxent_stats *st,
+			    struct pm_error *err)
+{
+	struct dual d = {0};
+	uint32_t *local = malloc((inv->n_cells + 1) * sizeof *local);
+	double *nb = calloc(inv->n_groups + 1, sizeof *nb);
+	double *sa_sum = calloc(inv->n_groups + 1, sizeof *sa_sum);
+	double *u = NULL, max_rhs = 1;
+	enum pm_status ret = PM_ERR_NOMEM;
+
+	memset(st, 0, sizeof *st);
+	if (!local || !nb || !sa_sum || dual_rows(&d, inv, active, local) || dual_transpose(&d) ||
+	    dual_dropped(&d, inv, active, local, nb, sa_sum))
+		goto out;
+	d.y = malloc((d.m + 1) * sizeof *d.y);
+	d.lambda = calloc(d.r + 1, sizeof *d.lambda);
+	u = lbfgs_malloc((int)d.r + 1);
+	if (!d.y || !d.lambda || !u)
+		goto out;
+	for (size_t i = 0; i < d.r; i++)
+		max_rhs = fmax(max_rhs, d.rhs[i]);
+	d.opt = o;
+	d.target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
+	dual_start(&d, inv, nb, sa_sum, u);
+	if (d.r == 0) {
+		st->converged = 1;
+		ret = PM_OK;
+		goto out;
+	}
+	ret = dual_run(&d, u, st);
+	for (size_t j = 0; ret == PM_OK && j < d.m; j++)
+		y[d.global[j]] = d.y[j];
+out:
+	if (ret == PM_ERR_NOMEM)
+		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
+	else if (ret == PM_ERR_CANCELLED)
+		error_set(err, ret, "", "the solve was cancelled");
+	lbfgs_free(u);
+	dual_finish(&d);
+	free(local);
+	free(nb);
+	free(sa_sum);
+	return ret;
+}

@@ -1,2 +1,108 @@
-/* placeholder, being written */
+/*
+ * The solve step: forced zeros (boundary.c), the closed form of Theorem 5
+ * for every bucket no knowledge row touches (the paper's irrelevant-bucket
+ * optimization), L-BFGS on the dual for the rest (maxent.c), then the
+ * metrics.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
 #include "solver.h"
+
+void solver_options_init(struct solver_options *o)
+{
+	memset(o, 0, sizeof *o);
+	o->tolerance = 1e-6;
+	o->max_iterations = 10000;
+}
+
+void solver_result_finish(struct solver_result *r)
+{
+	if (!r)
+		return;
+	free(r->cells);
+	free(r->post_off);
+	free(r->post_sa);
+	free(r->post_p);
+	memset(r, 0, sizeof *r);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* active[c] = 1 for the cells of touched buckets that are not forced to
+ * zero; untouched buckets get the closed form. */
+static size_t split_buckets(const struct dataset *ds, const struct invariants *inv,
+			    const uint8_t *zero, uint8_t *active, double *y)
+{
+	size_t touched = 0;
+
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		int t = inv->kb_off[b + 1] > inv->kb_off[b];
+
+		touched += t;
+		if (!t)
+			metrics_closed_form(ds, inv, b, y);
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
+			active[c] = t && !zero[c];
+	}
+	return touched;
+}
+
+static void fill_counts(const struct invariants *inv, const uint8_t *zero, struct solver_result *r)
+{
+	r->variables = inv->n_cells;
+	r->qi_invariants = inv->n_qi_rows;
+	r->sa_invariants = inv->n_sa_rows;
+	r->knowledge = inv->n_knowledge_rows;
+	r->zero_invariants = inv->zero_invariants;
+	r->forced_zeros = 0;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		r->forced_zeros += zero[c];
+}
+
+enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
+			  const struct invariants *inv, const struct solver_options *o,
+			  struct solver_result *r, struct pm_error *err)
+{
+	size_t n = inv->n_cells + 1;
+	uint8_t *zero = calloc(n, 1), *active = calloc(n, 1);
+	struct maxent_stats ms = {0};
+	double t0 = now();
+	enum pm_status st = PM_ERR_NOMEM;
+
+	memset(r, 0, sizeof *r);
+	r->cells = calloc(n, sizeof *r->cells);
+	if (!zero || !active || !r->cells) {
+		error_set(err, st, "", "out of memory");
+		goto out;
+	}
+	st = inv->n_knowledge_rows ? boundary_find(ds, k, inv, zero, err) : PM_OK;
+	if (st)
+		goto out;
+	fill_counts(inv, zero, r);
+	r->solved_buckets = split_buckets(ds, inv, zero, active, r->cells);
+	st = maxent_solve(inv, active, o, r->cells, &ms, err);
+	if (st)
+		goto out;
+	r->iterations = ms.iterations;
+	r->max_violation = metrics_max_violation(inv, r->cells);
+	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
+	if (r->status != SOLVER_CONVERGED)
+		snprintf(r->reason, sizeof r->reason, "%s",
+			 ms.reason[0] ? ms.reason : "violation above the tolerance");
+	st = metrics_compute(ds, inv, r, err);
+	r->seconds = now() - t0;
+out:
+	free(zero);
+	free(active);
+	return st;
+}
