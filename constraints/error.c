@@ -22,7 +22,7 @@ enum pm_status error_set(struct pm_error *err, enum pm_status status, const char
 
 void error_prefix(struct pm_error *err, const char *prefix)
 {
-	char buf[sizeof err->field];
+	char old[sizeof err->field];
 	const char *sep = "";
 
 	if (!err || !prefix || !*prefix)
@@ -30,8 +30,10 @@ void error_prefix(struct pm_error *err, const char *prefix)
 	/* "records[3]" + "qi" -> "records[3].qi"; "[2]" needs no dot */
 	if (err->field[0] && err->field[0] != '[')
 		sep = ".";
-	snprintf(buf, sizeof buf, "%s%s%s", prefix, sep, err->field);
-	memcpy(err->field, buf, sizeof buf);
+	memcpy(old, err->field, sizeof old);
+	/* a field too long for the buffer is cut, never overrun */
+	if (snprintf(err->field, sizeof err->field, "%s%s%s", prefix, sep, old) < 0)
+		err->field[0] = 0;
 }
 
 const char *error_status_name(enum pm_status status)

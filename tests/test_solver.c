@@ -1,6 +1,230 @@
+/* The solve step end to end on the paper's Figure 1 setting (known
+ * answers, exact boundaries, conflicts) and the closed form of Theorem 5
+ * on random tables. */
+#include <stdint.h>
+
 #include "check.h"
+#include "solver.h"
+
+#define TOL 1e-9
+
+static struct dataset *load_csv(const char *name)
+{
+	char path[512];
+	static char text[1 << 16];
+	struct csv_table t = {0};
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	const char *dir = getenv("PMAXENT_TEST_DATA");
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/data", name);
+	f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr, "cannot open %s\n", path);
+		exit(1);
+	}
+	n = fread(text, 1, sizeof text, f);
+	fclose(f);
+	CHECK(csv_parse(text, n, &t, &err) == PM_OK);
+	CHECK(csv_dataset(&t, "disease", "group", name, &ds, &err) == PM_OK);
+	csv_table_finish(&t);
+	return ds;
+}
+
+/* A rule "P(then | a1=v1 [, a2=v2]) = p"; a2 may be NULL. */
+static void add_rule(struct knowledge *k, const struct dataset *ds, const char *a1, const char *v1,
+		     const char *a2, const char *v2, const char *then, double p)
+{
+	const char *attrs[2] = {a1, a2}, *vals[2] = {v1, v2};
+	struct pm_error err = {0};
+
+	CHECK(knowledge_add_user(k, ds, attrs, vals, a2 ? 2 : 1, then, 1, p, 0, 0, 0, 0, "rules",
+				 &err) == PM_OK);
+}
+
+struct run {
+	struct invariants inv;
+	struct solver_result r;
+	struct pm_error err;
+	enum pm_status st;
+};
+
+static void solve(const struct dataset *ds, const struct knowledge *k, struct run *run)
+{
+	struct solver_options o;
+
+	solver_options_init(&o);
+	memset(run, 0, sizeof *run);
+	CHECK(invariants_build(ds, k, &run->inv, &run->err) == PM_OK);
+	run->st = solver_run(ds, k, &run->inv, &o, &run->r, &run->err);
+}
+
+static void run_finish(struct run *run)
+{
+	solver_result_finish(&run->r);
+	invariants_finish(&run->inv);
+}
+
+/* P*(s | gender, degree), 0 when not listed. */
+static double post(const struct dataset *ds, const struct solver_result *r, const char *g,
+		   const char *d, const char *s)
+{
+	for (uint32_t q = 0; q < ds->n_tuples; q++) {
+		if (strcmp(dataset_tuple_value(ds, q, 0), g) ||
+		    strcmp(dataset_tuple_value(ds, q, 1), d))
+			continue;
+		for (size_t e = r->post_off[q]; e < r->post_off[q + 1]; e++)
+			if (!strcmp(ds->sa_values.str[r->post_sa[e]], s))
+				return r->post_p[e];
+		return 0;
+	}
+	CHECK(!"tuple not found");
+	return -1;
+}
+
+/* y[q,s,b] of the estimate, records. */
+static double cell(const struct dataset *ds, const struct run *run, const char *group,
+		   const char *g, const char *d, const char *s)
+{
+	for (size_t c = 0; c < run->inv.n_cells; c++) {
+		uint32_t q = run->inv.cell_tuple[c];
+
+		if (!strcmp(ds->group_labels[run->inv.cell_group[c]], group) &&
+		    !strcmp(dataset_tuple_value(ds, q, 0), g) &&
+		    !strcmp(dataset_tuple_value(ds, q, 1), d) &&
+		    !strcmp(ds->sa_values.str[run->inv.cell_sa[c]], s))
+			return run->r.cells[c];
+	}
+	return 0; /* no such cell: a zero-invariant */
+}
+
+static void test_no_knowledge(const struct dataset *ds)
+{
+	struct run run;
+
+	solve(ds, NULL, &run);
+	CHECK(run.st == PM_OK);
+	CHECK(run.r.status == SOLVER_CONVERGED);
+	CHECK(run.r.iterations == 0);
+	CHECK_NEAR(post(ds, &run.r, "male", "college", "Flu"), 1.0 / 3, TOL);
+	/* (2/3)(2/4) from bucket 1 */
+	CHECK_NEAR(post(ds, &run.r, "male", "college", "Breast Cancer"), 1.0 / 3, TOL);
+	CHECK_NEAR(post(ds, &run.r, "female", "college", "Flu"), 0.5 * 0.25 + 0.5 * 0.5, TOL);
+	CHECK_NEAR(post(ds, &run.r, "female", "junior", "Breast Cancer"), 0.5, TOL);
+	CHECK(run.r.variables == 3 * 3 + 2 * 2 + 2 * 2);
+	CHECK(run.r.qi_invariants == 3 + 2 + 2);
+	CHECK(run.r.sa_invariants == 2 + 1 + 1);
+	/* |Q| = 5, |S| = 4, |B| = 3 */
+	CHECK(run.r.zero_invariants == 5 * 4 * 3 - 17);
+	CHECK(run.r.max_violation < 1e-12);
+	CHECK(run.r.has_accuracy);
+	CHECK_NEAR(run.r.estimation_accuracy, run.r.baseline_accuracy, 1e-15);
+	run_finish(&run);
+}
+
+static void test_breast_cancer(const struct dataset *ds)
+{
+	struct knowledge k;
+	struct run run;
+
+	knowledge_init(&k);
+	add_rule(&k, ds, "gender", "male", NULL, NULL, "Breast Cancer", 0);
+	solve(ds, &k, &run);
+	CHECK(run.st == PM_OK);
+	CHECK(run.r.status == SOLVER_CONVERGED);
+	CHECK_NEAR(post(ds, &run.r, "female", "junior", "Breast Cancer"), 1, TOL);
+	CHECK_NEAR(post(ds, &run.r, "female", "college", "Breast Cancer"), 0.5, TOL);
+	CHECK_NEAR(post(ds, &run.r, "male", "college", "Breast Cancer"), 0, 0);
+	CHECK_NEAR(post(ds, &run.r, "female", "graduate", "Breast Cancer"), 1, TOL);
+	CHECK_NEAR(cell(ds, &run, "1", "male", "college", "Flu"), 1, TOL);
+	CHECK_NEAR(cell(ds, &run, "1", "male", "college", "HIV"), 1, TOL);
+	CHECK(run.r.knowledge == 1);
+	CHECK(run.r.forced_zeros > 0);
+	CHECK(run.r.max_violation <= 1e-6);
+	/* the knowledge is true, so the estimate can only get closer */
+	CHECK(run.r.estimation_accuracy <= run.r.baseline_accuracy + 1e-12);
+	run_finish(&run);
+	knowledge_finish(&k);
+}
+
+/* q1 = (male, college), q2 = (female, junior), q3 = (female, college);
+ * s1 = Flu, s2 = Breast Cancer, s3 = HIV. */
+static void test_deterministic(const struct dataset *ds)
+{
+	struct knowledge k;
+	struct run run;
+
+	knowledge_init(&k);
+	add_rule(&k, ds, "gender", "female", "degree", "junior", "Flu", 0);
+	add_rule(&k, ds, "gender", "female", "degree", "college", "Flu", 0);
+	add_rule(&k, ds, "gender", "female", "degree", "college", "Breast Cancer", 0);
+	solve(ds, &k, &run);
+	CHECK(run.st == PM_OK);
+	CHECK(run.r.status == SOLVER_CONVERGED);
+	CHECK_NEAR(cell(ds, &run, "1", "female", "college", "HIV"), 1, TOL);
+	CHECK_NEAR(cell(ds, &run, "1", "female", "junior", "Breast Cancer"), 1, TOL);
+	CHECK_NEAR(cell(ds, &run, "1", "male", "college", "Flu"), 1, TOL);
+	CHECK_NEAR(cell(ds, &run, "1", "male", "college", "Breast Cancer"), 1, TOL);
+	CHECK_NEAR(cell(ds, &run, "1", "male", "college", "HIV"), 0, 0);
+	CHECK_NEAR(cell(ds, &run, "2", "female", "college", "Lung Cancer"), 1, TOL);
+	CHECK_NEAR(post(ds, &run.r, "male", "college", "Flu"), 2.0 / 3, TOL);
+	CHECK_NEAR(post(ds, &run.r, "female", "college", "HIV"), 0.5, TOL);
+	CHECK(run.r.iterations < 50);
+	run_finish(&run);
+	knowledge_finish(&k);
+}
+
+static void test_conflicts(const struct dataset *ds)
+{
+	struct knowledge k;
+	struct run run;
+
+	/* bucket 1 has one Flu for two women */
+	knowledge_init(&k);
+	add_rule(&k, ds, "gender", "female", NULL, NULL, "Flu", 1);
+	solve(ds, &k, &run);
+	CHECK(run.st == PM_ERR_INCONSISTENT);
+	CHECK_STR(run.err.field, "rules");
+	CHECK_CONTAINS(run.err.message, "rules[0] P(Flu | gender=female) = 1");
+	run_finish(&run);
+	knowledge_finish(&k);
+
+	/* two Breast Cancer in bucket 1 and only one woman may have it; the
+	 * third rule is true and not part of the conflict */
+	knowledge_init(&k);
+	add_rule(&k, ds, "degree", "college", NULL, NULL, "Flu", 0.4);
+	add_rule(&k, ds, "gender", "female", "degree", "junior", "Breast Cancer", 0);
+	add_rule(&k, ds, "gender", "male", NULL, NULL, "Breast Cancer", 0);
+	solve(ds, &k, &run);
+	CHECK(run.st == PM_ERR_INCONSISTENT);
+	CHECK_CONTAINS(run.err.message, "these rules together");
+	CHECK_CONTAINS(run.err.message,
+		       "rules[1] P(Breast Cancer | gender=female, degree=junior) = 0");
+	CHECK_CONTAINS(run.err.message, "rules[2] P(Breast Cancer | gender=male) = 0");
+	CHECK(!strstr(run.err.message, "rules[0]"));
+	run_finish(&run);
+	knowledge_finish(&k);
+
+	/* no graduate shares a bucket with HIV */
+	knowledge_init(&k);
+	add_rule(&k, ds, "degree", "graduate", NULL, NULL, "HIV", 0.5);
+	solve(ds, &k, &run);
+	CHECK(run.st == PM_ERR_INCONSISTENT);
+	CHECK_CONTAINS(run.err.message, "rules[0] P(HIV | degree=graduate) = 0.5");
+	run_finish(&run);
+	knowledge_finish(&k);
+}
 
 int main(void)
 {
+	struct dataset *ds = load_csv("figure1.csv");
+
+	test_no_knowledge(ds);
+	test_breast_cancer(ds);
+	test_deterministic(ds);
+	test_conflicts(ds);
+	dataset_destroy(ds);
 	return check_done();
 }
