@@ -45,6 +45,11 @@ struct dual {
 	uint32_t *drop_cell;
 	double *drop_rhs;
 	double *y, *lambda;
+	/* base point of the current L-BFGS run: D is evaluated as the change
+	 * from it, sum_j y0_j expm1(Δe_j) - Δλ·c, which keeps full relative
+	 * precision when the change is tiny next to D itself (~N); without it
+	 * the line search fails on rounding near the optimum */
+	double *y0, *lambda0;
 	/* state shared with the callbacks */
 	const struct solver_options *opt;
 	double target; /* internal stopping target, below opt->tolerance */
@@ -67,27 +72,49 @@ static void dual_finish(struct dual *d)
 	free(d->drop_rhs);
 	free(d->y);
 	free(d->lambda);
+	free(d->y0);
+	free(d->lambda0);
 }
 
-/* y = exp(A^T λ), violation of every row (dropped SA rows included). */
+/* Exponent of cell j, a_j·λ, relative to the base (delta) or not. */
+static double dual_exponent(const struct dual *d, size_t j, int delta)
+{
+	double e = 0;
+
+	for (size_t k = d->cell_off[j]; k < d->cell_off[j + 1]; k++) {
+		size_t i = d->cell_row[k];
+
+		e += delta ? d->lambda[i] - d->lambda0[i] : d->lambda[i];
+	}
+	return e < EXP_CAP ? e : EXP_CAP;
+}
+
+/* Makes the current λ the base point. */
+static void dual_rebase(struct dual *d)
+{
+	memcpy(d->lambda0, d->lambda, d->r * sizeof *d->lambda);
+	for (size_t j = 0; j < d->m; j++)
+		d->y0[j] = exp(dual_exponent(d, j, 0));
+}
+
+/* D(λ) - D(λ0) and its gradient; y = exp(A^T λ); the violation of every
+ * row (dropped SA rows included) goes to last_violation. */
 static double dual_eval(struct dual *d, double *grad)
 {
 	double f = 0, worst = 0;
 
 	for (size_t j = 0; j < d->m; j++) {
-		double e = 0;
+		double de = dual_exponent(d, j, 1);
 
-		for (size_t k = d->cell_off[j]; k < d->cell_off[j + 1]; k++)
-			e += d->lambda[d->cell_row[k]];
-		d->y[j] = exp(e < EXP_CAP ? e : EXP_CAP);
-		f += d->y[j];
+		d->y[j] = d->y0[j] * exp(de);
+		f += d->y0[j] * expm1(de);
 	}
 	for (size_t i = 0; i < d->r; i++) {
 		double s = 0;
 
 		for (size_t k = d->row_off[i]; k < d->row_off[i + 1]; k++)
 			s += d->y[d->row_cell[k]];
-		f -= d->lambda[i] * d->rhs[i];
+		f -= (d->lambda[i] - d->lambda0[i]) * d->rhs[i];
 		if (grad)
 			grad[i] = (s - d->rhs[i]) * d->scale[i];
 		if (fabs(s - d->rhs[i]) > worst)
@@ -292,12 +319,17 @@ static enum pm_status dual_run(struct dual *d, double *u, struct maxent_stats *s
 	for (int restart = 0;; restart++) {
 		lbfgsfloatval_t fx;
 
+		for (size_t i = 0; i < d->r; i++)
+			d->lambda[i] = u[i] * d->scale[i];
+		dual_rebase(d);
 		ret = lbfgs((int)d->r, u, &fx, evaluate, progress, d, &p);
 		if (d->cancelled)
 			return PM_ERR_CANCELLED;
 		if (ret == LBFGSERR_OUTOFMEMORY)
 			return PM_ERR_NOMEM;
 		evaluate(d, u, NULL, (int)d->r, 0); /* liblbfgs may revert u */
+		fprintf(stderr, "lbfgs ret %d it %d viol %g\n", ret, d->iterations,
+			d->last_violation);
 		if (d->last_violation <= d->target || ret == LBFGSERR_MAXIMUMITERATION ||
 		    d->iterations >= d->opt->max_iterations)
 			break;
@@ -337,8 +369,10 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 		goto out;
 	d.y = malloc((d.m + 1) * sizeof *d.y);
 	d.lambda = calloc(d.r + 1, sizeof *d.lambda);
+	d.y0 = malloc((d.m + 1) * sizeof *d.y0);
+	d.lambda0 = calloc(d.r + 1, sizeof *d.lambda0);
 	u = lbfgs_malloc((int)d.r + 1);
-	if (!d.y || !d.lambda || !u)
+	if (!d.y || !d.lambda || !d.y0 || !d.lambda0 || !u)
 		goto out;
 	for (size_t i = 0; i < d.r; i++)
 		max_rhs = fmax(max_rhs, d.rhs[i]);
