@@ -328,8 +328,6 @@ static enum pm_status dual_run(struct dual *d, double *u, struct maxent_stats *s
 		if (ret == LBFGSERR_OUTOFMEMORY)
 			return PM_ERR_NOMEM;
 		evaluate(d, u, NULL, (int)d->r, 0); /* liblbfgs may revert u */
-		fprintf(stderr, "lbfgs ret %d it %d viol %g\n", ret, d->iterations,
-			d->last_violation);
 		if (d->last_violation <= d->target || ret == LBFGSERR_MAXIMUMITERATION ||
 		    d->iterations >= d->opt->max_iterations)
 			break;
