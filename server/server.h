@@ -55,6 +55,16 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 enum pm_status pipeline_run(const json_t *dataset, const json_t *knowledge, const json_t *solver,
 			    double load_seconds, json_t **out, struct pm_error *err);
 
+/*
+ * The same analysis on a dataset already loaded (CSV input, stored
+ * datasets). base (may be NULL: solver_options_init defaults) supplies the
+ * progress callback and defaults that the solver JSON overrides.
+ * load_seconds is the time already spent loading ds.
+ */
+enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *knowledge,
+				    const json_t *solver, const struct solver_options *base,
+				    double load_seconds, json_t **out, struct pm_error *err);
+
 /* Monotonic clock in seconds. */
 double pipeline_now(void);
 
