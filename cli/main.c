@@ -1,4 +1,633 @@
-int main(void)
+/*
+ * pmaxent: the command-line front end (SPEC section 5). Reads files, turns
+ * flags into the same JSON documents the HTTP service accepts and runs the
+ * shared pipeline, so both report identical results and error messages.
+ *
+ * Exit status: 0 success, 2 bad input or usage, 3 inconsistent knowledge,
+ * 1 anything else (out of memory, internal error).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server.h"
+
+#ifndef PMAXENT_VERSION
+#define PMAXENT_VERSION "0.1.0"
+#endif
+
+static const char usage_main[] =
+    "usage: pmaxent COMMAND [ARGS]\n"
+    "\n"
+    "Quantifies what an adversary with background knowledge learns from a\n"
+    "bucketized (Anatomy) table, by maximum entropy (Privacy-MaxEnt).\n"
+    "\n"
+    "commands:\n"
+    "  solve DATASET [KNOWLEDGE.json]   estimate P(s|q) and print the result JSON\n"
+    "  mine DATASET --positive K --negative K\n"
+    "                                   print the Top-(K+,K-) rules as knowledge JSON\n"
+    "  anatomize DATA.csv --sa A --qi A,B,.. --l L\n"
+    "                                   bucketize a CSV table, print the dataset JSON\n"
+    "\n"
+    "  pmaxent COMMAND --help           help on one command\n"
+    "  pmaxent --version                print the version\n";
+
+static const char usage_solve[] =
+    "usage: pmaxent solve DATASET [KNOWLEDGE.json] [OPTIONS]\n"
+    "\n"
+    "Estimates P*(s|q) by maximum entropy under the published table and the\n"
+    "knowledge, and prints the result JSON on stdout.\n"
+    "DATASET is a dataset JSON file (records or published form) or a CSV file\n"
+    "(name ending in .csv: header row, one group column, one SA column, the\n"
+    "other columns QI attributes).\n"
+    "\n"
+    "options:\n"
+    "  --tolerance X        converged when max violation <= X records (default 1e-6)\n"
+    "  --max-iterations N   solver iteration limit (default 10000)\n"
+    "  --sa COL             CSV input: the sensitive attribute column (required)\n"
+    "  --group COL          CSV input: the group column (required)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "exit status: 0 success, 2 bad input, 3 inconsistent knowledge\n";
+
+static const char usage_mine[] =
+    "usage: pmaxent mine DATASET --positive K --negative K [OPTIONS]\n"
+    "\n"
+    "Mines the Top-(K+,K-) association rules Qv => s and Qv => not s from the\n"
+    "original records and prints them as knowledge JSON, which `pmaxent solve`\n"
+    "accepts as KNOWLEDGE.json. DATASET as for solve (records form or CSV).\n"
+    "\n"
+    "options:\n"
+    "  --positive K         number of positive rules (required)\n"
+    "  --negative K         number of negative rules (required)\n"
+    "  --min-support M      minimum support in records (default 3)\n"
+    "  --qi-attributes T    antecedents of exactly T attributes (default: all sizes)\n"
+    "  --sa COL, --group COL  CSV input columns\n"
+    "  -h, --help           show this help\n";
+
+static const char usage_anatomize[] =
+    "usage: pmaxent anatomize DATA.csv --sa ATTR --qi A,B,... --l L [OPTIONS]\n"
+    "\n"
+    "Groups the rows of a CSV table into l-diverse buckets (Anatomy, Xiao & Tao\n"
+    "2006) and prints the records-form dataset JSON on stdout.\n"
+    "\n"
+    "options:\n"
+    "  --sa ATTR            the sensitive attribute column (required)\n"
+    "  --qi A,B,...         the QI columns, comma-separated (required)\n"
+    "  --l L                diversity, at least 2 (required)\n"
+    "  --seed S             random seed (default 1)\n"
+    "  --set-aside          drop records of the most frequent SA values until the\n"
+    "                       table is l-eligible; the count is reported on stderr\n"
+    "  -h, --help           show this help\n";
+
+enum opt_id {
+	OPT_TOLERANCE,
+	OPT_MAX_ITER,
+	OPT_SA,
+	OPT_GROUP,
+	OPT_POSITIVE,
+	OPT_NEGATIVE,
+	OPT_MIN_SUPPORT,
+	OPT_QI_ATTRS,
+	OPT_QI,
+	OPT_L,
+	OPT_SEED,
+	OPT_SET_ASIDE,
+	N_OPTS
+};
+
+/* getopt_long returns OPT_BASE + id for long options, 'h' for help. */
+#define OPT_BASE 256
+
+static const struct option opts_solve[] = {
+    {"tolerance", required_argument, NULL, OPT_BASE + OPT_TOLERANCE},
+    {"max-iterations", required_argument, NULL, OPT_BASE + OPT_MAX_ITER},
+    {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
+    {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option opts_mine[] = {
+    {"positive", required_argument, NULL, OPT_BASE + OPT_POSITIVE},
+    {"negative", required_argument, NULL, OPT_BASE + OPT_NEGATIVE},
+    {"min-support", required_argument, NULL, OPT_BASE + OPT_MIN_SUPPORT},
+    {"qi-attributes", required_argument, NULL, OPT_BASE + OPT_QI_ATTRS},
+    {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
+    {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option opts_anatomize[] = {
+    {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
+    {"qi", required_argument, NULL, OPT_BASE + OPT_QI},
+    {"l", required_argument, NULL, OPT_BASE + OPT_L},
+    {"seed", required_argument, NULL, OPT_BASE + OPT_SEED},
+    {"set-aside", no_argument, NULL, OPT_BASE + OPT_SET_ASIDE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+struct cmd;
+
+/* Parsed command line of one command: option values (NULL when absent) and
+ * positional arguments. */
+struct args {
+	const char *opt[N_OPTS];
+	char **pos;
+	size_t n_pos;
+};
+
+struct cmd {
+	const char *name;
+	const char *usage;
+	const struct option *opts;
+	size_t min_pos, max_pos;
+	int (*run)(const struct cmd *c, const struct args *a);
+};
+
+/* ---- messages and exit codes -------------------------------------------- */
+
+/* The first line of the usage text and where to find the rest. */
+static void usage_hint(const struct cmd *c)
 {
+	const char *u = c ? c->usage : usage_main;
+
+	fprintf(stderr, "%.*s\nTry 'pmaxent %s%s--help' for more information.\n",
+		(int)strcspn(u, "\n"), u, c ? c->name : "", c ? " " : "");
+}
+
+static int usage_error(const struct cmd *c, const char *fmt, const char *arg)
+{
+	fputs("pmaxent: ", stderr);
+	fprintf(stderr, fmt, arg);
+	fputc('\n', stderr);
+	usage_hint(c);
+	return 2;
+}
+
+static int exit_code(enum pm_status st)
+{
+	switch (st) {
+	case PM_OK:
+		return 0;
+	case PM_ERR_INPUT:
+	case PM_ERR_IO:
+		return 2;
+	case PM_ERR_INCONSISTENT:
+		return 3;
+	default:
+		return 1;
+	}
+}
+
+/* "pmaxent: FIELD: MESSAGE" (or without the field) and the exit code. */
+static int finish(enum pm_status st, const struct pm_error *err)
+{
+	if (st == PM_OK)
+		return 0;
+	if (err->field[0])
+		fprintf(stderr, "pmaxent: %s: %s\n", err->field, err->message);
+	else
+		fprintf(stderr, "pmaxent: %s\n", err->message);
+	return exit_code(st);
+}
+
+/* ---- numbers ------------------------------------------------------------ */
+
+/* A whole decimal integer: 0, or -1 after printing a usage message. */
+static int parse_int(const struct cmd *c, const char *flag, const char *s, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(s, &end, 10);
+	if (*s && !*end && !errno)
+		return 0;
+	fprintf(stderr, "pmaxent: %s: expected an integer, got '%s'\n", flag, s);
+	usage_hint(c);
+	return -1;
+}
+
+static int parse_real(const struct cmd *c, const char *flag, const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	if (*s && !*end && !errno && isfinite(*out))
+		return 0;
+	fprintf(stderr, "pmaxent: %s: expected a number, got '%s'\n", flag, s);
+	usage_hint(c);
+	return -1;
+}
+
+/* obj[key] = the integer of flag, if given. 0 ok, -1 usage error. */
+static int put_int_flag(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
+			json_t *obj, const char *key)
+{
+	long long v;
+
+	if (!a->opt[id])
+		return 0;
+	if (parse_int(c, flag, a->opt[id], &v))
+		return -1;
+	json_object_set_new(obj, key, json_integer(v));
 	return 0;
+}
+
+/* ---- input and output --------------------------------------------------- */
+
+static enum pm_status load_json(const char *path, json_t **out, struct pm_error *err)
+{
+	json_error_t je;
+
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (*out)
+		return PM_OK;
+	if (json_error_code(&je) == json_error_cannot_open_file)
+		return error_set(err, PM_ERR_IO, "", "%s", je.text);
+	return error_set(err, PM_ERR_INPUT, "", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+}
+
+static enum pm_status read_file(const char *path, char **text, size_t *len, struct pm_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, n;
+	char *buf = NULL, *grown;
+
+	*text = NULL;
+	*len = 0;
+	if (!f)
+		return error_set(err, PM_ERR_IO, "", "cannot open %s: %s", path, strerror(errno));
+	while ((grown = realloc(buf, cap + 1))) {
+		buf = grown;
+		n = fread(buf + *len, 1, cap - *len, f);
+		*len += n;
+		if (*len < cap)
+			break;
+		cap *= 2;
+	}
+	if (!grown || ferror(f)) {
+		int e = grown ? errno : ENOMEM;
+
+		free(buf);
+		fclose(f);
+		return error_set(err, e == ENOMEM ? PM_ERR_NOMEM : PM_ERR_IO, "",
+				 "cannot read %s: %s", path, strerror(e));
+	}
+	fclose(f);
+	buf[*len] = '\0';
+	*text = buf;
+	return PM_OK;
+}
+
+static enum pm_status load_csv(const char *path, struct csv_table *t, struct pm_error *err)
+{
+	char *text;
+	size_t len;
+	enum pm_status st = read_file(path, &text, &len, err);
+
+	if (st)
+		return st;
+	st = csv_parse(text, len, t, err);
+	free(text);
+	return st;
+}
+
+static int is_csv(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 4 && strcmp(path + n - 4, ".csv") == 0;
+}
+
+/* Dataset name of a CSV file: its base name without ".csv". */
+static void csv_name(const char *path, char *buf, size_t len)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	snprintf(buf, len, "%.*s", (int)(strlen(base) - (is_csv(base) ? 4 : 0)), base);
+}
+
+/* Errors about a column named by a flag ("sa", "group", "qi", "l") name the
+ * flag, which is what the user typed. */
+static enum pm_status flag_field(enum pm_status st, struct pm_error *err)
+{
+	static const char *const flags[] = {"sa", "group", "qi", "l"};
+	char buf[sizeof err->field];
+
+	for (size_t i = 0; st && i < sizeof flags / sizeof flags[0]; i++) {
+		if (strcmp(err->field, flags[i]) != 0)
+			continue;
+		snprintf(buf, sizeof buf, "--%s", flags[i]);
+		memcpy(err->field, buf, sizeof buf);
+		break;
+	}
+	return st;
+}
+
+static enum pm_status load_csv_dataset(const char *path, const struct args *a, struct dataset **ds,
+				       struct pm_error *err)
+{
+	struct csv_table t = {0};
+	char name[256];
+	enum pm_status st;
+
+	if (!a->opt[OPT_SA] || !a->opt[OPT_GROUP])
+		return error_set(err, PM_ERR_INPUT, "",
+				 "CSV input %s needs --sa COL and --group COL", path);
+	csv_name(path, name, sizeof name);
+	st = load_csv(path, &t, err);
+	if (!st)
+		st = flag_field(csv_dataset(&t, a->opt[OPT_SA], a->opt[OPT_GROUP], name, ds, err),
+				err);
+	csv_table_finish(&t);
+	return st;
+}
+
+/* DATASET: a JSON dataset, or CSV when the name ends in .csv. */
+static enum pm_status load_dataset(const char *path, const struct args *a, struct dataset **ds,
+				   struct pm_error *err)
+{
+	json_t *j;
+	enum pm_status st;
+
+	*ds = NULL;
+	if (is_csv(path))
+		return load_csv_dataset(path, a, ds, err);
+	if (a->opt[OPT_SA] || a->opt[OPT_GROUP])
+		return error_set(
+		    err, PM_ERR_INPUT, "",
+		    "--sa and --group apply only to CSV input (a name ending in .csv)");
+	if ((st = load_json(path, &j, err)))
+		return st;
+	st = codec_dataset(j, ds, err);
+	json_decref(j);
+	return st;
+}
+
+static enum pm_status print_json(const json_t *j, struct pm_error *err)
+{
+	if (!j)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory while writing the output");
+	if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) ||
+	    fputc('\n', stdout) == EOF || fflush(stdout))
+		return error_set(err, PM_ERR_IO, "", "cannot write the output: %s",
+				 strerror(errno));
+	return PM_OK;
+}
+
+/* ---- solve -------------------------------------------------------------- */
+
+/* --tolerance / --max-iterations as solver options JSON (*out may stay
+ * NULL). Returns -1 when fine, else the exit code. */
+static int solver_flags(const struct cmd *c, const struct args *a, json_t **out)
+{
+	double tol;
+
+	*out = json_object();
+	if (!*out)
+		return 1;
+	if (a->opt[OPT_TOLERANCE]) {
+		if (parse_real(c, "--tolerance", a->opt[OPT_TOLERANCE], &tol))
+			return 2;
+		json_object_set_new(*out, "tolerance", json_real(tol));
+	}
+	if (put_int_flag(c, a, OPT_MAX_ITER, "--max-iterations", *out, "max_iterations"))
+		return 2;
+	return -1;
+}
+
+static int cmd_solve(const struct cmd *c, const struct args *a)
+{
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	json_t *solver = NULL, *know = NULL, *result = NULL;
+	double t0 = pipeline_now();
+	enum pm_status st = PM_OK;
+	int rc = solver_flags(c, a, &solver);
+
+	if (rc >= 0)
+		goto out;
+	st = load_dataset(a->pos[0], a, &ds, &err);
+	if (!st && a->n_pos > 1)
+		st = load_json(a->pos[1], &know, &err);
+	if (!st)
+		st = pipeline_run_dataset(ds, know, solver, NULL, pipeline_now() - t0, &result,
+					  &err);
+	if (!st)
+		st = print_json(result, &err);
+	rc = finish(st, &err);
+out:
+	json_decref(result);
+	json_decref(know);
+	json_decref(solver);
+	dataset_destroy(ds);
+	return rc;
+}
+
+/* ---- mine --------------------------------------------------------------- */
+
+/* The mining flags as the "mine" block of a knowledge document, so that
+ * codec_knowledge validates them exactly as it does for the HTTP API. */
+static int mine_flags(const struct cmd *c, const struct args *a, json_t **out)
+{
+	json_t *m = json_object();
+
+	*out = json_pack("{s:o}", "mine", m);
+	if (!*out)
+		return 1;
+	if (!a->opt[OPT_POSITIVE] || !a->opt[OPT_NEGATIVE])
+		return usage_error(c, "%s", "mine needs --positive K and --negative K");
+	if (put_int_flag(c, a, OPT_POSITIVE, "--positive", m, "positive") ||
+	    put_int_flag(c, a, OPT_NEGATIVE, "--negative", m, "negative") ||
+	    put_int_flag(c, a, OPT_MIN_SUPPORT, "--min-support", m, "min_support") ||
+	    put_int_flag(c, a, OPT_QI_ATTRS, "--qi-attributes", m, "qi_attributes"))
+		return 2;
+	return -1;
+}
+
+static enum pm_status mine(const struct dataset *ds, const json_t *spec, struct knowledge *k,
+			   struct pm_error *err)
+{
+	struct miner_options o;
+	enum pm_status st;
+	int has_mine;
+
+	if ((st = codec_knowledge(spec, ds, k, &o, &has_mine, err)))
+		return st;
+	return miner_run(ds, &o, k, err);
+}
+
+static int cmd_mine(const struct cmd *c, const struct args *a)
+{
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	struct knowledge k;
+	json_t *spec = NULL, *out = NULL;
+	enum pm_status st;
+	int rc;
+
+	knowledge_init(&k);
+	rc = mine_flags(c, a, &spec);
+	if (rc >= 0)
+		goto out;
+	st = load_dataset(a->pos[0], a, &ds, &err);
+	if (!st)
+		st = mine(ds, spec, &k, &err);
+	if (!st) {
+		out = codec_knowledge_json(ds, &k);
+		st = print_json(out, &err);
+	}
+	rc = finish(st, &err);
+out:
+	json_decref(out);
+	json_decref(spec);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+	return rc;
+}
+
+/* ---- anatomize ---------------------------------------------------------- */
+
+/* Splits "A,B,C" in place into at most DATASET_MAX_ATTRS names. */
+static size_t split_names(char *list, const char **names)
+{
+	size_t n = 0;
+
+	for (char *p = list; n < DATASET_MAX_ATTRS; p++) {
+		names[n++] = p;
+		p = strchr(p, ',');
+		if (!p)
+			break;
+		*p = '\0';
+	}
+	return n;
+}
+
+static int anatomy_flags(const struct cmd *c, const struct args *a, struct anatomy_options *o)
+{
+	long long l, seed = 1;
+
+	if (!a->opt[OPT_SA] || !a->opt[OPT_QI] || !a->opt[OPT_L])
+		return usage_error(c, "%s", "anatomize needs --sa ATTR, --qi A,B,... and --l L");
+	if (parse_int(c, "--l", a->opt[OPT_L], &l) ||
+	    (a->opt[OPT_SEED] && parse_int(c, "--seed", a->opt[OPT_SEED], &seed)))
+		return 2;
+	if (l < 2 || seed < 0)
+		return usage_error(
+		    c, "%s", l < 2 ? "--l must be at least 2" : "--seed must be non-negative");
+	o->l = (size_t)l;
+	o->seed = (uint64_t)seed;
+	o->set_aside = a->opt[OPT_SET_ASIDE] != NULL;
+	return -1;
+}
+
+static enum pm_status anatomize(const char *path, const struct args *a,
+				const struct anatomy_options *o, struct dataset **ds,
+				struct pm_error *err)
+{
+	struct csv_table t = {0};
+	const char *qi[DATASET_MAX_ATTRS];
+	char *list = strdup(a->opt[OPT_QI]);
+	size_t n_qi, n_aside = 0;
+	enum pm_status st;
+
+	if (!list)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	n_qi = split_names(list, qi);
+	st = load_csv(path, &t, err);
+	if (!st)
+		st = flag_field(anatomy_run(&t, a->opt[OPT_SA], qi, n_qi, o, ds, &n_aside, err),
+				err);
+	if (!st && o->set_aside)
+		fprintf(stderr, "pmaxent: %zu records set aside\n", n_aside);
+	csv_table_finish(&t);
+	free(list);
+	return st;
+}
+
+static int cmd_anatomize(const struct cmd *c, const struct args *a)
+{
+	struct anatomy_options o = {0};
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	json_t *out = NULL;
+	enum pm_status st;
+	int rc = anatomy_flags(c, a, &o);
+
+	if (rc >= 0)
+		return rc;
+	st = anatomize(a->pos[0], a, &o, &ds, &err);
+	if (!st) {
+		out = codec_dataset_json(ds);
+		st = print_json(out, &err);
+	}
+	json_decref(out);
+	dataset_destroy(ds);
+	return finish(st, &err);
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+static const struct cmd commands[] = {
+    {"solve", usage_solve, opts_solve, 1, 2, cmd_solve},
+    {"mine", usage_mine, opts_mine, 1, 1, cmd_mine},
+    {"anatomize", usage_anatomize, opts_anatomize, 1, 1, cmd_anatomize},
+};
+
+/* Returns -1 when the command should run, else the exit code. */
+static int parse_args(const struct cmd *c, int argc, char **argv, struct args *a)
+{
+	int id;
+
+	opterr = 0;
+	while ((id = getopt_long(argc, argv, ":h", c->opts, NULL)) != -1) {
+		if (id == 'h') {
+			fputs(c->usage, stdout);
+			return 0;
+		}
+		if (id == ':')
+			return usage_error(c, "option '%s' needs an argument", argv[optind - 1]);
+		if (id < OPT_BASE || id >= OPT_BASE + N_OPTS)
+			return usage_error(c, "unknown option '%s'", argv[optind - 1]);
+		a->opt[id - OPT_BASE] = optarg ? optarg : "";
+	}
+	a->pos = argv + optind;
+	a->n_pos = (size_t)(argc - optind);
+	if (a->n_pos < c->min_pos)
+		return usage_error(c, "%s: missing the input file", c->name);
+	if (a->n_pos > c->max_pos)
+		return usage_error(c, "unexpected argument '%s'", a->pos[c->max_pos]);
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct args a = {0};
+	int rc;
+
+	if (argc < 2)
+		return usage_error(NULL, "%s", "no command given");
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+		fputs(usage_main, stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("pmaxent %s\n", PMAXENT_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
+		if (strcmp(argv[1], commands[i].name) != 0)
+			continue;
+		rc = parse_args(&commands[i], argc - 1, argv + 1, &a);
+		return rc >= 0 ? rc : commands[i].run(&commands[i], &a);
+	}
+	return usage_error(NULL, "unknown command '%s'", argv[1]);
 }

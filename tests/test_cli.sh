@@ -1,2 +1,206 @@
 #!/usr/bin/env bash
-echo "0 passed, 0 failed"
+# End-to-end tests of the pmaxent command: exit codes 0/2/3, messages on
+# stderr, `mine` output fed back to `solve`, `anatomize` output fed to
+# `solve`, CSV input. Env: PMAXENT_BIN (the binary), PMAXENT_TEST_DATA.
+set -u
+BIN=${PMAXENT_BIN:?PMAXENT_BIN must name the pmaxent binary}
+DATA=${PMAXENT_TEST_DATA:?PMAXENT_TEST_DATA must name tests/data}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+OUT=$TMP/out
+ERR=$TMP/err
+pass=0
+fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() {
+	fail=$((fail + 1))
+	echo "FAIL: $*" >&2
+}
+
+# run RC ARGS...: runs pmaxent ARGS (stdout in $OUT, stderr in $ERR) and
+# checks the exit code.
+run() {
+	local want=$1 rc
+	shift
+	"$BIN" "$@" >"$OUT" 2>"$ERR"
+	rc=$?
+	if [ "$rc" -eq "$want" ]; then
+		ok
+	else
+		bad "pmaxent $* exited $rc, expected $want; stderr: $(head -c 500 "$ERR")"
+	fi
+}
+
+# err_has TEXT / out_has TEXT: fixed-string search in stderr / stdout.
+err_has() {
+	if grep -qF -- "$1" "$ERR"; then ok; else bad "stderr lacks '$1': $(head -c 500 "$ERR")"; fi
+}
+out_has() {
+	if grep -qF -- "$1" "$OUT"; then ok; else bad "stdout lacks '$1'"; fi
+}
+# err_is LINE: stderr is exactly this one line.
+err_is() {
+	if [ "$(cat "$ERR")" = "$1" ]; then ok; else bad "stderr is '$(cat "$ERR")', expected '$1'"; fi
+}
+out_empty() {
+	if [ ! -s "$OUT" ]; then ok; else bad "stdout is not empty"; fi
+}
+
+# json_ok EXPR [FILE]: Python expression over d = the JSON in FILE ($OUT).
+json_ok() {
+	if python3 - "${2:-$OUT}" "$1" <<'EOF'; then ok; else bad "JSON check failed: $1"; fi
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+EOF
+}
+
+# ---- help, version, usage errors -------------------------------------------
+
+run 0 --version
+out_has "pmaxent "
+run 0 --help
+out_has "solve DATASET"
+out_has "anatomize"
+for c in solve mine anatomize; do
+	run 0 "$c" --help
+	out_has "usage: pmaxent $c"
+done
+run 2
+err_has "usage: pmaxent COMMAND"
+out_empty
+run 2 frobnicate
+err_has "pmaxent: unknown command 'frobnicate'"
+run 2 solve "$DATA/codec_small.json" --frob
+err_has "unknown option '--frob'"
+err_has "usage: pmaxent solve"
+run 2 solve "$DATA/codec_small.json" --tolerance
+err_has "option '--tolerance' needs an argument"
+run 2 solve "$DATA/codec_small.json" --tolerance abc
+err_has "pmaxent: --tolerance: expected a number, got 'abc'"
+run 2 solve "$DATA/codec_small.json" --max-iterations 1.5
+err_has "pmaxent: --max-iterations: expected an integer, got '1.5'"
+run 2 solve
+err_has "missing the input file"
+run 2 solve a.json b.json c.json
+err_has "unexpected argument 'c.json'"
+run 2 mine "$DATA/codec_small.json" --positive x --negative 1
+err_has "pmaxent: --positive: expected an integer, got 'x'"
+run 2 mine "$DATA/codec_small.json" --positive 1
+err_has "mine needs --positive K and --negative K"
+run 2 anatomize "$DATA/cli_table.csv" --sa disease --qi age
+err_has "anatomize needs --sa ATTR, --qi A,B,... and --l L"
+run 2 anatomize "$DATA/cli_table.csv" --sa disease --qi age --l two
+err_has "pmaxent: --l: expected an integer, got 'two'"
+run 2 anatomize "$DATA/cli_table.csv" --sa disease --qi age --l 1
+err_has "--l must be at least 2"
+
+# ---- solve -----------------------------------------------------------------
+
+run 0 solve "$DATA/codec_small.json"
+json_ok 'd["status"] == "converged" and d["max_violation"] <= 1e-6'
+json_ok 'set(d) >= {"iterations", "seconds", "timings", "entropy", "constraints", "rules", "estimation_accuracy", "baseline_accuracy", "posterior"}'
+json_ok 'set(d["timings"]) == {"load", "mine", "build", "solve"}'
+json_ok 'd["constraints"]["variables"] == 24 and d["constraints"]["knowledge"] == 0'
+# Theorem 5 for (young, M): buckets 1 and 2 give flu 1.5, cold .75, cancer .75 of 3
+json_ok 'd["posterior"][0] == {"qi": ["young", "M"], "count": 3, "p": {"cancer": 0.25, "cold": 0.25, "flu": 0.5}}'
+json_ok 'abs(d["estimation_accuracy"] - d["baseline_accuracy"]) < 1e-12'
+cp "$OUT" "$TMP/small.result"
+
+run 0 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json" --tolerance 1e-9 --max-iterations 5000
+json_ok 'd["status"] == "converged" and d["max_violation"] <= 1e-9'
+json_ok 'd["rules"] == [{"if": {"sex": "F"}, "then": "flu", "probability": 0.5, "source": "user"}]'
+json_ok 'abs(sum(d["posterior"][1]["p"].values()) - 1) < 1e-9'
+# P(flu | sex=F) = 0.5 over the F tuples, weighted by their counts
+json_ok 'abs(sum(e["count"] * e["p"].get("flu", 0) for e in d["posterior"] if e["qi"][1] == "F") / sum(e["count"] for e in d["posterior"] if e["qi"][1] == "F") - 0.5) < 1e-9'
+
+run 0 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json" --max-iterations 1
+json_ok 'd["status"] == "converged" or (d["status"] == "not_converged" and d["reason"])'
+
+run 0 solve "$DATA/codec_published.json"
+json_ok 'd["estimation_accuracy"] is None and d["baseline_accuracy"] is None'
+json_ok 'd["posterior"] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/small.result"))["posterior"]'
+
+run 3 solve "$DATA/codec_small.json" "$DATA/cli_inconsistent.json"
+err_has "pmaxent: rules: no distribution satisfies"
+out_empty
+
+run 2 solve "$DATA/codec_bad_ds_qi_count.json"
+err_is "pmaxent: records[2].qi: must be an array of 2 values (qi_attributes), got 3"
+out_empty
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_if_type.json"
+err_is "pmaxent: rules[1].if: must be an object of attribute: value conditions, got an array"
+run 2 solve "$DATA/codec_bad_ds_not_object.json"
+err_is "pmaxent: a dataset must be a JSON object, got an array"
+run 2 solve "$DATA/codec_small.json" --tolerance -1
+err_has "pmaxent: solver.tolerance: must be a positive finite number, got -1"
+run 2 solve "$DATA/cli_malformed.json"
+err_has "pmaxent: $DATA/cli_malformed.json:3:"
+run 2 solve "$TMP/no-such-file.json"
+err_has "pmaxent: unable to open $TMP/no-such-file.json"
+run 2 solve "$DATA/codec_small.json" "$TMP/no-such-knowledge.json"
+err_has "no-such-knowledge.json"
+printf '{"qi_attributes": ["a"], "qi_attributes": ["b"]}' >"$TMP/dup.json"
+run 2 solve "$TMP/dup.json"
+err_has "duplicate object key"
+run 2 solve "$DATA/codec_small.json" --sa disease --group group
+err_has "--sa and --group apply only to CSV input"
+
+# ---- CSV input ---------------------------------------------------------------
+
+run 0 solve "$DATA/cli_bucketized.csv" --sa disease --group group
+json_ok 'd["dataset"]["name"] == "cli_bucketized" and d["dataset"]["records"] == 11'
+json_ok 'd["posterior"] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/small.result"))["posterior"]'
+run 2 solve "$DATA/cli_bucketized.csv"
+err_has "needs --sa COL and --group COL"
+run 2 solve "$DATA/cli_bucketized.csv" --sa illness --group group
+err_is 'pmaxent: --sa: no column "illness" in the header'
+
+# ---- mine -> solve -----------------------------------------------------------
+
+run 0 mine "$DATA/codec_small.json" --positive 2 --negative 2 --min-support 1
+json_ok 'len(d["rules"]) == 4'
+json_ok '[r["source"] for r in d["rules"]] == ["positive", "positive", "negative", "negative"]'
+json_ok 'all(r["support"] >= 1 and 0 <= r["confidence"] <= 1 for r in d["rules"])'
+json_ok 'd["rules"][0]["confidence"] >= d["rules"][1]["confidence"]'
+cp "$OUT" "$TMP/mined.json"
+run 0 solve "$DATA/codec_small.json" "$TMP/mined.json"
+json_ok 'd["status"] == "converged" and d["constraints"]["knowledge"] == 4'
+json_ok '[r["source"] for r in d["rules"]] == ["user"] * 4'
+# knowledge that holds in the data can only bring the estimate closer
+json_ok 'd["estimation_accuracy"] <= d["baseline_accuracy"] + 1e-9'
+run 0 mine "$DATA/cli_bucketized.csv" --sa disease --group group --positive 1 --negative 0 --qi-attributes 1
+json_ok 'len(d["rules"]) == 1 and len(d["rules"][0]["if"]) == 1'
+run 2 mine "$DATA/codec_published.json" --positive 1 --negative 1
+err_has "pmaxent: mine: mining needs the original records"
+run 2 mine "$DATA/codec_small.json" --positive 1 --negative 1 --qi-attributes 3
+err_is "pmaxent: mine.qi_attributes: must be at most 2 (the number of QI attributes), got 3"
+run 2 mine "$DATA/codec_small.json" --positive -1 --negative 1
+err_has "pmaxent: mine.positive: must be a non-negative integer, got -1"
+
+# ---- anatomize -> solve ------------------------------------------------------
+
+run 0 anatomize "$DATA/cli_table.csv" --sa disease --qi age,sex,zip --l 3 --seed 7
+json_ok 'd["qi_attributes"] == ["age", "sex", "zip"] and d["sa_attribute"] == "disease"'
+json_ok 'len(d["records"]) == 24 and all(isinstance(r["group"], int) for r in d["records"])'
+# every bucket holds at least 3 distinct SA values
+json_ok 'all(len({r["sa"] for r in d["records"] if r["group"] == g}) >= 3 for g in {r["group"] for r in d["records"]})'
+cp "$OUT" "$TMP/anatomized.json"
+run 0 anatomize "$DATA/cli_table.csv" --sa disease --qi age,sex,zip --l 3 --seed 7
+if cmp -s "$OUT" "$TMP/anatomized.json"; then ok; else bad "anatomize with the same seed differs"; fi
+run 0 solve "$TMP/anatomized.json"
+json_ok 'd["status"] == "converged" and d["dataset"]["records"] == 24'
+json_ok 'd["estimation_accuracy"] is not None and d["estimation_accuracy"] >= 0'
+run 2 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2
+err_has "pmaxent: --l: the table is not 2-eligible"
+run 0 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2 --set-aside
+err_is "pmaxent: 9 records set aside"
+json_ok 'len(d["records"]) == 3'
+run 2 anatomize "$DATA/cli_table.csv" --sa disease --qi age,height --l 2
+err_is 'pmaxent: --qi: no column "height" in the header'
+run 2 anatomize "$TMP/missing.csv" --sa disease --qi age --l 2
+err_has "cannot open $TMP/missing.csv"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
