@@ -13,8 +13,11 @@
  * Feasible points form a convex cone, so one optimum has z_j = 1 for every
  * cell some solution makes positive and z_j = 0 for the others; every QI
  * row has c > 0, so t = 0 forces y = 0, and an optimum of 0 means that the
- * rows admit no solution at all. Rows with right-hand side 0 zero their
- * cells directly and shrink the programs first.
+ * rows admit no solution at all.
+ *
+ * Cheaper exact arguments go first: rows with right-hand side 0 zero their
+ * cells, and propagate.c settles every component whose knowledge rows are
+ * all tight (deterministic knowledge) without any program.
  */
 #include <glpk.h>
 #include <stdio.h>
@@ -453,29 +456,48 @@ static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
 	return PM_OK;
 }
 
+/* Are all knowledge rows of c implied by its buckets' invariants? */
+static int component_resolved(const struct component *c, const uint8_t *resolved)
+{
+	for (size_t k = 0; k < c->n_krows; k++)
+		if (!resolved[c->krows[k]])
+			return 0;
+	return 1;
+}
+
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, uint8_t *zero, struct pm_error *err)
 {
 	struct boundary bd = {ds, k, inv, zero, NULL, NULL, NULL, NULL};
 	struct component *cs = NULL;
+	uint8_t *resolved = calloc(inv->n_rows + 1, 1);
 	size_t n = 0;
-	enum pm_status st;
+	int infeasible = 0;
+	enum pm_status st = resolved ? boundary_init(&bd) : PM_ERR_NOMEM;
 
 	glp_term_out(GLP_OFF);
-	st = boundary_init(&bd);
 	if (!st) {
 		direct_zeros_and_links(&bd);
 		st = empty_rows(&bd, err);
 	}
 	if (!st)
+		st = propagate_zeros(inv, zero, resolved, &infeasible);
+	if (!st)
 		st = components_build(&bd, &cs, &n);
+	/* the linear program only where propagation left a row open, or to
+	 * name the rules of a conflict */
 	for (size_t i = 0; !st && i < n; i++)
-		st = component_solve(&bd, &cs[i], err);
+		if (infeasible || !component_resolved(&cs[i], resolved))
+			st = component_solve(&bd, &cs[i], err);
+	if (!st && infeasible)
+		st = error_set(err, PM_ERR_INTERNAL, "",
+			       "forced-zero propagation and the linear program disagree");
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory finding forced zeros");
 	for (size_t i = 0; i < n; i++)
 		component_finish(&cs[i]);
 	free(cs);
+	free(resolved);
 	boundary_finish(&bd);
 	return st;
 }

@@ -20,6 +20,18 @@
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, uint8_t *zero, struct pm_error *err);
 
+/* ---- propagate.c -------------------------------------------------------- */
+
+/*
+ * Exact forced zeros found without a linear program, to a fixpoint: rows
+ * tight at their per-bucket bounds, and a flow argument per bucket. Sets
+ * resolved[row] (n_rows entries) for knowledge rows that the zeros make a
+ * sum of invariant rows. *infeasible is set when a row or a bucket can
+ * hold for no assignment.
+ */
+enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+			       int *infeasible);
+
 /* ---- solver.c ----------------------------------------------------------- */
 
 struct solver_options {

@@ -1,0 +1,374 @@
+/*
+ * Exact forced zeros without a linear program, to a fixpoint:
+ *
+ * 1. Tight knowledge rows. A row R for value s has, in bucket b, at most
+ *    u_b = min(Q_b, n(s,b)) and at least l_b = max(0, Q_b - (n(b) - n(s,b)))
+ *    records, Q_b the QI totals of R's free cells in b. If c = sum u_b,
+ *    every bucket sits at u_b: where Q_b <= n(s,b) R's q put all their
+ *    records on s, where n(s,b) <= Q_b s goes only to R's q. If c = sum
+ *    l_b, every bucket sits at l_b: R's q fill every other value of b, or,
+ *    where l_b = 0, R's cells in b are zero. Either way the row is then a
+ *    sum of invariant rows (it is "resolved").
+ * 2. Per-bucket flows. A bucket is a transportation polytope (rows n(q,b),
+ *    columns n(s,b), free cells). Take one feasible flow; a cell with no
+ *    flow can carry some iff its column reaches its row in the residual
+ *    graph (a cycle to push flow around).
+ *
+ * When every knowledge row of a component is resolved the feasible set is
+ * the product of its buckets' polytopes, and step 2 alone is exact: no LP.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver.h"
+
+struct prop {
+	const struct invariants *inv;
+	uint8_t *zero;
+	size_t *h, *qi0, *sa0; /* per bucket: width, first QI row, first SA row */
+	double *nb;	       /* n(b) */
+	/* scratch for one knowledge row */
+	uint32_t *stamp, now; /* per bucket: seen in this row when == now */
+	uint32_t *col, *touched;
+	double *qsum;
+	uint8_t *inrow; /* per cell: a free cell of this row */
+	int changed, infeasible;
+};
+
+static size_t bucket_g(const struct prop *p, size_t b)
+{
+	size_t n = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
+
+	return p->h[b] ? n / p->h[b] : 0;
+}
+
+/* n(q_i, b) and n(s_j, b); the last s is the dropped SA row. */
+static double row_total(const struct prop *p, size_t b, size_t i)
+{
+	return p->inv->rhs[p->qi0[b] + i];
+}
+
+static double col_total(const struct prop *p, size_t b, size_t j)
+{
+	double rest = 0;
+
+	if (j + 1 < p->h[b])
+		return p->inv->rhs[p->sa0[b] + j];
+	for (size_t k = 0; k + 1 < p->h[b]; k++)
+		rest += p->inv->rhs[p->sa0[b] + k];
+	return p->nb[b] - rest;
+}
+
+static void set_zero(struct prop *p, size_t c)
+{
+	if (!p->zero[c]) {
+		p->zero[c] = 1;
+		p->changed = 1;
+	}
+}
+
+static enum pm_status prop_init(struct prop *p)
+{
+	const struct invariants *inv = p->inv;
+	size_t nb = inv->n_groups;
+
+	p->h = calloc(nb + 1, sizeof *p->h);
+	p->qi0 = calloc(nb + 1, sizeof *p->qi0);
+	p->sa0 = calloc(nb + 1, sizeof *p->sa0);
+	p->nb = calloc(nb + 1, sizeof *p->nb);
+	p->stamp = calloc(nb + 1, sizeof *p->stamp);
+	p->col = calloc(nb + 1, sizeof *p->col);
+	p->touched = calloc(nb + 1, sizeof *p->touched);
+	p->qsum = calloc(nb + 1, sizeof *p->qsum);
+	p->inrow = calloc(inv->n_cells + 1, 1);
+	if (!p->h || !p->qi0 || !p->sa0 || !p->nb || !p->stamp || !p->col || !p->touched ||
+	    !p->qsum || !p->inrow)
+		return PM_ERR_NOMEM;
+	for (size_t b = 0; b < nb; b++) {
+		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
+
+		while (lo + p->h[b] < hi && inv->cell_tuple[lo + p->h[b]] == inv->cell_tuple[lo])
+			p->h[b]++;
+	}
+	/* invariant rows are laid out bucket by bucket, QI then SA */
+	for (size_t b = 0, qi = 0, sa = inv->n_qi_rows; b < nb; b++) {
+		p->qi0[b] = qi;
+		p->sa0[b] = sa;
+		qi += bucket_g(p, b);
+		sa += p->h[b] ? p->h[b] - 1 : 0;
+		for (size_t i = 0; i < bucket_g(p, b); i++)
+			p->nb[b] += inv->rhs[p->qi0[b] + i];
+	}
+	return PM_OK;
+}
+
+static void prop_finish(struct prop *p)
+{
+	free(p->h);
+	free(p->qi0);
+	free(p->sa0);
+	free(p->nb);
+	free(p->stamp);
+	free(p->col);
+	free(p->touched);
+	free(p->qsum);
+	free(p->inrow);
+}
+
+/* Buckets of knowledge row r with Q_b and the column of its SA value;
+ * marks the row's free cells in inrow. Returns the number of buckets. */
+static size_t row_gather(struct prop *p, size_t r)
+{
+	const struct invariants *inv = p->inv;
+	size_t n = 0;
+
+	p->now++;
+	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+		size_t c = inv->row_cell[e], b = inv->cell_group[c], at = c - inv->cell_off[b];
+
+		if (p->stamp[b] != p->now) {
+			p->stamp[b] = p->now;
+			p->qsum[b] = 0;
+			p->col[b] = (uint32_t)(at % p->h[b]);
+			p->touched[n++] = (uint32_t)b;
+		}
+		if (!p->zero[c]) {
+			p->qsum[b] += row_total(p, b, at / p->h[b]);
+			p->inrow[c] = 1;
+		}
+	}
+	return n;
+}
+
+/* Zeroes, in bucket b, the cells (i, j) with (row i in R) == in_r and
+ * (j == col) == on_col. */
+static void zero_part(struct prop *p, size_t b, int in_r, int on_col)
+{
+	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->col[b];
+
+	for (size_t i = 0; i < bucket_g(p, b); i++) {
+		if (p->inrow[off + i * h + col] != in_r)
+			continue;
+		for (size_t j = 0; j < h; j++)
+			if ((j == col) == on_col)
+				set_zero(p, off + i * h + j);
+	}
+}
+
+/* Step 1 for knowledge row r; returns 1 when the row is resolved. */
+static int row_tighten(struct prop *p, size_t r)
+{
+	const struct invariants *inv = p->inv;
+	size_t n = row_gather(p, r);
+	double u = 0, l = 0, c = inv->rhs[r], eps = 1e-9 * fmax(1, c);
+	int upper, lower;
+
+	for (size_t k = 0; k < n; k++) {
+		size_t b = p->touched[k];
+		double ns = col_total(p, b, p->col[b]);
+
+		u += fmin(p->qsum[b], ns);
+		l += fmax(0, p->qsum[b] - (p->nb[b] - ns));
+	}
+	upper = c >= u - eps;
+	lower = !upper && c <= l + eps;
+	if (c > u + eps || c < l - eps)
+		p->infeasible = 1;
+	for (size_t k = 0; k < n && !p->infeasible && (upper || lower); k++) {
+		size_t b = p->touched[k];
+		double ns = col_total(p, b, p->col[b]), lb = p->qsum[b] - (p->nb[b] - ns);
+
+		if (upper && p->qsum[b] <= ns + eps)
+			zero_part(p, b, 1, 0); /* R's q only on s */
+		if (upper && ns <= p->qsum[b] + eps)
+			zero_part(p, b, 0, 1); /* s only on R's q */
+		if (lower && lb <= eps)
+			zero_part(p, b, 1, 1); /* R empty in b */
+		else if (lower)
+			zero_part(p, b, 0, 0); /* R's q fill the other values */
+	}
+	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
+		p->inrow[inv->row_cell[e]] = 0;
+	return upper || lower;
+}
+
+/* Scratch for bucket flows, sized for the widest bucket. */
+struct flow {
+	size_t cap;
+	double *f, *rrem, *crem;
+	int32_t *prev; /* BFS parents: nodes 0..g-1 rows, g..g+h-1 columns */
+	uint32_t *queue;
+	uint8_t *reach;
+};
+
+/* Breadth-first search for an augmenting path source -> row -> (column ->
+ * row)* -> column -> sink in bucket b's residual graph: forward edges are
+ * the free cells, backward edges the cells with flow. Returns the end
+ * column node, or -1. */
+static int32_t find_path(const struct prop *p, struct flow *w, size_t b)
+{
+	size_t g = bucket_g(p, b), h = p->h[b], off = p->inv->cell_off[b], head = 0, tail = 0;
+
+	for (size_t v = 0; v < g + h; v++)
+		w->prev[v] = -2;
+	for (size_t i = 0; i < g; i++)
+		if (w->rrem[i] > 0) {
+			w->prev[i] = -1;
+			w->queue[tail++] = (uint32_t)i;
+		}
+	while (head < tail) {
+		size_t v = w->queue[head++];
+		int row = v < g;
+
+		for (size_t x = 0; x < (row ? h : g); x++) {
+			size_t i = row ? v : x, j = row ? x : v - g, to = row ? g + x : x;
+
+			if (w->prev[to] != -2 || p->zero[off + i * h + j] ||
+			    (!row && w->f[i * h + j] <= 0))
+				continue;
+			w->prev[to] = (int32_t)v;
+			if (to >= g && w->crem[to - g] > 0)
+				return (int32_t)to;
+			w->queue[tail++] = (uint32_t)to;
+		}
+	}
+	return -1;
+}
+
+/* Pushes the bottleneck amount along the path ending at column `end`. */
+static void push_path(struct flow *w, size_t g, size_t h, int32_t end)
+{
+	double amount = w->crem[end - g];
+	int32_t v, start = end;
+
+	for (v = end; w->prev[v] >= 0; v = w->prev[v])
+		if (v < (int32_t)g) /* row v reached from column prev[v]: backward edge */
+			amount = fmin(amount, w->f[v * h + (w->prev[v] - g)]);
+	while (w->prev[start] >= 0)
+		start = w->prev[start];
+	amount = fmin(amount, w->rrem[start]);
+	for (v = end; w->prev[v] >= 0; v = w->prev[v]) {
+		int32_t u = w->prev[v];
+
+		if (v >= (int32_t)g)
+			w->f[u * h + (v - g)] += amount;
+		else
+			w->f[v * h + (u - g)] -= amount;
+	}
+	w->rrem[start] -= amount;
+	w->crem[end - g] -= amount;
+}
+
+/* Can column node `from` reach row node `to` in the residual graph? */
+static int reaches(const struct prop *p, struct flow *w, size_t b, size_t from, size_t to)
+{
+	size_t g = bucket_g(p, b), h = p->h[b], off = p->inv->cell_off[b], head = 0, tail = 0;
+
+	memset(w->reach, 0, g + h);
+	w->reach[from] = 1;
+	w->queue[tail++] = (uint32_t)from;
+	while (head < tail) {
+		size_t v = w->queue[head++];
+		int row = v < g;
+
+		if (v == to)
+			return 1;
+		for (size_t x = 0; x < (row ? h : g); x++) {
+			size_t i = row ? v : x, j = row ? x : v - g, nx = row ? g + x : x;
+
+			if (w->reach[nx] || p->zero[off + i * h + j] ||
+			    (!row && w->f[i * h + j] <= 0))
+				continue;
+			w->reach[nx] = 1;
+			w->queue[tail++] = (uint32_t)nx;
+		}
+	}
+	return 0;
+}
+
+/* Step 2 for bucket b: a feasible flow, then the residual test per cell.
+ * Record counts are integers, so each augmentation moves >= 1 record. */
+static void bucket_flow(struct prop *p, struct flow *w, size_t b)
+{
+	size_t g = bucket_g(p, b), h = p->h[b], off = p->inv->cell_off[b];
+	double left = p->nb[b];
+	int32_t end;
+
+	memset(w->f, 0, g * h * sizeof *w->f);
+	for (size_t i = 0; i < g; i++)
+		w->rrem[i] = row_total(p, b, i);
+	for (size_t j = 0; j < h; j++)
+		w->crem[j] = col_total(p, b, j);
+	while (left > 1e-9 && (end = find_path(p, w, b)) >= 0) {
+		double before = w->crem[end - g];
+
+		push_path(w, g, h, end);
+		left -= before - w->crem[end - g];
+	}
+	if (left > 1e-9) {
+		p->infeasible = 1;
+		return;
+	}
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++)
+			if (!p->zero[off + i * h + j] && w->f[i * h + j] <= 0 &&
+			    !reaches(p, w, b, g + j, i))
+				set_zero(p, off + i * h + j);
+}
+
+static enum pm_status flow_init(struct flow *w, const struct prop *p)
+{
+	size_t gh = 1, gph = 1;
+
+	for (size_t b = 0; b < p->inv->n_groups; b++) {
+		size_t cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
+
+		gh = cells > gh ? cells : gh;
+		gph = bucket_g(p, b) + p->h[b] > gph ? bucket_g(p, b) + p->h[b] : gph;
+	}
+	w->f = malloc(gh * sizeof *w->f);
+	w->rrem = malloc(gph * sizeof *w->rrem);
+	w->crem = malloc(gph * sizeof *w->crem);
+	w->prev = malloc(gph * sizeof *w->prev);
+	w->queue = malloc(gph * sizeof *w->queue);
+	w->reach = malloc(gph);
+	return w->f && w->rrem && w->crem && w->prev && w->queue && w->reach ? PM_OK : PM_ERR_NOMEM;
+}
+
+static void flow_finish(struct flow *w)
+{
+	free(w->f);
+	free(w->rrem);
+	free(w->crem);
+	free(w->prev);
+	free(w->queue);
+	free(w->reach);
+}
+
+enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+			       int *infeasible)
+{
+	struct prop p = {.inv = inv, .zero = zero};
+	struct flow w = {0};
+	size_t first = inv->n_qi_rows + inv->n_sa_rows;
+	enum pm_status st = prop_init(&p);
+
+	if (!st)
+		st = flow_init(&w, &p);
+	for (int dirty = 1; !st && dirty && !p.infeasible;) {
+		p.changed = 0;
+		for (size_t r = first; r < inv->n_rows && !p.infeasible; r++)
+			if (!resolved[r])
+				resolved[r] = (uint8_t)row_tighten(&p, r);
+		/* buckets touched by knowledge are the only ones with zeros */
+		for (size_t b = 0; b < inv->n_groups && !p.infeasible; b++)
+			if (inv->kb_off[b + 1] > inv->kb_off[b])
+				bucket_flow(&p, &w, b);
+		dirty = p.changed;
+	}
+	*infeasible = p.infeasible;
+	flow_finish(&w);
+	prop_finish(&p);
+	return st;
+}
