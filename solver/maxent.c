@@ -29,7 +29,7 @@
 #define MAX_RESTARTS 20
 
 /* The active part of the system, renumbered: m cells, r rows. */
-struct dual {
+struct maxent_dual {
 	size_t m, r;
 	size_t *row_off; /* r + 1, CSR over local cells */
 	uint32_t *row_cell;
@@ -44,6 +44,7 @@ struct dual {
 	size_t *drop_off;
 	uint32_t *drop_cell;
 	double *drop_rhs;
+	double *nb, *sa_sum; /* per bucket: n(b), sum of the kept SA rows */
 	double *y, *lambda;
 	/* base point of the current L-BFGS run: D is evaluated as the change
 	 * from it, sum_j y0_j expm1(Δe_j) - Δλ·c, which keeps full relative
@@ -57,8 +58,10 @@ struct dual {
 	int iterations, cancelled;
 };
 
-static void dual_finish(struct dual *d)
+void maxent_dual_destroy(struct maxent_dual *d)
 {
+	if (!d)
+		return;
 	free(d->row_off);
 	free(d->row_cell);
 	free(d->cell_off);
@@ -74,10 +77,13 @@ static void dual_finish(struct dual *d)
 	free(d->lambda);
 	free(d->y0);
 	free(d->lambda0);
+	free(d->nb);
+	free(d->sa_sum);
+	free(d);
 }
 
 /* Exponent of cell j, a_j·λ, relative to the base (delta) or not. */
-static double dual_exponent(const struct dual *d, size_t j, int delta)
+static double dual_exponent(const struct maxent_dual *d, size_t j, int delta)
 {
 	double e = 0;
 
@@ -90,7 +96,7 @@ static double dual_exponent(const struct dual *d, size_t j, int delta)
 }
 
 /* Makes the current λ the base point. */
-static void dual_rebase(struct dual *d)
+static void dual_rebase(struct maxent_dual *d)
 {
 	memcpy(d->lambda0, d->lambda, d->r * sizeof *d->lambda);
 	for (size_t j = 0; j < d->m; j++)
@@ -99,7 +105,7 @@ static void dual_rebase(struct dual *d)
 
 /* D(λ) - D(λ0) and its gradient; y = exp(A^T λ); the violation of every
  * row (dropped SA rows included) goes to last_violation. */
-static double dual_eval(struct dual *d, double *grad)
+static double dual_eval(struct maxent_dual *d, double *grad)
 {
 	double f = 0, worst = 0;
 
@@ -135,7 +141,7 @@ static double dual_eval(struct dual *d, double *grad)
 static lbfgsfloatval_t evaluate(void *ctx, const lbfgsfloatval_t *u, lbfgsfloatval_t *g,
 				const int n, const lbfgsfloatval_t step)
 {
-	struct dual *d = ctx;
+	struct maxent_dual *d = ctx;
 
 	for (int i = 0; i < n; i++)
 		d->lambda[i] = u[i] * d->scale[i];
@@ -146,7 +152,7 @@ static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *
 		    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
 		    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k, int ls)
 {
-	struct dual *d = ctx;
+	struct maxent_dual *d = ctx;
 
 	d->iterations++;
 	if (d->opt->progress &&
@@ -162,8 +168,8 @@ static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *
 }
 
 /* Local numbering of active cells and of the rows that touch them. */
-static enum pm_status dual_rows(struct dual *d, const struct invariants *inv, const uint8_t *active,
-				uint32_t *local)
+static enum pm_status dual_rows(struct maxent_dual *d, const struct invariants *inv,
+				const uint8_t *active, uint32_t *local)
 {
 	size_t nnz = 0;
 
@@ -202,7 +208,7 @@ static enum pm_status dual_rows(struct dual *d, const struct invariants *inv, co
 }
 
 /* cell -> rows, the transpose of the row CSR. */
-static enum pm_status dual_transpose(struct dual *d)
+static enum pm_status dual_transpose(struct maxent_dual *d)
 {
 	size_t nnz = d->row_off[d->r];
 
@@ -224,7 +230,7 @@ static enum pm_status dual_transpose(struct dual *d)
  * the others in exact arithmetic; it is checked too so that max_violation
  * covers every invariant. Its right-hand side is n(b) - sum of the kept SA
  * rows, with n(b) the sum of the bucket's QI rows. */
-static enum pm_status dual_dropped(struct dual *d, const struct invariants *inv,
+static enum pm_status dual_dropped(struct maxent_dual *d, const struct invariants *inv,
 				   const uint8_t *active, const uint32_t *local, double *nb,
 				   double *sa_sum)
 {
@@ -259,7 +265,7 @@ static enum pm_status dual_dropped(struct dual *d, const struct invariants *inv,
 /* Warm start at the closed form of Theorem 5, y = n(q,b) n(s,b) / n(b):
  * λ_q = ln(n(q,b) n(s_h,b) / n(b)), λ_s = ln(n(s,b) / n(s_h,b)) with s_h the
  * dropped SA value; knowledge multipliers start at 0. */
-static void dual_start(const struct dual *d, const struct invariants *inv, const double *nb,
+static void dual_start(const struct maxent_dual *d, const struct invariants *inv, const double *nb,
 		       const double *sa_sum, double *u)
 {
 	for (size_t k = 0; k < d->r; k++) {
@@ -305,7 +311,7 @@ static const char *lbfgs_reason(int ret)
  * internal target is three orders below the tolerance so that posteriors
  * are accurate well past what the violation test guarantees; reaching only
  * the tolerance still counts as converged. */
-static enum pm_status dual_run(struct dual *d, double *u, struct maxent_stats *st)
+static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_stats *st)
 {
 	lbfgs_parameter_t p;
 	double best = INFINITY;
@@ -350,50 +356,82 @@ static enum pm_status dual_run(struct dual *d, double *u, struct maxent_stats *s
 	return PM_OK;
 }
 
+enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *active,
+				  struct maxent_dual **out)
+{
+	struct maxent_dual *d = calloc(1, sizeof *d);
+	uint32_t *local = malloc((inv->n_cells + 1) * sizeof *local);
+	enum pm_status st = PM_ERR_NOMEM;
+
+	if (!d || !local)
+		goto out;
+	d->nb = calloc(inv->n_groups + 1, sizeof *d->nb);
+	d->sa_sum = calloc(inv->n_groups + 1, sizeof *d->sa_sum);
+	if (!d->nb || !d->sa_sum || dual_rows(d, inv, active, local) || dual_transpose(d) ||
+	    dual_dropped(d, inv, active, local, d->nb, d->sa_sum))
+		goto out;
+	d->y = malloc((d->m + 1) * sizeof *d->y);
+	d->lambda = calloc(d->r + 1, sizeof *d->lambda);
+	d->y0 = malloc((d->m + 1) * sizeof *d->y0);
+	d->lambda0 = calloc(d->r + 1, sizeof *d->lambda0);
+	if (!d->y || !d->lambda || !d->y0 || !d->lambda0)
+		goto out;
+	dual_rebase(d);
+	st = PM_OK;
+out:
+	free(local);
+	if (st) {
+		maxent_dual_destroy(d);
+		d = NULL;
+	}
+	*out = d;
+	return st;
+}
+
+size_t maxent_dual_rows(const struct maxent_dual *d)
+{
+	return d->r;
+}
+
+double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *grad)
+{
+	double f;
+
+	memcpy(d->lambda, lambda, d->r * sizeof *lambda);
+	f = dual_eval(d, grad);
+	for (size_t i = 0; grad && i < d->r; i++)
+		grad[i] /= d->scale[i];
+	return f;
+}
+
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const struct solver_options *o, double *y, struct maxent_stats *st,
 			    struct pm_error *err)
 {
-	struct dual d = {0};
-	uint32_t *local = malloc((inv->n_cells + 1) * sizeof *local);
-	double *nb = calloc(inv->n_groups + 1, sizeof *nb);
-	double *sa_sum = calloc(inv->n_groups + 1, sizeof *sa_sum);
+	struct maxent_dual *d = NULL;
 	double *u = NULL, max_rhs = 1;
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	memset(st, 0, sizeof *st);
-	if (!local || !nb || !sa_sum || dual_rows(&d, inv, active, local) || dual_transpose(&d) ||
-	    dual_dropped(&d, inv, active, local, nb, sa_sum))
+	if (maxent_dual_create(inv, active, &d) || !(u = lbfgs_malloc((int)d->r + 1)))
 		goto out;
-	d.y = malloc((d.m + 1) * sizeof *d.y);
-	d.lambda = calloc(d.r + 1, sizeof *d.lambda);
-	d.y0 = malloc((d.m + 1) * sizeof *d.y0);
-	d.lambda0 = calloc(d.r + 1, sizeof *d.lambda0);
-	u = lbfgs_malloc((int)d.r + 1);
-	if (!d.y || !d.lambda || !d.y0 || !d.lambda0 || !u)
-		goto out;
-	for (size_t i = 0; i < d.r; i++)
-		max_rhs = fmax(max_rhs, d.rhs[i]);
-	d.opt = o;
-	d.target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
-	dual_start(&d, inv, nb, sa_sum, u);
-	if (d.r == 0) {
-		st->converged = 1;
-		ret = PM_OK;
-		goto out;
-	}
-	ret = dual_run(&d, u, st);
-	for (size_t j = 0; ret == PM_OK && j < d.m; j++)
-		y[d.global[j]] = d.y[j];
+	for (size_t i = 0; i < d->r; i++)
+		max_rhs = fmax(max_rhs, d->rhs[i]);
+	d->opt = o;
+	d->target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
+	dual_start(d, inv, d->nb, d->sa_sum, u);
+	ret = PM_OK;
+	st->converged = 1;
+	if (d->r)
+		ret = dual_run(d, u, st);
+	for (size_t j = 0; ret == PM_OK && j < d->m; j++)
+		y[d->global[j]] = d->y[j];
 out:
 	if (ret == PM_ERR_NOMEM)
 		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
 	else if (ret == PM_ERR_CANCELLED)
 		error_set(err, ret, "", "the solve was cancelled");
 	lbfgs_free(u);
-	dual_finish(&d);
-	free(local);
-	free(nb);
-	free(sa_sum);
+	maxent_dual_destroy(d);
 	return ret;
 }

@@ -101,6 +101,16 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const struct solver_options *o, double *y, struct maxent_stats *st,
 			    struct pm_error *err);
 
+/* The dual alone, for checks and experiments: D(λ) - D(0) and ∇D = A y - c
+ * (records) over the rows maxent_solve would use, in its row order.
+ * Caller frees with maxent_dual_destroy. */
+struct maxent_dual;
+enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *active,
+				  struct maxent_dual **out);
+size_t maxent_dual_rows(const struct maxent_dual *d);
+double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *grad);
+void maxent_dual_destroy(struct maxent_dual *d);
+
 /* ---- metrics.c ---------------------------------------------------------- */
 
 /* Closed form of Theorem 5 for bucket b: y = n(q,b) n(s,b) / n(b). */
