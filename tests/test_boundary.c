@@ -1,6 +1,190 @@
+/* Forced zeros: propagation alone settles deterministic knowledge exactly,
+ * boundary_find matches the reference's cell-by-cell exact LP on random
+ * instances, and hand cases for each propagation argument. */
+#include <stdint.h>
+
 #include "check.h"
+#include "random_table.h"
+#include "reference.h"
+#include "solver.h"
+
+/* Does our zero[] equal the reference's forced[] cell for cell? */
+static int same_zeros(const struct invariants *inv, const struct reference_system *sys,
+		      const uint8_t *zero)
+{
+	size_t mismatches = 0;
+
+	for (size_t c = 0; c < inv->n_cells; c++) {
+		size_t q = inv->cell_tuple[c], s = inv->cell_sa[c], b = inv->cell_group[c];
+		long rc = sys->cell_at[(q * sys->n_s + s) * sys->n_b + b];
+
+		mismatches += rc < 0 || zero[c] != sys->forced[rc];
+	}
+	return mismatches == 0 && sys->n_cells == inv->n_cells;
+}
+
+/* Mined rules, keeping only the deterministic ones when asked. */
+static void mine(const struct dataset *ds, uint64_t *rng, int deterministic, struct knowledge *k)
+{
+	struct knowledge all;
+	struct miner_options mo;
+	struct pm_error err = {0};
+
+	knowledge_init(&all);
+	miner_options_init(&mo);
+	mo.positive = rng_in(rng, 0, 12);
+	mo.negative = rng_in(rng, 0, 12);
+	mo.min_support = rng_in(rng, 1, 3);
+	mo.qi_attributes = rng_in(rng, 0, ds->n_attrs);
+	CHECK(miner_run(ds, &mo, &all, &err) == PM_OK);
+	for (size_t i = 0; i < all.n; i++) {
+		const struct rule *r = &all.rules[i];
+
+		if (!deterministic || r->n_qv_s == 0 || r->n_qv_s == r->n_qv)
+			CHECK(knowledge_append(k, r, &err) == PM_OK);
+	}
+	knowledge_finish(&all);
+}
+
+/* Direct zeros (rows with right-hand side 0), as boundary_find does. */
+static void direct_zeros(const struct invariants *inv, uint8_t *zero)
+{
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
+		for (size_t e = inv->row_off[r]; inv->rhs[r] == 0 && e < inv->row_off[r + 1]; e++)
+			zero[inv->row_cell[e]] = 1;
+}
+
+static void random_instance(uint64_t seed, int deterministic, size_t *unresolved)
+{
+	uint64_t rng = seed;
+	struct dataset *ds = random_dataset(&rng);
+	struct knowledge k;
+	struct invariants inv;
+	struct reference_system sys;
+	struct pm_error err = {0};
+	uint8_t *zero, *resolved;
+	int infeasible = 0;
+
+	knowledge_init(&k);
+	mine(ds, &rng, deterministic, &k);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	CHECK(reference_build(ds, &k, &sys) == REFERENCE_OK);
+	CHECK(reference_forced_zeros(&sys) == REFERENCE_OK);
+	zero = calloc(inv.n_cells + 1, 1);
+	resolved = calloc(inv.n_rows + 1, 1);
+	if (deterministic) {
+		direct_zeros(&inv, zero);
+		CHECK(propagate_zeros(&inv, zero, resolved, &infeasible) == PM_OK);
+		CHECK(!infeasible);
+		for (size_t r = inv.n_qi_rows + inv.n_sa_rows; r < inv.n_rows; r++)
+			*unresolved += !resolved[r];
+	} else {
+		CHECK(boundary_find(ds, &k, &inv, zero, &err) == PM_OK);
+	}
+	if (!same_zeros(&inv, &sys, zero))
+		fprintf(stderr, "zeros differ from the reference, seed %llu (%s)\n",
+			(unsigned long long)seed, deterministic ? "propagation" : "boundary_find");
+	CHECK(same_zeros(&inv, &sys, zero));
+	free(zero);
+	free(resolved);
+	reference_free(&sys);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
+/* One bucket: q1 = (x) twice, q2 = (y) once; values s twice, t once. */
+static struct dataset *one_bucket(void)
+{
+	static const char *const attrs[] = {"a"};
+	static const char *const rows[][2] = {{"x", "s"}, {"x", "t"}, {"y", "s"}};
+	struct pm_error err = {0};
+	struct dataset_builder *b = dataset_builder_create(NULL, attrs, 1, "v", &err);
+	struct dataset *ds = NULL;
+
+	for (size_t i = 0; i < 3; i++)
+		CHECK(dataset_builder_add_record(b, &rows[i][0], "1", rows[i][1], &err) == PM_OK);
+	CHECK(dataset_builder_finish(b, &ds, &err) == PM_OK);
+	dataset_builder_destroy(b);
+	return ds;
+}
+
+/* zero[] of cell (a = qv, v = sv) in the one bucket. */
+static int zero_at(const struct dataset *ds, const struct invariants *inv, const uint8_t *zero,
+		   const char *qv, const char *sv)
+{
+	for (size_t c = 0; c < inv->n_cells; c++)
+		if (!strcmp(dataset_tuple_value(ds, inv->cell_tuple[c], 0), qv) &&
+		    !strcmp(ds->sa_values.str[inv->cell_sa[c]], sv))
+			return zero[c];
+	return -1;
+}
+
+/* Runs propagation for the single rule P(sv | a = qv) = p. */
+static void propagate_one(const struct dataset *ds, const char *qv, const char *sv, double p,
+			  uint8_t *zero, int *resolved_rule, int *infeasible)
+{
+	const char *attr = "a";
+	struct knowledge k;
+	struct invariants inv;
+	struct pm_error err = {0};
+	uint8_t resolved[16] = {0};
+
+	knowledge_init(&k);
+	CHECK(knowledge_add_user(&k, ds, &attr, &qv, 1, sv, 1, p, 0, 0, 0, 0, "rules", &err) ==
+	      PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	CHECK(inv.n_rows < 16);
+	memset(zero, 0, inv.n_cells);
+	CHECK(propagate_zeros(&inv, zero, resolved, infeasible) == PM_OK);
+	*resolved_rule = resolved[inv.n_rows - 1];
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+}
+
+static void test_hand_cases(void)
+{
+	struct dataset *ds = one_bucket();
+	struct invariants inv;
+	struct pm_error err = {0};
+	uint8_t zero[8];
+	int resolved, infeasible;
+
+	CHECK(invariants_build(ds, NULL, &inv, &err) == PM_OK);
+	/* upper bound: P(s | x) = 1 puts both x on s, so y gets t */
+	propagate_one(ds, "x", "s", 1, zero, &resolved, &infeasible);
+	CHECK(resolved && !infeasible);
+	CHECK(zero_at(ds, &inv, zero, "x", "t") == 1);
+	CHECK(zero_at(ds, &inv, zero, "y", "s") == 1); /* by the bucket flow */
+	CHECK(zero_at(ds, &inv, zero, "y", "t") == 0);
+	/* lower bound: P(s | x) = 0.5 is the least x can take (t holds one),
+	 * so x fills t and y cannot have t */
+	propagate_one(ds, "x", "s", 0.5, zero, &resolved, &infeasible);
+	CHECK(resolved && !infeasible);
+	CHECK(zero_at(ds, &inv, zero, "y", "t") == 1);
+	CHECK(zero_at(ds, &inv, zero, "x", "s") == 0);
+	CHECK(zero_at(ds, &inv, zero, "x", "t") == 0);
+	/* strictly inside: P(s | x) = 0.75 forces nothing and stays open */
+	propagate_one(ds, "x", "s", 0.75, zero, &resolved, &infeasible);
+	CHECK(!resolved && !infeasible);
+	CHECK(memchr(zero, 1, inv.n_cells) == NULL);
+	/* beyond the bounds: P(s | x) = 0.25 would leave x 1.5 records of t */
+	propagate_one(ds, "x", "s", 0.25, zero, &resolved, &infeasible);
+	CHECK(infeasible);
+	invariants_finish(&inv);
+	dataset_destroy(ds);
+}
 
 int main(void)
 {
+	size_t unresolved = 0;
+
+	test_hand_cases();
+	for (uint64_t seed = 1; seed <= 300; seed++)
+		random_instance(0x5eed0000 + seed, 1, &unresolved);
+	/* deterministic knowledge never needs the linear program */
+	CHECK(unresolved == 0);
+	for (uint64_t seed = 1; seed <= 200; seed++)
+		random_instance(0xb0da0000 + seed, 0, &unresolved);
 	return check_done();
 }
