@@ -322,7 +322,8 @@ static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_s
 	p.epsilon = 0;
 	p.past = 0;
 	p.max_iterations = 0; /* counted in progress() across restarts */
-	for (int restart = 0;; restart++) {
+	evaluate(d, u, NULL, (int)d->r, 0);
+	for (int restart = 0; d->last_violation > d->target; restart++) {
 		lbfgsfloatval_t fx;
 
 		for (size_t i = 0; i < d->r; i++)
