@@ -321,7 +321,6 @@ static void test_adult(void)
 	CHECK(t.n_rows == 30162);
 	CHECK(anatomy_run(&t, "occupation", qi, 8, &o, &ds, &aside, &err) == PM_OK);
 	printf("adult: parse %.3f s, anatomy %.3f s\n", t1 - t0, now() - t1);
-	CHECK(now() - t1 < 10.0); /* O(N^2) would show here */
 	if (ds) {
 		CHECK(aside == 0);
 		CHECK(ds->n_records == 30162);
