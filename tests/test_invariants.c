@@ -1,6 +1,147 @@
+/* The constraint system of Section 5 on the Figure 1 table: cell layout,
+ * QI/SA rows with one SA row dropped per bucket, knowledge rows and their
+ * right-hand sides, the bucket index, and counts. */
+#include <stdint.h>
+
 #include "check.h"
+#include "constraints.h"
+
+/* Figure 1 (tests/data/figure1.csv) built in code: group, gender, degree,
+ * disease. */
+static const char *const rows[8][4] = {
+    {"1", "male", "college", "Flu"},
+    {"1", "male", "college", "HIV"},
+    {"1", "female", "junior", "Breast Cancer"},
+    {"1", "female", "college", "Breast Cancer"},
+    {"2", "male", "college", "Lung Cancer"},
+    {"2", "female", "college", "Flu"},
+    {"3", "male", "graduate", "Flu"},
+    {"3", "female", "graduate", "Breast Cancer"},
+};
+
+static struct dataset *figure1(void)
+{
+	static const char *const attrs[] = {"gender", "degree"};
+	struct pm_error err = {0};
+	struct dataset_builder *b = dataset_builder_create("fig1", attrs, 2, "disease", &err);
+	struct dataset *ds = NULL;
+
+	for (int r = 0; r < 8; r++)
+		CHECK(dataset_builder_add_record(b, &rows[r][1], rows[r][0], rows[r][3], &err) ==
+		      PM_OK);
+	CHECK(dataset_builder_finish(b, &ds, &err) == PM_OK);
+	dataset_builder_destroy(b);
+	return ds;
+}
+
+/* Sum of rhs over rows of a kind. */
+static double rhs_sum(const struct invariants *inv, enum row_kind kind)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < inv->n_rows; i++)
+		if (inv->row_kind[i] == kind)
+			s += inv->rhs[i];
+	return s;
+}
+
+static void test_layout(const struct dataset *ds)
+{
+	struct invariants inv;
+	struct pm_error err = {0};
+
+	CHECK(invariants_build(ds, NULL, &inv, &err) == PM_OK);
+	CHECK(inv.n_groups == 3);
+	/* bucket 1: 3 q x 3 s; buckets 2, 3: 2 x 2 */
+	CHECK(inv.n_cells == 17);
+	CHECK(inv.cell_off[0] == 0 && inv.cell_off[1] == 9 && inv.cell_off[2] == 13);
+	CHECK(inv.cell_off[3] == 17);
+	/* q-major: cells 0..2 share the first q of bucket 1 */
+	CHECK(inv.cell_tuple[0] == inv.cell_tuple[2] && inv.cell_tuple[2] != inv.cell_tuple[3]);
+	CHECK(inv.cell_sa[0] == inv.cell_sa[3]);
+	CHECK(inv.n_qi_rows == 7);
+	CHECK(inv.n_sa_rows == 2 + 1 + 1); /* h_b - 1 per bucket */
+	CHECK(inv.n_knowledge_rows == 0);
+	CHECK(inv.n_rows == 11);
+	CHECK_NEAR(rhs_sum(&inv, ROW_QI), 8, 0);
+	/* kept SA rows: bucket 1 drops one of its values */
+	CHECK(rhs_sum(&inv, ROW_SA) < 8);
+	for (size_t i = 0; i < inv.n_qi_rows; i++)
+		CHECK(inv.row_kind[i] == ROW_QI);
+	/* every cell in exactly one QI row */
+	{
+		int seen[17] = {0}, ok = 1;
+
+		for (size_t i = 0; i < inv.n_qi_rows; i++)
+			for (size_t e = inv.row_off[i]; e < inv.row_off[i + 1]; e++)
+				seen[inv.row_cell[e]]++;
+		for (int c = 0; c < 17; c++)
+			ok &= seen[c] == 1;
+		CHECK(ok);
+	}
+	CHECK(inv.kb_off[3] == 0); /* no knowledge touches any bucket */
+	/* |Q| |S| |B| - cells = 5 * 4 * 3 - 17 */
+	CHECK(inv.zero_invariants == 43);
+	invariants_finish(&inv);
+}
+
+static void test_knowledge_rows(const struct dataset *ds)
+{
+	const char *attr[] = {"gender"}, *male[] = {"male"}, *deg[] = {"degree"};
+	const char *college[] = {"college"};
+	struct knowledge k;
+	struct invariants inv;
+	struct pm_error err = {0};
+	struct rule mined = {0};
+	size_t first;
+
+	knowledge_init(&k);
+	/* P(Breast Cancer | male) = 0: male cells with BC exist in bucket 1
+	 * (male college) and bucket 3 (male graduate) */
+	CHECK(knowledge_add_user(&k, ds, attr, male, 1, "Breast Cancer", 1, 0, 0, 0, 0, 0, "rules",
+				 &err) == PM_OK);
+	/* P(Flu | college) = 0.4: n(college) = 5, rhs 2 records */
+	CHECK(knowledge_add_user(&k, ds, deg, college, 1, "Flu", 1, 0.4, 0, 0, 0, 0, "rules",
+				 &err) == PM_OK);
+	/* a mined rule carries its exact count: rhs = n_qv_s, not lo * n_qv */
+	mined = k.rules[1];
+	mined.source = RULE_POSITIVE;
+	mined.n_qv = 5;
+	mined.n_qv_s = 2;
+	mined.lo = mined.hi = 2.0 / 5;
+	CHECK(knowledge_append(&k, &mined, &err) == PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	first = inv.n_qi_rows + inv.n_sa_rows;
+	CHECK(inv.n_knowledge_rows == 3);
+	CHECK(inv.row_kind[first] == ROW_KNOWLEDGE && inv.row_ref[first + 1] == 1);
+	CHECK(inv.row_off[first + 1] - inv.row_off[first] == 2);
+	CHECK_NEAR(inv.rhs[first], 0, 0);
+	/* Flu cells of college tuples: (male, college) in buckets 1 and 2,
+	 * (female, college) in bucket 1 and 2 */
+	CHECK(inv.row_off[first + 2] - inv.row_off[first + 1] == 4);
+	CHECK_NEAR(inv.rhs[first + 1], 2, 1e-12);
+	CHECK(inv.rhs[first + 2] == 2);
+	/* bucket index: bucket 1 has all three rows, bucket 2 the college
+	 * ones, bucket 3 only the BC rule */
+	CHECK(inv.kb_off[1] - inv.kb_off[0] == 3);
+	CHECK(inv.kb_off[2] - inv.kb_off[1] == 2);
+	CHECK(inv.kb_off[3] - inv.kb_off[2] == 1);
+	CHECK(inv.kb_row[inv.kb_off[2]] == first);
+	invariants_finish(&inv);
+
+	/* inequality rules are refused until they are supported */
+	k.rules[0].hi = 0.5;
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_ERR_INPUT);
+	CHECK_CONTAINS(err.message, "not supported yet");
+	knowledge_finish(&k);
+}
 
 int main(void)
 {
+	struct dataset *ds = figure1();
+
+	test_layout(ds);
+	test_knowledge_rows(ds);
+	dataset_destroy(ds);
 	return check_done();
 }
