@@ -269,14 +269,13 @@ static void dual_start(const struct maxent_dual *d, const struct invariants *inv
 		       const double *sa_sum, double *u)
 {
 	for (size_t k = 0; k < d->r; k++) {
-		size_t i = d->row_global[k], b = inv->row_ref[i];
-		double last = nb[b] - sa_sum[b], lam = 0;
+		size_t i = d->row_global[k], b = inv->row_ref[i]; /* a bucket unless knowledge */
 
+		u[k] = 0;
 		if (inv->row_kind[i] == ROW_QI)
-			lam = log(inv->rhs[i] * last / nb[b]);
+			u[k] = log(inv->rhs[i] * (nb[b] - sa_sum[b]) / nb[b]) / d->scale[k];
 		else if (inv->row_kind[i] == ROW_SA)
-			lam = log(inv->rhs[i] / last);
-		u[k] = lam / d->scale[k];
+			u[k] = log(inv->rhs[i] / (nb[b] - sa_sum[b])) / d->scale[k];
 	}
 }
 
