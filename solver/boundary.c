@@ -15,9 +15,11 @@
  * row has c > 0, so t = 0 forces y = 0, and an optimum of 0 means that the
  * rows admit no solution at all.
  *
- * Cheaper exact arguments go first: rows with right-hand side 0 zero their
- * cells, and propagate.c settles every component whose knowledge rows are
- * all tight (deterministic knowledge) without any program.
+ * Cheaper arguments go first: rows with right-hand side 0 zero their
+ * cells, propagate.c settles every component whose knowledge rows are all
+ * tight (deterministic knowledge) exactly, and a dual probe clears open
+ * components that show no sign of a forced zero (component_probe); the
+ * program decides the rest.
  */
 #include <glpk.h>
 #include <stdio.h>
@@ -456,6 +458,57 @@ static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
 	return PM_OK;
 }
 
+/*
+ * Dual probe of a component propagation left open: solve it to about 1e-7
+ * and then 1e-9 records of violation. A cell that some solution makes
+ * positive converges to a positive value; a cell forced to zero can only be
+ * as large as the violation allows (a small multiple of it), shrinks with
+ * it or sits far below it, and often stalls L-BFGS (its multiplier runs to
+ * infinity). So a probe that reaches both targets with every cell holding
+ * at least half its value and at least PROBE_FLOOR records, 1000 times the
+ * final violation, has found no forced zero and the component needs no LP;
+ * anything else goes to the exact LP.
+ */
+#define PROBE_FLOOR 1e-6
+static enum pm_status component_probe(struct boundary *bd, const struct component *c,
+				      const struct solver_options *base, int *stable,
+				      struct pm_error *err)
+{
+	const struct invariants *inv = bd->inv;
+	struct solver_options o = *base;
+	struct maxent_stats st1, st2;
+	uint8_t *active = calloc(inv->n_cells + 1, 1);
+	double *y1 = calloc(inv->n_cells + 1, sizeof *y1),
+	       *y2 = calloc(inv->n_cells + 1, sizeof *y2);
+	enum pm_status ret = PM_ERR_NOMEM;
+
+	*stable = 0;
+	if (!active || !y1 || !y2)
+		goto out;
+	for (size_t k = 0; k < c->n_buckets; k++)
+		for (size_t cell = inv->cell_off[c->buckets[k]];
+		     cell < inv->cell_off[c->buckets[k] + 1]; cell++)
+			active[cell] = !bd->zero[cell];
+	o.max_iterations = base->max_iterations < 3000 ? base->max_iterations : 3000;
+	o.tolerance = 1e-4; /* internal target 1e-7 */
+	ret = maxent_solve(inv, active, &o, y1, &st1, err);
+	if (ret || st1.max_violation > 1e-6)
+		goto out;
+	o.tolerance = 1e-6; /* internal target 1e-9 */
+	ret = maxent_solve(inv, active, &o, y2, &st2, err);
+	if (ret || st2.max_violation > 1e-8)
+		goto out;
+	*stable = 1;
+	for (size_t cell = 0; cell < inv->n_cells; cell++)
+		if (active[cell] && !(y2[cell] >= 0.5 * y1[cell] && y2[cell] >= PROBE_FLOOR))
+			*stable = 0;
+out:
+	free(active);
+	free(y1);
+	free(y2);
+	return ret;
+}
+
 /* Are all knowledge rows of c implied by its buckets' invariants? */
 static int component_resolved(const struct component *c, const uint8_t *resolved)
 {
@@ -466,7 +519,8 @@ static int component_resolved(const struct component *c, const uint8_t *resolved
 }
 
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
-			     const struct invariants *inv, uint8_t *zero, struct pm_error *err)
+			     const struct invariants *inv, const struct solver_options *o,
+			     uint8_t *zero, struct pm_error *err)
 {
 	struct boundary bd = {ds, k, inv, zero, NULL, NULL, NULL, NULL};
 	struct component *cs = NULL;
@@ -486,9 +540,16 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 		st = components_build(&bd, &cs, &n);
 	/* the linear program only where propagation left a row open, or to
 	 * name the rules of a conflict */
-	for (size_t i = 0; !st && i < n; i++)
-		if (infeasible || !component_resolved(&cs[i], resolved))
+	for (size_t i = 0; !st && i < n; i++) {
+		int stable = 0;
+
+		if (!infeasible && component_resolved(&cs[i], resolved))
+			continue;
+		if (!infeasible && o)
+			st = component_probe(&bd, &cs[i], o, &stable, err);
+		if (!st && !stable)
 			st = component_solve(&bd, &cs[i], err);
+	}
 	if (!st && infeasible)
 		st = error_set(err, PM_ERR_INTERNAL, "",
 			       "forced-zero propagation and the linear program disagree");

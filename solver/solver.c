@@ -85,7 +85,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = inv->n_knowledge_rows ? boundary_find(ds, k, inv, zero, err) : PM_OK;
+	st = inv->n_knowledge_rows ? boundary_find(ds, k, inv, o, zero, err) : PM_OK;
 	if (st)
 		goto out;
 	fill_counts(inv, zero, r);

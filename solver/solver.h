@@ -8,17 +8,22 @@
 
 #include "constraints.h"
 
+struct solver_options;
+
 /* ---- boundary.c --------------------------------------------------------- */
 
 /*
  * Finds every cell that is zero in every y >= 0 with A y = c, writing
- * zero[cell] = 1 for those (zero has inv->n_cells entries). Exact: rows with
- * right-hand side 0 and propagation first, then per-bucket flows, then one
- * linear program over the buckets knowledge touches. If no y satisfies the
- * rows, returns PM_ERR_INCONSISTENT naming a set of rules that conflict.
+ * zero[cell] = 1 for those (zero has inv->n_cells entries): rows with
+ * right-hand side 0, propagation and per-bucket flows first (exact); a
+ * component they leave open is probed with the dual (o; NULL skips the
+ * probe) and, unless the probe shows no sign of a forced zero, decided by
+ * a linear program per component. If no y satisfies the rows, returns
+ * PM_ERR_INCONSISTENT naming an irreducible set of conflicting rules.
  */
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
-			     const struct invariants *inv, uint8_t *zero, struct pm_error *err);
+			     const struct invariants *inv, const struct solver_options *o,
+			     uint8_t *zero, struct pm_error *err);
 
 /* ---- propagate.c -------------------------------------------------------- */
 

@@ -54,8 +54,12 @@ static void direct_zeros(const struct invariants *inv, uint8_t *zero)
 			zero[inv->row_cell[e]] = 1;
 }
 
-static void random_instance(uint64_t seed, int deterministic, size_t *unresolved)
+/* deterministic: mined rules of confidence 0 or 1 only, propagation
+ * alone; otherwise every mined rule through boundary_find, with or without
+ * the dual probe. */
+static void random_instance(uint64_t seed, int deterministic, int probe, size_t *unresolved)
 {
+	struct solver_options o;
 	uint64_t rng = seed;
 	struct dataset *ds = random_dataset(&rng);
 	struct knowledge k;
@@ -65,6 +69,7 @@ static void random_instance(uint64_t seed, int deterministic, size_t *unresolved
 	uint8_t *zero, *resolved;
 	int infeasible = 0;
 
+	solver_options_init(&o);
 	knowledge_init(&k);
 	mine(ds, &rng, deterministic, &k);
 	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
@@ -79,7 +84,7 @@ static void random_instance(uint64_t seed, int deterministic, size_t *unresolved
 		for (size_t r = inv.n_qi_rows + inv.n_sa_rows; r < inv.n_rows; r++)
 			*unresolved += !resolved[r];
 	} else {
-		CHECK(boundary_find(ds, &k, &inv, zero, &err) == PM_OK);
+		CHECK(boundary_find(ds, &k, &inv, probe ? &o : NULL, zero, &err) == PM_OK);
 	}
 	if (!same_zeros(&inv, &sys, zero))
 		fprintf(stderr, "zeros differ from the reference, seed %llu (%s)\n",
@@ -181,10 +186,12 @@ int main(void)
 
 	test_hand_cases();
 	for (uint64_t seed = 1; seed <= 300; seed++)
-		random_instance(0x5eed0000 + seed, 1, &unresolved);
+		random_instance(0x5eed0000 + seed, 1, 0, &unresolved);
 	/* deterministic knowledge never needs the linear program */
 	CHECK(unresolved == 0);
-	for (uint64_t seed = 1; seed <= 200; seed++)
-		random_instance(0xb0da0000 + seed, 0, &unresolved);
+	for (uint64_t seed = 1; seed <= 200; seed++) {
+		random_instance(0xb0da0000 + seed, 0, 0, &unresolved);
+		random_instance(0xb0da0000 + seed, 0, 1, &unresolved);
+	}
 	return check_done();
 }
