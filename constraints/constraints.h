@@ -19,7 +19,7 @@
 
 enum pm_status {
 	PM_OK = 0,
-	PM_ERR_INPUT = 2,        /* bad input: CLI exit 2, HTTP 400/422 */
+	PM_ERR_INPUT = 2,	 /* bad input: CLI exit 2, HTTP 400/422 */
 	PM_ERR_INCONSISTENT = 3, /* knowledge admits no distribution: exit 3, HTTP 422 */
 	PM_ERR_NOMEM = 4,
 	PM_ERR_IO = 5,
@@ -57,7 +57,7 @@ void dict_finish(struct dict *d);
 /* ---- dataset.c ---------------------------------------------------------- */
 
 #define DATASET_MAX_ATTRS 32
-#define DATASET_NO_SA     UINT32_MAX
+#define DATASET_NO_SA	  UINT32_MAX
 
 /*
  * A bucketized table, dictionary-encoded, buckets as flat CSR arrays.
@@ -72,14 +72,14 @@ struct dataset {
 	char **attr_names; /* n_attrs QI attribute names */
 	char *sa_name;
 	struct dict *attr_values; /* n_attrs dictionaries, sorted */
-	struct dict sa_values;    /* SA domain, sorted */
-	int has_ground_truth;     /* records form */
+	struct dict sa_values;	  /* SA domain, sorted */
+	int has_ground_truth;	  /* records form */
 
 	size_t n_records; /* N */
 	uint32_t *rec_tuple, *rec_group, *rec_sa;
 
-	size_t n_tuples;      /* |Q|, distinct QI tuples, in order of first appearance */
-	uint32_t *tuples;     /* n_tuples * n_attrs value codes */
+	size_t n_tuples;       /* |Q|, distinct QI tuples, in order of first appearance */
+	uint32_t *tuples;      /* n_tuples * n_attrs value codes */
 	uint32_t *tuple_count; /* n(q) */
 
 	size_t n_groups; /* |B|, in order of first appearance */
@@ -109,8 +109,8 @@ enum pm_status dataset_builder_add_record(struct dataset_builder *b, const char 
 /* Published form: one QIT row, and one ST row (count >= 1). */
 enum pm_status dataset_builder_add_qit(struct dataset_builder *b, const char *const *qi,
 				       const char *group, struct pm_error *err);
-enum pm_status dataset_builder_add_st(struct dataset_builder *b, const char *group,
-				      const char *sa, long long count, struct pm_error *err);
+enum pm_status dataset_builder_add_st(struct dataset_builder *b, const char *group, const char *sa,
+				      long long count, struct pm_error *err);
 /* Validates and encodes. On success *out is set; caller frees with
  * dataset_destroy. The builder is left empty either way and must still be
  * destroyed. */
@@ -134,8 +134,7 @@ struct csv_table {
 
 /* Parses text[0..len). Caller frees with csv_table_finish. Errors name
  * "line N" in the field. */
-enum pm_status csv_parse(const char *text, size_t len, struct csv_table *t,
-			 struct pm_error *err);
+enum pm_status csv_parse(const char *text, size_t len, struct csv_table *t, struct pm_error *err);
 void csv_table_finish(struct csv_table *t);
 /* Records-form dataset from a table: column sa_col is the SA, group_col the
  * group, every other column a QI attribute in header order. */
@@ -243,9 +242,9 @@ void invariants_finish(struct invariants *inv);
 /* ---- anatomy.c ---------------------------------------------------------- */
 
 struct anatomy_options {
-	size_t l;           /* diversity, >= 2 */
-	uint64_t seed;      /* RNG seed */
-	int set_aside;      /* drop most frequent SA values until l-eligible */
+	size_t l;      /* diversity, >= 2 */
+	uint64_t seed; /* RNG seed */
+	int set_aside; /* drop most frequent SA values until l-eligible */
 };
 
 /*
@@ -256,8 +255,7 @@ struct anatomy_options {
  * set aside. Caller frees *out with dataset_destroy.
  */
 enum pm_status anatomy_run(const struct csv_table *t, const char *sa_col,
-			   const char *const *qi_cols, size_t n_qi,
-			   const struct anatomy_options *o, struct dataset **out,
-			   size_t *n_set_aside, struct pm_error *err);
+			   const char *const *qi_cols, size_t n_qi, const struct anatomy_options *o,
+			   struct dataset **out, size_t *n_set_aside, struct pm_error *err);
 
 #endif

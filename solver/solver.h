@@ -57,12 +57,12 @@ struct solver_result {
 	char reason[256]; /* why not converged; "" when converged */
 	int iterations;
 	double max_violation; /* records */
-	double seconds;       /* wall clock of the solve step */
-	double entropy;       /* -sum x ln x, nats */
+	double seconds;	      /* wall clock of the solve step */
+	double entropy;	      /* -sum x ln x, nats */
 	/* counts reported under "constraints" */
 	size_t variables, qi_invariants, sa_invariants, knowledge;
 	uint64_t zero_invariants;
-	size_t forced_zeros; /* cells removed because every solution has them 0 */
+	size_t forced_zeros;   /* cells removed because every solution has them 0 */
 	size_t solved_buckets; /* buckets that went through the iterative solve */
 	/* accuracies (nats); valid when has_accuracy (records form) */
 	int has_accuracy;
