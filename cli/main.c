@@ -418,6 +418,12 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 	st = load_dataset(a->pos[0], a, &ds, &err);
 	if (!st && a->n_pos > 1)
 		st = load_json(a->pos[1], &know, &err);
+	/* a "solver" block in the knowledge file; flags win */
+	if (!st && json_is_object(json_object_get(know, "solver")))
+		json_object_update_missing(solver, json_object_get(know, "solver"));
+	else if (!st && json_object_get(know, "solver"))
+		st = codec_solver_options(json_object_get(know, "solver"),
+					  &(struct solver_options){0}, &err);
 	if (!st)
 		st = pipeline_run_dataset(ds, know, solver, NULL, pipeline_now() - t0, &result,
 					  &err);

@@ -471,6 +471,23 @@ static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, stru
 	return PM_OK;
 }
 
+/* A misspelt key ("rule") must not silently drop the knowledge; "solver"
+ * is allowed so that one file can carry a whole analysis for the CLI. */
+static enum pm_status known_keys(const json_t *j, struct pm_error *err)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach((json_t *)j, key, v)
+	{
+		if (strcmp(key, "rules") && strcmp(key, "mine") && strcmp(key, "solver"))
+			return error_set(err, PM_ERR_INPUT, key,
+					 "unknown key; a knowledge document has \"rules\" and "
+					 "\"mine\"");
+	}
+	return PM_OK;
+}
+
 enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct knowledge *k,
 			       struct miner_options *mine, int *has_mine, struct pm_error *err)
 {
@@ -488,6 +505,8 @@ enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct
 				 "knowledge must be a JSON object ({\"rules\": [...], \"mine\": "
 				 "{...}}), got %s",
 				 type_name(j));
+	if ((st = known_keys(j, err)))
+		return st;
 	if ((st = parse_rules(json_object_get(j, "rules"), ds, k, err)))
 		return st;
 	m = json_object_get(j, "mine");

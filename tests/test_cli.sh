@@ -122,6 +122,15 @@ run 0 solve "$DATA/codec_published.json"
 json_ok 'd["estimation_accuracy"] is None and d["baseline_accuracy"] is None'
 json_ok 'd["posterior"] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/small.result"))["posterior"]'
 
+# a "solver" block in the knowledge file is used; flags override it
+run 0 solve "$DATA/figure1.csv" "$DATA/cli_solver_block.json" --sa disease --group group
+json_ok 'd["status"] == "not_converged" and d["reason"] == "iteration limit (1) reached"'
+run 0 solve "$DATA/figure1.csv" "$DATA/cli_solver_block.json" --sa disease --group group \
+	--max-iterations 1000 --tolerance 1e-6
+json_ok 'd["status"] == "converged" and d["max_violation"] <= 1e-6'
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_unknown_key.json"
+err_is 'pmaxent: rule: unknown key; a knowledge document has "rules" and "mine"'
+
 run 3 solve "$DATA/codec_small.json" "$DATA/cli_inconsistent.json"
 err_has "pmaxent: rules: no distribution satisfies"
 out_empty
