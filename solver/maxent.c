@@ -333,6 +333,10 @@ static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_s
 			return PM_ERR_CANCELLED;
 		if (ret == LBFGSERR_OUTOFMEMORY)
 			return PM_ERR_NOMEM;
+		/* bad parameters or a logic error are our bugs, not the data's */
+		if (ret >= LBFGSERR_UNKNOWNERROR && ret <= LBFGSERR_INVALID_ORTHANTWISE_END &&
+		    ret != LBFGSERR_CANCELED)
+			return PM_ERR_INTERNAL;
 		evaluate(d, u, NULL, (int)d->r, 0); /* liblbfgs may revert u */
 		if (d->last_violation <= d->target || ret == LBFGSERR_MAXIMUMITERATION ||
 		    d->iterations >= d->opt->max_iterations)
@@ -431,6 +435,8 @@ out:
 		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
 	else if (ret == PM_ERR_CANCELLED)
 		error_set(err, ret, "", "the solve was cancelled");
+	else if (ret == PM_ERR_INTERNAL)
+		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
 	lbfgs_free(u);
 	maxent_dual_destroy(d);
 	return ret;
