@@ -217,6 +217,50 @@ static void test_conflicts(const struct dataset *ds)
 	knowledge_finish(&k);
 }
 
+static int cancel_at_3(void *ctx, int iteration, double max_violation)
+{
+	int *calls = ctx;
+
+	(*calls)++;
+	CHECK(max_violation >= 0);
+	return iteration >= 3;
+}
+
+/* The iteration limit gives not_converged with its reason; a progress
+ * callback sees every iteration and can cancel. */
+static void test_limits(const struct dataset *ds)
+{
+	struct knowledge k;
+	struct invariants inv;
+	struct solver_options o;
+	struct solver_result r;
+	struct pm_error err = {0};
+	int calls = 0;
+
+	knowledge_init(&k);
+	add_rule(&k, ds, "degree", "college", NULL, NULL, "Flu", 0.4);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	solver_options_init(&o);
+	o.max_iterations = 1;
+	o.tolerance = 1e-300;
+	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK);
+	CHECK(r.status == SOLVER_NOT_CONVERGED);
+	CHECK_STR(r.reason, "iteration limit (1) reached");
+	CHECK(r.iterations == 1);
+	CHECK(r.post_off != NULL); /* a best effort answer is still there */
+	solver_result_finish(&r);
+	solver_options_init(&o);
+	o.tolerance = 1e-300;
+	o.progress = cancel_at_3;
+	o.progress_ctx = &calls;
+	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_ERR_CANCELLED);
+	CHECK_CONTAINS(err.message, "cancelled");
+	CHECK(calls == 3);
+	solver_result_finish(&r);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+}
+
 int main(void)
 {
 	struct dataset *ds = load_csv("figure1.csv");
@@ -225,6 +269,7 @@ int main(void)
 	test_breast_cancer(ds);
 	test_deterministic(ds);
 	test_conflicts(ds);
+	test_limits(ds);
 	dataset_destroy(ds);
 	return check_done();
 }
