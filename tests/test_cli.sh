@@ -131,6 +131,10 @@ json_ok 'd["status"] == "converged" and d["max_violation"] <= 1e-6'
 run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_unknown_key.json"
 err_is 'pmaxent: rule: unknown key; a knowledge document has "rules" and "mine"'
 
+# false knowledge (a man of the table does have Flu): P* = 0 where P > 0
+run 0 solve "$DATA/figure1.csv" "$DATA/cli_false_knowledge.json" --sa disease --group group
+json_ok 'd["estimation_accuracy"] is None and d["estimation_accuracy_infinite"] is True and not d["baseline_accuracy_infinite"]'
+
 run 3 solve "$DATA/codec_small.json" "$DATA/cli_inconsistent.json"
 err_has "pmaxent: rules: no distribution satisfies"
 out_empty
