@@ -25,6 +25,10 @@ enum pm_status {
 	PM_ERR_IO = 5,
 	PM_ERR_CANCELLED = 6, /* a progress callback asked to stop */
 	PM_ERR_INTERNAL = 7,
+	PM_ERR_NOT_FOUND = 8, /* no such id (or another tenant's): HTTP 404 */
+	PM_ERR_CONFLICT = 9,  /* the resource is not in a state that allows it */
+	PM_ERR_BUSY = 10,     /* queue full: HTTP 503 with Retry-After */
+	PM_ERR_TOO_LARGE = 11 /* over a size limit: HTTP 413 */
 };
 
 struct pm_error {

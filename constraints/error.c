@@ -51,6 +51,14 @@ const char *error_status_name(enum pm_status status)
 		return "i/o error";
 	case PM_ERR_CANCELLED:
 		return "cancelled";
+	case PM_ERR_NOT_FOUND:
+		return "not found";
+	case PM_ERR_CONFLICT:
+		return "conflict";
+	case PM_ERR_BUSY:
+		return "busy";
+	case PM_ERR_TOO_LARGE:
+		return "too large";
 	case PM_ERR_INTERNAL:
 		break;
 	}

@@ -68,4 +68,152 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 /* Monotonic clock in seconds. */
 double pipeline_now(void);
 
+/* ---- store.c ------------------------------------------------------------ */
+
+/*
+ * Durable storage on SQLite (WAL) in a data directory: datasets, analyses
+ * and their results. Every write is one transaction, so a crash never
+ * leaves a half-written row visible. Thread-safe (one connection behind a
+ * mutex). Tenants: "" when access control is off; a row of another tenant
+ * is PM_ERR_NOT_FOUND, exactly like a missing one.
+ */
+struct store;
+
+/* One dataset or analysis row; strings are owned (free with
+ * store_row_finish). seq is the row's insertion order, the list cursor. */
+struct store_row {
+	int64_t seq;
+	char *id, *tenant;
+	char *dataset_id;	  /* analyses */
+	char *status;		  /* analyses: queued|running|succeeded|failed|cancelled */
+	char *summary;		  /* datasets: summary JSON text */
+	char *body;		  /* datasets: dataset JSON text (only when asked for) */
+	char *request;		  /* analyses: {"knowledge":..,"solver":..} JSON text */
+	char *result;		  /* analyses: result JSON text once succeeded */
+	char *problem;		  /* analyses: problem JSON text once failed */
+	int64_t created, updated; /* unix seconds */
+	int attempts;		  /* analyses: times a worker started it */
+};
+
+void store_row_finish(struct store_row *r);
+/* Frees an array of n rows from a list call. */
+void store_rows_free(struct store_row *rows, size_t n);
+
+/* Opens (creating if needed) DIR/pmaxent.db. Caller frees with store_close. */
+enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err);
+void store_close(struct store *s);
+
+enum pm_status store_dataset_insert(struct store *s, const char *id, const char *tenant,
+				    const char *summary, const char *body, struct pm_error *err);
+/* with_body: also load the (large) body. */
+enum pm_status store_dataset_get(struct store *s, const char *id, const char *tenant, int with_body,
+				 struct store_row *out, struct pm_error *err);
+/* Rows with seq > after, oldest first, at most limit; *rows caller frees
+ * with store_rows_free. Bodies are not loaded. */
+enum pm_status store_dataset_list(struct store *s, const char *tenant, int64_t after, size_t limit,
+				  struct store_row **rows, size_t *n, struct pm_error *err);
+/* Deletes the dataset and all its analyses, in one transaction. */
+enum pm_status store_dataset_delete(struct store *s, const char *id, const char *tenant,
+				    struct pm_error *err);
+
+/* A new analysis, status "queued". PM_ERR_NOT_FOUND if the dataset is not
+ * the tenant's. */
+enum pm_status store_analysis_insert(struct store *s, const char *id, const char *tenant,
+				     const char *dataset_id, const char *request,
+				     struct pm_error *err);
+/* tenant NULL: any tenant (for the workers). */
+enum pm_status store_analysis_get(struct store *s, const char *id, const char *tenant,
+				  struct store_row *out, struct pm_error *err);
+enum pm_status store_analysis_list(struct store *s, const char *dataset_id, const char *tenant,
+				   int64_t after, size_t limit, struct store_row **rows, size_t *n,
+				   struct pm_error *err);
+/*
+ * Moves an analysis from one of the states in `from` (a '|'-separated
+ * list, e.g. "queued|running") to `to`, storing text (result JSON for
+ * succeeded, problem JSON for failed, NULL otherwise) and counting an
+ * attempt when `to` is "running". PM_ERR_CONFLICT when its state is not in
+ * `from` (e.g. cancelled meanwhile), PM_ERR_NOT_FOUND when it is gone.
+ */
+enum pm_status store_analysis_transition(struct store *s, const char *id, const char *from,
+					 const char *to, const char *text, struct pm_error *err);
+enum pm_status store_analysis_delete(struct store *s, const char *id, const char *tenant,
+				     struct pm_error *err);
+/* Ids of analyses queued or running (oldest first): to run again after a
+ * restart. *ids and each string caller frees (free()). */
+enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n,
+					 struct pm_error *err);
+/* Counts of analyses by status, for /metrics. */
+enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err);
+
+/* ---- jobs.c ------------------------------------------------------------- */
+
+/*
+ * The analysis worker pool. Analyses run on worker threads, never on HTTP
+ * threads; the queue is bounded. A worker loads the analysis and its
+ * dataset from the store, runs pipeline_run_dataset with a progress
+ * callback, and records the result or the problem.
+ */
+struct jobs;
+
+struct jobs_progress {
+	int iterations;
+	double max_violation; /* records; NAN before the first iteration */
+	double started;	      /* pipeline_now() when it started */
+};
+
+struct jobs_stats {
+	size_t workers, queued, running, queue_capacity;
+	uint64_t succeeded, failed, cancelled;
+	uint64_t solves;	    /* finished solves (succeeded) */
+	double solve_seconds_total; /* sum of their "seconds" */
+};
+
+/* Starts `workers` threads with a queue of queue_capacity; analyses left
+ * queued or running in the store are queued again first. Caller frees with
+ * jobs_destroy. */
+enum pm_status jobs_create(struct store *s, size_t workers, size_t queue_capacity,
+			   struct jobs **out, struct pm_error *err);
+/* Graceful stop: no new work, running analyses are cancelled and put back
+ * to "queued" in the store (they run again after a restart), threads
+ * joined. */
+void jobs_destroy(struct jobs *j);
+/* Queues an analysis already inserted as "queued". PM_ERR_BUSY when full. */
+enum pm_status jobs_submit(struct jobs *j, const char *analysis_id, struct pm_error *err);
+/* Progress of a running analysis: 1 and *out filled, or 0. */
+int jobs_progress(struct jobs *j, const char *analysis_id, struct jobs_progress *out);
+/* Asks a queued or running analysis to stop; its worker notices within
+ * one solver iteration. The caller updates the store. */
+void jobs_cancel(struct jobs *j, const char *analysis_id);
+void jobs_stats(struct jobs *j, struct jobs_stats *out);
+
+/* ---- http.c ------------------------------------------------------------- */
+
+/* `pmaxent serve` settings (SPEC section 6, issue 3). */
+struct http_options {
+	const char *listen;	/* address, default "127.0.0.1" */
+	unsigned port;		/* default 8080; 0 picks a free port */
+	const char *data_dir;	/* default "./var" */
+	size_t workers;		/* analysis workers, default: cores */
+	size_t queue_capacity;	/* queued analyses before 503, default 64 */
+	const char *token_file; /* lines "TOKEN TENANT"; NULL: no access control */
+	size_t max_body;	/* request body cap, bytes (413 above) */
+	size_t max_solve_body;	/* POST /v1/solve cap, bytes */
+	int insecure;		/* allow a non-loopback address without tokens */
+	int quiet;		/* no access log (tests) */
+};
+
+void http_options_init(struct http_options *o);
+
+struct http_server;
+
+/* Opens the store, starts the workers and the HTTP daemon. Caller stops it
+ * with http_stop. */
+enum pm_status http_start(const struct http_options *o, struct http_server **out,
+			  struct pm_error *err);
+/* The port actually bound (useful with port 0). */
+unsigned http_port(const struct http_server *h);
+/* Graceful shutdown: stop accepting, cancel running analyses and mark them
+ * for re-run, close the database. http_stop(NULL) is a no-op. */
+void http_stop(struct http_server *h);
+
 #endif

@@ -1,0 +1,6 @@
+#include "check.h"
+
+int main(void)
+{
+	return check_done();
+}
