@@ -22,11 +22,15 @@
  * program decides the rest.
  */
 #include <glpk.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "solver.h"
+
+/* Longest stretch of simplex work between two cancel checks. */
+#define LP_SLICE_MS 200
 
 /* A component: its buckets and knowledge rows, with local cell numbers. */
 struct component {
@@ -37,6 +41,7 @@ struct component {
 
 /* Invariant rows of each bucket, and components, shared by all LPs. */
 struct boundary {
+	const struct solver_options *o; /* progress callback for cancels; may be NULL */
 	const struct dataset *ds;
 	const struct knowledge *k;
 	const struct invariants *inv;
@@ -310,21 +315,36 @@ static glp_prob *lp_build(struct boundary *bd, const struct component *c, const 
 	return lp;
 }
 
-/* 1 optimal (feasible), 0 infeasible, -1 solver failure. */
-static int lp_solve(glp_prob *lp)
+/* Has the caller asked to stop? (the progress callback, with no
+ * iteration to report yet) */
+static int cancelled(const struct boundary *bd)
+{
+	return bd->o && bd->o->progress && bd->o->progress(bd->o->progress_ctx, 0, NAN);
+}
+
+/*
+ * 1 optimal (feasible), 0 infeasible, -1 solver failure, -2 cancelled.
+ * GLPK's simplex has no callback, so it runs in slices of LP_SLICE_MS and
+ * resumes from its current basis; between slices a cancel is honoured.
+ */
+static int lp_solve(const struct boundary *bd, glp_prob *lp)
 {
 	glp_smcp p;
 	int ret;
 
 	glp_init_smcp(&p);
 	p.msg_lev = GLP_MSG_OFF;
-	p.presolve = GLP_ON;
-	ret = glp_simplex(lp, &p);
-	if (ret == GLP_ENOPFS)
-		return 0;
+	p.presolve = GLP_OFF; /* the presolver cannot hand back a partial basis */
+	p.tm_lim = LP_SLICE_MS;
+	glp_adv_basis(lp, 0);
+	while ((ret = glp_simplex(lp, &p)) == GLP_ETMLIM)
+		if (cancelled(bd))
+			return -2;
 	if (ret != 0) {
-		p.presolve = GLP_OFF; /* retry the plain simplex */
-		ret = glp_simplex(lp, &p);
+		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
+		while ((ret = glp_simplex(lp, &p)) == GLP_ETMLIM)
+			if (cancelled(bd))
+				return -2;
 	}
 	if (ret != 0)
 		return -1;
@@ -348,7 +368,7 @@ static int feasible(struct boundary *bd, const struct component *c, const uint8_
 		return 0; /* every cell zero, yet QI rows need records */
 	if (!lp)
 		return -1;
-	r = lp_solve(lp);
+	r = lp_solve(bd, lp);
 	glp_delete_prob(lp);
 	return r;
 }
@@ -389,7 +409,7 @@ static enum pm_status conflict_report(struct boundary *bd, struct component *c,
 			memset(use + i, 0, w);
 			f = feasible(bd, c, use);
 			if (f < 0) {
-				st = PM_ERR_INTERNAL;
+				st = f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL;
 				goto out;
 			}
 			if (f)
@@ -408,6 +428,8 @@ out:
 		error_set(err, st, "", "out of memory looking for conflicting rules");
 	else if (st == PM_ERR_INTERNAL)
 		error_set(err, st, "", "the linear program solver failed");
+	else if (st == PM_ERR_CANCELLED)
+		error_set(err, st, "", "the solve was cancelled");
 	free(use);
 	free(save);
 	return st;
@@ -427,13 +449,15 @@ static enum pm_status component_solve(struct boundary *bd, struct component *c,
 	lp = lp_build(bd, c, NULL, 1);
 	if (!lp)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	r = lp_solve(lp);
+	r = lp_solve(bd, lp);
 	if (r > 0 && glp_get_obj_val(lp) < 0.5)
 		r = 0; /* only y = 0, t = 0: the rows admit no solution */
 	for (size_t j = 0; r > 0 && j < c->m; j++)
 		if (glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5)
 			bd->zero[c->cells[j]] = 1;
 	glp_delete_prob(lp);
+	if (r == -2)
+		return error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 	if (r < 0)
 		return error_set(err, PM_ERR_INTERNAL, "", "the linear program solver failed");
 	return r ? PM_OK : conflict_report(bd, c, err);
@@ -522,7 +546,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 			     const struct invariants *inv, const struct solver_options *o,
 			     uint8_t *zero, struct pm_error *err)
 {
-	struct boundary bd = {ds, k, inv, zero, NULL, NULL, NULL, NULL};
+	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
 	struct component *cs = NULL;
 	uint8_t *resolved = calloc(inv->n_rows + 1, 1);
 	size_t n = 0;
