@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ static const char usage_main[] =
     "                                   print the Top-(K+,K-) rules as knowledge JSON\n"
     "  anatomize DATA.csv --sa A --qi A,B,.. --l L\n"
     "                                   bucketize a CSV table, print the dataset JSON\n"
+    "  serve [--listen ADDR] [--port P] run the HTTP/JSON service\n"
     "\n"
     "  pmaxent COMMAND --help           help on one command\n"
     "  pmaxent --version                print the version\n";
@@ -83,6 +86,31 @@ static const char usage_anatomize[] =
     "                       table is l-eligible; the count is reported on stderr\n"
     "  -h, --help           show this help\n";
 
+static const char usage_serve[] =
+    "usage: pmaxent serve [OPTIONS]\n"
+    "\n"
+    "Runs the HTTP/JSON service until SIGTERM or SIGINT, then stops gracefully:\n"
+    "running analyses are put back in the queue and run again on the next start.\n"
+    "Prints 'pmaxent: listening on http://ADDR:PORT' on stderr once it listens,\n"
+    "then one JSON access-log line per request.\n"
+    "\n"
+    "options:\n"
+    "  --listen ADDR        IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
+    "  --port P             TCP port; 0 picks a free one (default 8080)\n"
+    "  --data-dir DIR       database directory, created if needed (default ./var)\n"
+    "  --workers N          analysis worker threads (default: number of cores)\n"
+    "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
+    "  --token-file F       lines 'TOKEN TENANT' ('#' comments): every request but\n"
+    "                       /healthz needs 'Authorization: Bearer TOKEN'\n"
+    "  --max-body BYTES     request body limit, 413 above (default 67108864)\n"
+    "  --max-solve-body BYTES\n"
+    "                       POST /v1/solve body limit (default 1048576)\n"
+    "  --insecure           allow a non-loopback address without a token file\n"
+    "  --quiet              no access log\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "exit status: 0 after a clean stop, 2 bad flags or settings, 1 other errors\n";
+
 enum opt_id {
 	OPT_TOLERANCE,
 	OPT_MAX_ITER,
@@ -96,6 +124,16 @@ enum opt_id {
 	OPT_L,
 	OPT_SEED,
 	OPT_SET_ASIDE,
+	OPT_LISTEN,
+	OPT_PORT,
+	OPT_DATA_DIR,
+	OPT_WORKERS,
+	OPT_QUEUE,
+	OPT_TOKEN_FILE,
+	OPT_MAX_BODY,
+	OPT_MAX_SOLVE_BODY,
+	OPT_INSECURE,
+	OPT_QUIET,
 	N_OPTS
 };
 
@@ -128,6 +166,21 @@ static const struct option opts_anatomize[] = {
     {"l", required_argument, NULL, OPT_BASE + OPT_L},
     {"seed", required_argument, NULL, OPT_BASE + OPT_SEED},
     {"set-aside", no_argument, NULL, OPT_BASE + OPT_SET_ASIDE},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const struct option opts_serve[] = {
+    {"listen", required_argument, NULL, OPT_BASE + OPT_LISTEN},
+    {"port", required_argument, NULL, OPT_BASE + OPT_PORT},
+    {"data-dir", required_argument, NULL, OPT_BASE + OPT_DATA_DIR},
+    {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
+    {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
+    {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
+    {"max-body", required_argument, NULL, OPT_BASE + OPT_MAX_BODY},
+    {"max-solve-body", required_argument, NULL, OPT_BASE + OPT_MAX_SOLVE_BODY},
+    {"insecure", no_argument, NULL, OPT_BASE + OPT_INSECURE},
+    {"quiet", no_argument, NULL, OPT_BASE + OPT_QUIET},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -580,12 +633,109 @@ static int cmd_anatomize(const struct cmd *c, const struct args *a)
 	return finish(st, &err);
 }
 
+/* ---- serve -------------------------------------------------------------- */
+
+/* A numeric serve flag within [min, max] into *out; -1 when fine or absent,
+ * else the exit code. */
+static int serve_number(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
+			long long min, long long max, size_t *out)
+{
+	long long v;
+
+	if (!a->opt[id])
+		return -1;
+	if (parse_int(c, flag, a->opt[id], &v))
+		return 2;
+	if (v < min || v > max) {
+		fprintf(stderr, "pmaxent: %s: must be from %lld to %lld, got %lld\n", flag, min,
+			max, v);
+		usage_hint(c);
+		return 2;
+	}
+	*out = (size_t)v;
+	return -1;
+}
+
+static int serve_flags(const struct cmd *c, const struct args *a, struct http_options *o)
+{
+	size_t port;
+	int rc;
+
+	http_options_init(o);
+	port = o->port;
+	if ((rc = serve_number(c, a, OPT_PORT, "--port", 0, 65535, &port)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_WORKERS, "--workers", 1, 1024, &o->workers)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_QUEUE, "--queue", 1, 1000000, &o->queue_capacity)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_BODY, "--max-body", 1, 1LL << 40, &o->max_body)) >=
+		0 ||
+	    (rc = serve_number(c, a, OPT_MAX_SOLVE_BODY, "--max-solve-body", 1, 1LL << 40,
+			       &o->max_solve_body)) >= 0)
+		return rc;
+	o->port = (unsigned)port;
+	if (a->opt[OPT_LISTEN])
+		o->listen = a->opt[OPT_LISTEN];
+	if (a->opt[OPT_DATA_DIR])
+		o->data_dir = a->opt[OPT_DATA_DIR];
+	if (a->opt[OPT_TOKEN_FILE])
+		o->token_file = a->opt[OPT_TOKEN_FILE];
+	o->insecure = a->opt[OPT_INSECURE] != NULL;
+	o->quiet = a->opt[OPT_QUIET] != NULL;
+	return -1;
+}
+
+/* Settings errors name the flag the user typed ("token_file" ->
+ * "--token-file"). */
+static void serve_field(struct pm_error *err)
+{
+	char buf[sizeof err->field];
+
+	if (!err->field[0] || strchr(err->field, '.'))
+		return;
+	snprintf(buf, sizeof buf, "--%.250s", err->field);
+	for (char *p = buf; *p; p++)
+		*p = *p == '_' ? '-' : *p;
+	memcpy(err->field, buf, sizeof buf);
+}
+
+static int cmd_serve(const struct cmd *c, const struct args *a)
+{
+	struct http_options o;
+	struct http_server *h = NULL;
+	struct pm_error err = {0};
+	enum pm_status st;
+	sigset_t stop;
+	int sig = 0, rc = serve_flags(c, a, &o), v6;
+
+	if (rc >= 0)
+		return rc;
+	/* blocked before any thread starts, so every thread inherits the mask
+	 * and only sigwait below sees them */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((st = http_start(&o, &h, &err))) {
+		serve_field(&err);
+		return finish(st, &err);
+	}
+	v6 = strchr(o.listen, ':') && o.listen[0] != '[';
+	fprintf(stderr, "pmaxent: listening on http://%s%s%s:%u\n", v6 ? "[" : "", o.listen,
+		v6 ? "]" : "", http_port(h));
+	sigwait(&stop, &sig);
+	fprintf(stderr, "pmaxent: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	http_stop(h);
+	fprintf(stderr, "pmaxent: stopped\n");
+	return 0;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 static const struct cmd commands[] = {
     {"solve", usage_solve, opts_solve, 1, 2, cmd_solve},
     {"mine", usage_mine, opts_mine, 1, 1, cmd_mine},
     {"anatomize", usage_anatomize, opts_anatomize, 1, 1, cmd_anatomize},
+    {"serve", usage_serve, opts_serve, 0, 0, cmd_serve},
 };
 
 /* Returns -1 when the command should run, else the exit code. */

@@ -1,2 +1,960 @@
-/* placeholder, being written */
-#include "server.h"
+/*
+ * The HTTP side of `pmaxent serve` (SPEC section 6, issue 3) on
+ * libmicrohttpd: listening, access control, body limits, ETag/304, the
+ * access log and the metrics of every request, and the helpers the route
+ * handlers in api.c share. Requests run on MHD's connection threads;
+ * analyses never do (they go to the worker pool in jobs.c).
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http_internal.h"
+
+/* Per-connection state of one request, from its headers to its end. */
+struct conn {
+	double t0;
+	enum http_route route;
+	char id[HTTP_ID_SIZE];
+	const char *tenant;
+	char *body;
+	size_t len, cap, limit;
+	int too_large; /* the body passed the limit: discarded, answer 413 */
+	int answered;  /* a response was queued early (401, 413) */
+};
+
+void http_options_init(struct http_options *o)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(o, 0, sizeof *o);
+	o->listen = "127.0.0.1";
+	o->port = 8080;
+	o->data_dir = "./var";
+	o->workers = cores > 0 ? (size_t)cores : 1;
+	o->queue_capacity = 64;
+	o->max_body = (size_t)64 << 20;
+	o->max_solve_body = (size_t)1 << 20;
+}
+
+/* ---- helpers for the handlers -------------------------------------------- */
+
+const char *http_header(const struct http_request *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->con, MHD_HEADER_KIND, name);
+}
+
+const char *http_query(const struct http_request *r, const char *name)
+{
+	return MHD_lookup_connection_value(r->con, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Case-insensitive: does the media type at s (up to ';' or ',') equal t? */
+static int media_is(const char *s, const char *t)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strcspn(s, ";,");
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+		n--;
+	if (t[0] == '+') /* a suffix: "+json" */
+		return n > strlen(t) && !strncasecmp(s + n - strlen(t), t, strlen(t));
+	return n == strlen(t) && !strncasecmp(s, t, n);
+}
+
+enum http_media http_media_type(const struct http_request *r)
+{
+	const char *ct = http_header(r, MHD_HTTP_HEADER_CONTENT_TYPE);
+
+	if (!ct || !*ct)
+		return MEDIA_NONE;
+	if (media_is(ct, "application/json") || media_is(ct, "+json"))
+		return MEDIA_JSON;
+	if (media_is(ct, "text/csv"))
+		return MEDIA_CSV;
+	return MEDIA_OTHER;
+}
+
+int http_wants_csv(const struct http_request *r)
+{
+	const char *a = http_header(r, MHD_HTTP_HEADER_ACCEPT);
+
+	for (; a && *a; a += strcspn(a, ","), a += *a == ',') {
+		if (media_is(a, "text/csv"))
+			return 1;
+		if (media_is(a, "application/json"))
+			return 0; /* listed first: preferred */
+	}
+	return 0;
+}
+
+struct problem_kind {
+	unsigned status;
+	const char *slug, *title;
+};
+
+static const struct problem_kind kinds[] = {
+    {400, "bad-request", "Bad request"},
+    {401, "unauthorized", "Unauthorized"},
+    {404, "not-found", "Not found"},
+    {405, "method-not-allowed", "Method not allowed"},
+    {409, "conflict", "Conflict"},
+    {413, "content-too-large", "Content too large"},
+    {415, "unsupported-media-type", "Unsupported media type"},
+    {422, "invalid-input", "Invalid input"},
+    {503, "unavailable", "Service unavailable"},
+    {500, "internal", "Internal server error"},
+};
+
+static void set_problem(struct http_response *res, unsigned status, const char *slug,
+			const char *title, const char *field, const char *detail)
+{
+	char type[96];
+	json_t *p;
+
+	snprintf(type, sizeof type, "urn:pmaxent:problem:%s", slug);
+	p = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", title, "status", (int)status,
+		      "detail", detail);
+	if (p && field && *field)
+		json_object_set_new(p, "field", json_string(field));
+	http_json(res, status, p);
+	res->content_type = "application/problem+json";
+}
+
+void http_problem(struct http_response *res, unsigned status, const char *field, const char *fmt,
+		  ...)
+{
+	const struct problem_kind *k = &kinds[sizeof kinds / sizeof kinds[0] - 1];
+	char detail[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof detail, fmt, ap);
+	va_end(ap);
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (kinds[i].status == status)
+			k = &kinds[i];
+	set_problem(res, status, k->slug, k->title, field, detail);
+}
+
+void http_problem_err(struct http_response *res, const struct pm_error *err)
+{
+	switch (err->status) {
+	case PM_ERR_INPUT:
+		http_problem(res, 422, err->field, "%s", err->message);
+		break;
+	case PM_ERR_INCONSISTENT:
+		set_problem(res, 422, "inconsistent-knowledge", "Inconsistent knowledge",
+			    err->field, err->message);
+		break;
+	case PM_ERR_NOT_FOUND:
+		http_problem(res, 404, err->field, "%s", err->message);
+		break;
+	case PM_ERR_CONFLICT:
+		http_problem(res, 409, err->field, "%s", err->message);
+		break;
+	case PM_ERR_BUSY:
+		http_problem(res, 503, err->field, "%s", err->message);
+		res->retry_after = 5;
+		break;
+	case PM_ERR_TOO_LARGE:
+		http_problem(res, 413, err->field, "%s", err->message);
+		break;
+	default:
+		http_problem(res, 500, err->field, "%s", err->message);
+	}
+}
+
+void http_take(struct http_response *res, unsigned status, const char *type, char *buf, size_t len)
+{
+	free(res->body);
+	res->status = status;
+	res->content_type = type;
+	res->body = buf;
+	res->len = buf ? len : 0;
+}
+
+void http_text(struct http_response *res, unsigned status, const char *type, const char *text,
+	       size_t len)
+{
+	char *buf = malloc(len + 1);
+
+	if (buf)
+		memcpy(buf, text, len);
+	http_take(res, buf ? status : 500, type, buf, len);
+}
+
+void http_json(struct http_response *res, unsigned status, json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+	size_t n = text ? strlen(text) : 0;
+	char *grown = text ? realloc(text, n + 2) : NULL;
+
+	json_decref(j);
+	if (!grown) {
+		free(text);
+		/* out of memory: a bodyless 500 still tells the client */
+		http_take(res, 500, "application/problem+json", NULL, 0);
+		return;
+	}
+	grown[n] = '\n'; /* friendlier for curl */
+	grown[n + 1] = '\0';
+	http_take(res, status, "application/json", grown, n + 1);
+}
+
+/* Index of the first byte that nests deeper than max, or n when none:
+ * jansson has no depth limit, and deep nesting costs it stack. */
+static size_t too_deep_at(const char *s, size_t n, size_t max)
+{
+	size_t depth = 0;
+	int in_string = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (in_string) {
+			if (s[i] == '\\')
+				i++;
+			else if (s[i] == '"')
+				in_string = 0;
+		} else if (s[i] == '"') {
+			in_string = 1;
+		} else if (s[i] == '[' || s[i] == '{') {
+			if (++depth > max)
+				return i;
+		} else if ((s[i] == ']' || s[i] == '}') && depth) {
+			depth--;
+		}
+	}
+	return n;
+}
+
+int http_body_json(const struct http_request *r, json_t **out, struct http_response *res)
+{
+	size_t deep = too_deep_at(r->body, r->body_len, HTTP_MAX_DEPTH);
+	json_error_t je;
+
+	*out = NULL;
+	if (r->body_len == 0) {
+		http_problem(res, 400, NULL, "the request body is empty; expected a JSON document");
+		return -1;
+	}
+	if (deep < r->body_len) {
+		http_problem(res, 400, NULL,
+			     "malformed JSON at byte %zu: nested deeper than %d arrays or objects",
+			     deep, HTTP_MAX_DEPTH);
+		return -1;
+	}
+	*out = json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je);
+	if (*out)
+		return 0;
+	http_problem(res, 400, NULL, "malformed JSON at line %d, column %d (byte %d): %s", je.line,
+		     je.column, je.position, je.text);
+	return -1;
+}
+
+void http_new_id(char *buf, const char *prefix)
+{
+	static uint64_t counter;
+	unsigned char b[8];
+	uint64_t v = 0;
+	ssize_t n;
+
+	do
+		n = getrandom(b, sizeof b, 0);
+	while (n < 0 && errno == EINTR);
+	for (size_t i = 0; i < sizeof b; i++)
+		v = v << 8 | b[i];
+	if (n != (ssize_t)sizeof b) {
+		/* no entropy source: unique still, from the clock and a counter */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		v = ((uint64_t)ts.tv_sec << 30 ^ (uint64_t)ts.tv_nsec) * 0x9E3779B97F4A7C15u +
+		    __atomic_add_fetch(&counter, 1, __ATOMIC_RELAXED);
+	}
+	snprintf(buf, HTTP_ID_SIZE, "%.3s%016" PRIx64, prefix, v);
+}
+
+void http_time(int64_t unix_seconds, char *buf, size_t len)
+{
+	time_t t = (time_t)unix_seconds;
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, len, "1970-01-01T00:00:00Z");
+}
+
+int http_oom(struct http_response *res)
+{
+	http_problem(res, 500, NULL, "out of memory");
+	return -1;
+}
+
+void http_unsupported(struct http_response *res, const struct http_request *r, const char *accepted)
+{
+	const char *ct = http_header(r, "Content-Type");
+
+	if (ct)
+		http_problem(res, 415, NULL, "Content-Type '%.100s' is not accepted here; send %s",
+			     ct, accepted);
+	else
+		http_problem(res, 415, NULL, "the request has no Content-Type; send %s", accepted);
+}
+
+/* Index of the first byte that is not UTF-8, or n. */
+size_t http_utf8_invalid_at(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n;) {
+		size_t len = u[i] < 0x80	 ? 1
+			     : (u[i] >> 5) == 6	 ? 2
+			     : (u[i] >> 4) == 14 ? 3
+			     : (u[i] >> 3) == 30 ? 4
+						 : 0;
+		if (!len || i + len > n || (len == 2 && u[i] < 0xc2))
+			return i;
+		for (size_t k = 1; k < len; k++)
+			if ((u[i + k] & 0xc0) != 0x80)
+				return i;
+		i += len;
+	}
+	return n;
+}
+
+/* JSON of stored text (written by this service); NULL when unreadable. */
+json_t *http_stored_json(const char *text)
+{
+	return text ? json_loads(text, 0, NULL) : NULL;
+}
+
+/* ?limit= and ?cursor= of a list: 0, or -1 with a 400 in res. */
+int http_page_params(const struct http_request *r, size_t def, size_t max, size_t *limit,
+		     int64_t *after, struct http_response *res)
+{
+	const char *l = http_query(r, "limit"), *c = http_query(r, "cursor");
+	char *end;
+	long long v;
+
+	*limit = def;
+	*after = 0;
+	if (l) {
+		errno = 0;
+		v = strtoll(l, &end, 10);
+		if (!*l || *end || errno || v < 1 || (unsigned long long)v > max) {
+			http_problem(res, 400, "limit",
+				     "must be an integer from 1 to %zu, got '%.40s'", max, l);
+			return -1;
+		}
+		*limit = (size_t)v;
+	}
+	if (c) {
+		errno = 0;
+		v = strtoll(c, &end, 10);
+		if (!*c || *end || errno || v < 0) {
+			http_problem(res, 400, "cursor",
+				     "'%.40s' is not a cursor this service returned", c);
+			return -1;
+		}
+		*after = v;
+	}
+	return 0;
+}
+
+/* The Link header of the next page (cursor next). */
+void http_next_link(struct http_response *res, const struct http_request *r, size_t limit,
+		    const char *next)
+{
+	size_t n = strlen(r->path) + strlen(next) + 64;
+
+	if ((res->link = malloc(n)))
+		snprintf(res->link, n, "<%s?limit=%zu&cursor=%s>; rel=\"next\"", r->path, limit,
+			 next);
+}
+
+/* Adds "items" and "next_cursor" (NULL: last page) to page (both taken)
+ * and responds 200, with a Link header to the next page. */
+void http_page_respond(struct http_response *res, const struct http_request *r, json_t *page,
+		       json_t *items, const char *next, size_t limit)
+{
+	if (!page || !items) {
+		json_decref(page);
+		json_decref(items);
+		http_oom(res);
+		return;
+	}
+	if (json_object_set_new(page, "items", items) ||
+	    json_object_set_new(page, "next_cursor", next ? json_string(next) : json_null())) {
+		json_decref(page);
+		http_oom(res);
+		return;
+	}
+	http_json(res, 200, page);
+	if (next && res->status == 200)
+		http_next_link(res, r, limit, next);
+}
+
+/* The cursor after a list page: the seq of its last row, when more rows
+ * follow (the store was asked for limit + 1). */
+const char *http_list_next(const struct store_row *rows, size_t n, size_t limit, char *buf)
+{
+	if (n <= limit)
+		return NULL;
+	snprintf(buf, 32, "%" PRId64, rows[limit - 1].seq);
+	return buf;
+}
+
+void http_put(struct http_text_buf *t, const char *s, size_t n)
+{
+	char *grown;
+	size_t cap = t->cap ? t->cap : 4096;
+
+	if (t->oom)
+		return;
+	while (cap < t->len + n + 1)
+		cap *= 2;
+	if (cap != t->cap) {
+		if (!(grown = realloc(t->s, cap))) {
+			t->oom = 1;
+			return;
+		}
+		t->s = grown;
+		t->cap = cap;
+	}
+	memcpy(t->s + t->len, s, n);
+	t->len += n;
+}
+
+/* ---- access control ------------------------------------------------------ */
+
+/* Compares without an early exit, so the time taken does not tell how much
+ * of a guess was right. */
+static int same_token(const char *a, size_t an, const char *b)
+{
+	size_t bn = strlen(b);
+	unsigned d = an != bn;
+
+	for (size_t i = 0; i < bn; i++)
+		d |= (unsigned char)b[i] ^ (unsigned char)(an ? a[i % an] : 0);
+	return d == 0;
+}
+
+/* The tenant of the request's bearer token, "" without access control,
+ * NULL when the token is missing or unknown. */
+static const char *authenticate(const struct http_server *h, struct MHD_Connection *con,
+				int *missing)
+{
+	const char *a = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
+	const char *tenant = NULL;
+	size_t n;
+
+	*missing = 0;
+	if (!h->tokens)
+		return "";
+	if (!a || strncasecmp(a, "Bearer ", 7)) {
+		*missing = 1;
+		return NULL;
+	}
+	for (a += 7; *a == ' '; a++)
+		;
+	for (n = strlen(a); n && a[n - 1] == ' '; n--)
+		;
+	for (size_t i = 0; i < h->n_tokens; i++)
+		if (same_token(a, n, h->tokens[i].token))
+			tenant = h->tokens[i].tenant;
+	return tenant;
+}
+
+static void free_tokens(struct http_server *h)
+{
+	for (size_t i = 0; i < h->n_tokens; i++) {
+		free(h->tokens[i].token);
+		free(h->tokens[i].tenant);
+	}
+	free(h->tokens);
+	h->tokens = NULL;
+	h->n_tokens = 0;
+}
+
+/* One "TOKEN TENANT" line (comments and blanks already skipped). Messages
+ * never quote the token. */
+static enum pm_status add_token(struct http_server *h, char *line, size_t lineno,
+				struct pm_error *err)
+{
+	char *save, *tok = strtok_r(line, " \t\r\n", &save);
+	char *tenant = strtok_r(NULL, " \t\r\n", &save);
+	struct http_token *grown;
+
+	if (!tenant || strtok_r(NULL, " \t\r\n", &save))
+		return error_set(err, PM_ERR_INPUT, "token_file",
+				 "line %zu: expected 'TOKEN TENANT' (two fields)", lineno);
+	for (size_t i = 0; i < h->n_tokens; i++)
+		if (!strcmp(h->tokens[i].token, tok))
+			return error_set(err, PM_ERR_INPUT, "token_file",
+					 "line %zu: the same token appears twice", lineno);
+	grown = realloc(h->tokens, (h->n_tokens + 1) * sizeof *grown);
+	if (!grown)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	h->tokens = grown;
+	grown[h->n_tokens].token = strdup(tok);
+	grown[h->n_tokens].tenant = strdup(tenant);
+	if (!grown[h->n_tokens].token || !grown[h->n_tokens].tenant) {
+		free(grown[h->n_tokens].token);
+		free(grown[h->n_tokens].tenant);
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	}
+	h->n_tokens++;
+	return PM_OK;
+}
+
+/* Lines "TOKEN TENANT"; '#' starts a comment line; blank lines are fine. */
+static enum pm_status load_tokens(struct http_server *h, const char *path, struct pm_error *err)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, *p;
+	size_t cap = 0, lineno = 0;
+	enum pm_status st = PM_OK;
+
+	if (!f)
+		return error_set(err, PM_ERR_IO, "token_file", "cannot open %s: %s", path,
+				 strerror(errno));
+	while (!st && getline(&line, &cap, f) != -1) {
+		lineno++;
+		for (p = line; *p == ' ' || *p == '\t'; p++)
+			;
+		if (*p && *p != '#' && *p != '\n' && *p != '\r')
+			st = add_token(h, p, lineno, err);
+	}
+	if (!st && ferror(f))
+		st = error_set(err, PM_ERR_IO, "token_file", "cannot read %s: %s", path,
+			       strerror(errno));
+	if (!st && !h->n_tokens)
+		st = error_set(err, PM_ERR_INPUT, "token_file", "%s holds no 'TOKEN TENANT' line",
+			       path);
+	free(line);
+	fclose(f);
+	return st;
+}
+
+/* ---- responses, logging ---------------------------------------------------- */
+
+/* FNV-1a 64: a strong validator for the exact body bytes. */
+static void etag_of(const char *body, size_t len, char *out, size_t size)
+{
+	uint64_t x = 0xcbf29ce484222325u;
+
+	for (size_t i = 0; i < len; i++)
+		x = (x ^ (unsigned char)body[i]) * 0x100000001b3u;
+	snprintf(out, size, "\"%016" PRIx64 "\"", x);
+}
+
+/* Whether If-None-Match lists etag (or "*"); weak tags compare too. */
+static int etag_matches(const char *inm, const char *etag)
+{
+	size_t n = strlen(etag);
+
+	while (inm && *inm) {
+		while (*inm == ' ' || *inm == ',' || *inm == '\t')
+			inm++;
+		if (!strncmp(inm, "W/", 2))
+			inm += 2;
+		if (*inm == '*' || !strncmp(inm, etag, n))
+			return 1;
+		inm += strcspn(inm, ",");
+	}
+	return 0;
+}
+
+static void add_headers(struct MHD_Response *mr, const struct http_response *res)
+{
+	char ra[32];
+
+	if (res->content_type && res->status != 304 && res->status != 204)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONTENT_TYPE, res->content_type);
+	if (res->location)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_LOCATION, res->location);
+	if (res->link)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_LINK, res->link);
+	if (res->allow)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_ALLOW, res->allow);
+	if (res->www_auth)
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_WWW_AUTHENTICATE, res->www_auth);
+	if (res->retry_after) {
+		snprintf(ra, sizeof ra, "%d", res->retry_after);
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	}
+}
+
+/* Sends res (taking its body), with ETag/304 on GET, and logs it. */
+static enum MHD_Result send_response(struct http_server *h, struct MHD_Connection *con,
+				     struct conn *c, const char *method, const char *path,
+				     struct http_response *res)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	struct MHD_Response *mr;
+	enum MHD_Result ok = MHD_NO;
+	char etag[24] = "";
+	size_t bytes = res->len;
+
+	if (!res->status)
+		http_problem(res, 500, NULL, "no response was produced");
+	if (get && res->status == 200) {
+		etag_of(res->body ? res->body : "", res->len, etag, sizeof etag);
+		if (etag_matches(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_IF_NONE_MATCH),
+				 etag)) {
+			http_take(res, 304, NULL, NULL, 0);
+			bytes = 0;
+		}
+	}
+	mr = MHD_create_response_from_buffer(res->len, res->body ? res->body : "",
+					     res->body ? MHD_RESPMEM_MUST_FREE
+						       : MHD_RESPMEM_PERSISTENT);
+	if (mr) {
+		res->body = NULL; /* MHD frees it */
+		add_headers(mr, res);
+		if (etag[0]) {
+			MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, etag);
+			MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+			MHD_add_response_header(mr, MHD_HTTP_HEADER_VARY, "Accept, Authorization");
+		}
+		ok = MHD_queue_response(con, res->status, mr);
+		MHD_destroy_response(mr);
+	}
+	metrics_record(h->metrics, c->route, method, res->status, pipeline_now() - c->t0);
+	if (!h->o.quiet)
+		metrics_log(method, path, res->status, bytes, pipeline_now() - c->t0, c->tenant);
+	free(res->body);
+	free(res->location);
+	free(res->link);
+	return ok;
+}
+
+/* ---- the request cycle ------------------------------------------------------ */
+
+static int method_allowed(const char *allow, const char *method)
+{
+	size_t n = strlen(method);
+
+	for (const char *a = allow; a && *a; a += strcspn(a, ","), a += *a == ',') {
+		while (*a == ' ')
+			a++;
+		if (!strncmp(a, method, n) && (a[n] == ',' || a[n] == '\0'))
+			return 1;
+	}
+	return 0;
+}
+
+/* First call, headers only: authenticate and check the announced size, so
+ * that neither a stranger nor an oversize body costs a byte of buffer. */
+static enum MHD_Result begin(struct http_server *h, struct MHD_Connection *con, const char *url,
+			     const char *method, void **con_cls)
+{
+	struct conn *c = calloc(1, sizeof *c);
+	struct http_response res = {0};
+	const char *cl;
+	int missing;
+
+	if (!c)
+		return MHD_NO;
+	*con_cls = c;
+	c->t0 = pipeline_now();
+	c->route = api_route(url, c->id);
+	c->limit = c->route == ROUTE_SOLVE ? h->o.max_solve_body : h->o.max_body;
+	c->tenant = c->route == ROUTE_HEALTHZ ? "" : authenticate(h, con, &missing);
+	cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	if (!c->tenant) {
+		http_problem(&res, 401, NULL, "%s",
+			     missing ? "this service needs an 'Authorization: Bearer TOKEN' header"
+				     : "the bearer token is not valid");
+		res.www_auth = missing ? "Bearer realm=\"pmaxent\""
+				       : "Bearer realm=\"pmaxent\", error=\"invalid_token\"";
+	} else if (cl && strtoull(cl, NULL, 10) > c->limit) {
+		http_problem(&res, 413, NULL,
+			     "the request body (%s bytes) is over the limit of %zu bytes", cl,
+			     c->limit);
+	} else {
+		return MHD_YES;
+	}
+	c->answered = 1;
+	return send_response(h, con, c, method, url, &res);
+}
+
+/* Body bytes: kept up to the limit, then discarded (answered with 413). */
+static void absorb(struct conn *c, const char *data, size_t n)
+{
+	size_t cap;
+	char *grown;
+
+	if (c->too_large || c->answered)
+		return;
+	if (n > c->limit - c->len) {
+		c->too_large = 1;
+		free(c->body);
+		c->body = NULL;
+		return;
+	}
+	if (c->len + n + 1 > c->cap) {
+		cap = c->cap ? c->cap : 4096;
+		while (cap < c->len + n + 1)
+			cap *= 2;
+		if (!(grown = realloc(c->body, cap))) {
+			c->too_large = 1; /* cannot hold it: treat as too large */
+			return;
+		}
+		c->body = grown;
+		c->cap = cap;
+	}
+	memcpy(c->body + c->len, data, n);
+	c->len += n;
+}
+
+static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connection *con,
+				      struct conn *c, const char *url, const char *method)
+{
+	struct http_request r = {con, method, url, c->route, "", c->tenant, "", 0};
+	struct http_response res = {0};
+	const char *allow = api_allow(c->route);
+
+	memcpy(r.id, c->id, sizeof r.id);
+	if (c->body) {
+		c->body[c->len] = '\0';
+		r.body = c->body;
+		r.body_len = c->len;
+	}
+	if (c->too_large)
+		http_problem(&res, 413, NULL, "the request body is over the limit of %zu bytes",
+			     c->limit);
+	else if (!allow)
+		http_problem(&res, 404, NULL, "no resource at %s", url);
+	else if (!method_allowed(allow, method)) {
+		http_problem(&res, 405, NULL, "%s does not allow %s (allowed: %s)", url, method,
+			     allow);
+		res.allow = allow;
+	} else
+		api_handle(h, &r, &res);
+	return send_response(h, con, c, method, url, &res);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_size, void **con_cls)
+{
+	struct http_server *h = cls;
+	struct conn *c = *con_cls;
+
+	if (!c)
+		return begin(h, con, url, method, con_cls);
+	if (*upload_size) {
+		absorb(c, upload, *upload_size);
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (c->answered)
+		return MHD_YES;
+	c->answered = 1;
+	return finish_request(h, con, c, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct conn *c = *con_cls;
+
+	if (c)
+		free(c->body);
+	free(c);
+	*con_cls = NULL;
+}
+
+/* ---- start and stop ---------------------------------------------------------- */
+
+/* listen (IPv4, IPv6 with or without [], or "localhost") and port as a
+ * socket address. */
+static enum pm_status parse_listen(const char *listen, unsigned port, struct sockaddr_storage *ss,
+				   int *v6, struct pm_error *err)
+{
+	struct sockaddr_in *in4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+	char addr[INET6_ADDRSTRLEN + 2];
+	size_t n = strlen(listen);
+
+	memset(ss, 0, sizeof *ss);
+	if (port > 65535)
+		return error_set(err, PM_ERR_INPUT, "port", "%u is not a TCP port (0..65535)",
+				 port);
+	if (n >= 2 && listen[0] == '[' && listen[n - 1] == ']')
+		snprintf(addr, sizeof addr, "%.*s", (int)(n - 2), listen + 1);
+	else
+		snprintf(addr, sizeof addr, "%s", listen);
+	if (!strcmp(addr, "localhost"))
+		snprintf(addr, sizeof addr, "127.0.0.1");
+	*v6 = 0;
+	if (inet_pton(AF_INET, addr, &in4->sin_addr) == 1) {
+		in4->sin_family = AF_INET;
+		in4->sin_port = htons((uint16_t)port);
+	} else if (inet_pton(AF_INET6, addr, &in6->sin6_addr) == 1) {
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons((uint16_t)port);
+		*v6 = 1;
+	} else {
+		return error_set(err, PM_ERR_INPUT, "listen",
+				 "'%s' is not an IPv4 or IPv6 address (e.g. 127.0.0.1 or ::1)",
+				 listen);
+	}
+	return PM_OK;
+}
+
+static int is_loopback(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	const uint8_t *a = in6->sin6_addr.s6_addr;
+
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr))
+		return a[12] == 127;
+	return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
+}
+
+/* mkdir -p */
+static enum pm_status make_dirs(const char *dir, struct pm_error *err)
+{
+	char path[4096];
+	size_t n = strlen(dir);
+
+	if (n >= sizeof path)
+		return error_set(err, PM_ERR_INPUT, "data_dir", "the path is too long");
+	memcpy(path, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0777) && errno != EEXIST)
+			return error_set(err, PM_ERR_IO, "data_dir", "cannot create %s: %s", path,
+					 strerror(errno));
+		path[i] = i < n ? '/' : '\0';
+	}
+	return PM_OK;
+}
+
+static enum pm_status start_daemon(struct http_server *h, const struct sockaddr_storage *ss, int v6,
+				   struct pm_error *err)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
+	const union MHD_DaemonInfo *info;
+
+	errno = 0;
+	h->daemon = MHD_start_daemon(flags, (uint16_t)h->o.port, NULL, NULL, on_request, h,
+				     MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
+				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_END);
+	if (!h->daemon)
+		return error_set(err, PM_ERR_IO, "listen", "cannot listen on %s port %u%s%s",
+				 h->o.listen, h->o.port, errno ? ": " : "",
+				 errno ? strerror(errno) : "");
+	info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
+	h->port = info && info->port ? info->port : h->o.port;
+	return PM_OK;
+}
+
+/* Copies the options and checks what can be checked before any side
+ * effect: address, access control. */
+static enum pm_status configure(struct http_server *h, const struct http_options *o,
+				struct sockaddr_storage *ss, int *v6, struct pm_error *err)
+{
+	enum pm_status st;
+
+	h->o = *o;
+	h->listen = strdup(o->listen ? o->listen : "127.0.0.1");
+	h->data_dir = strdup(o->data_dir ? o->data_dir : "./var");
+	if (!h->listen || !h->data_dir)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	h->o.listen = h->listen;
+	h->o.data_dir = h->data_dir;
+	h->o.workers = o->workers ? o->workers : 1;
+	h->sync_max = h->o.workers;
+	if ((st = parse_listen(h->listen, o->port, ss, v6, err)))
+		return st;
+	if (!o->token_file && !o->insecure && !is_loopback(ss))
+		return error_set(err, PM_ERR_INPUT, "listen",
+				 "refusing to listen on %s without access control: give a token "
+				 "file (--token-file) or --insecure",
+				 h->listen);
+	if (o->token_file && (st = load_tokens(h, o->token_file, err)))
+		return st;
+	return make_dirs(h->data_dir, err);
+}
+
+enum pm_status http_start(const struct http_options *o, struct http_server **out,
+			  struct pm_error *err)
+{
+	struct http_server *h = calloc(1, sizeof *h);
+	struct sockaddr_storage ss;
+	enum pm_status st;
+	int v6 = 0;
+
+	*out = NULL;
+	if (!h)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	pthread_mutex_init(&h->sync_mu, NULL);
+	st = configure(h, o, &ss, &v6, err);
+	if (!st && !(h->metrics = metrics_create()))
+		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	if (!st)
+		st = store_open(h->data_dir, &h->store, err);
+	if (!st)
+		st = jobs_create(h->store, h->o.workers, h->o.queue_capacity, &h->jobs, err);
+	if (!st)
+		st = start_daemon(h, &ss, v6, err);
+	if (st) {
+		http_stop(h);
+		return st;
+	}
+	*out = h;
+	return PM_OK;
+}
+
+unsigned http_port(const struct http_server *h)
+{
+	return h ? h->port : 0;
+}
+
+void http_stop(struct http_server *h)
+{
+	MHD_socket ls = MHD_INVALID_SOCKET;
+
+	if (!h)
+		return;
+	/* synchronous solves see this in their progress callback */
+	__atomic_store_n(&h->stopping, 1, __ATOMIC_RELAXED);
+	if (h->daemon) {
+		ls = MHD_quiesce_daemon(h->daemon);
+		MHD_stop_daemon(h->daemon); /* waits for the requests in flight */
+		if (ls != MHD_INVALID_SOCKET)
+			close(ls);
+	}
+	/* running analyses are cancelled and re-queued in the store */
+	jobs_destroy(h->jobs);
+	store_close(h->store);
+	metrics_destroy(h->metrics);
+	free_tokens(h);
+	pthread_mutex_destroy(&h->sync_mu);
+	free(h->listen);
+	free(h->data_dir);
+	free(h);
+}

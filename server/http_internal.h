@@ -1,0 +1,173 @@
+/*
+ * Private to the HTTP service (http.c, api.c, metrics.c): the server state,
+ * one request and one response as the route handlers see them, and the
+ * helpers the handlers share. Not part of the public API (server.h).
+ */
+#ifndef PMAXENT_HTTP_INTERNAL_H
+#define PMAXENT_HTTP_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include "server.h"
+
+/* "ds_" or "an_" + 16 hex digits */
+#define HTTP_ID_LEN    19
+#define HTTP_ID_SIZE   (HTTP_ID_LEN + 1)
+#define HTTP_MAX_DEPTH 64
+
+/* Route templates, for dispatch, 405 and the metrics labels. */
+enum http_route {
+	ROUTE_DATASETS,		/* /v1/datasets */
+	ROUTE_DATASET,		/* /v1/datasets/{id} */
+	ROUTE_DATASET_ANALYSES, /* /v1/datasets/{id}/analyses */
+	ROUTE_ANALYSIS,		/* /v1/analyses/{id} */
+	ROUTE_POSTERIOR,	/* /v1/analyses/{id}/posterior */
+	ROUTE_SOLVE,		/* /v1/solve */
+	ROUTE_OPENAPI,		/* /v1/openapi.yaml */
+	ROUTE_HEALTHZ,		/* /healthz */
+	ROUTE_METRICS,		/* /metrics */
+	ROUTE_NONE,		/* no such resource */
+	N_ROUTES
+};
+
+struct http_token {
+	char *token, *tenant;
+};
+
+struct metrics;
+
+struct http_server {
+	struct http_options o; /* listen and data_dir point at the copies below */
+	char *listen, *data_dir;
+	struct store *store;
+	struct jobs *jobs;
+	struct metrics *metrics;
+	struct MHD_Daemon *daemon;
+	unsigned port;
+	struct http_token *tokens; /* NULL when access control is off */
+	size_t n_tokens;
+	int stopping; /* set by http_stop; synchronous solves poll it */
+	pthread_mutex_t sync_mu;
+	size_t sync_running, sync_max; /* concurrent POST /v1/solve */
+};
+
+enum http_media { MEDIA_NONE, MEDIA_JSON, MEDIA_CSV, MEDIA_OTHER };
+
+/* One request, complete with its body, as the handlers see it. */
+struct http_request {
+	void *con; /* struct MHD_Connection */
+	const char *method, *path;
+	enum http_route route;
+	char id[HTTP_ID_SIZE]; /* the {id} of the path; "" when malformed */
+	const char *tenant;    /* "" without access control */
+	const char *body;      /* NUL-terminated; may be empty */
+	size_t body_len;
+};
+
+/* A response being built; http.c sends it. Strings are owned (free()). */
+struct http_response {
+	unsigned status;
+	char *body;
+	size_t len;
+	const char *content_type; /* static */
+	char *location;		  /* Location header */
+	char *link;		  /* Link header (next page) */
+	const char *allow;	  /* Allow header (405), static */
+	const char *www_auth;	  /* WWW-Authenticate header (401), static */
+	int retry_after;	  /* seconds; 0: no header */
+};
+
+/* ---- http.c: helpers for the handlers ---------------------------------- */
+
+const char *http_header(const struct http_request *r, const char *name);
+/* A query parameter, or NULL. */
+const char *http_query(const struct http_request *r, const char *name);
+enum http_media http_media_type(const struct http_request *r);
+/* Whether the client asks for text/csv (Accept). */
+int http_wants_csv(const struct http_request *r);
+
+/* Replaces the response with a problem document (RFC 9457); field may be
+ * NULL or "". */
+void http_problem(struct http_response *res, unsigned status, const char *field, const char *fmt,
+		  ...) __attribute__((format(printf, 4, 5)));
+/* The problem for a failed call: status from err->status (input and
+ * inconsistent knowledge 422, not found 404, busy 503, ...). */
+void http_problem_err(struct http_response *res, const struct pm_error *err);
+/* Sets the body to j (compact JSON, reals exact); steals the reference. */
+void http_json(struct http_response *res, unsigned status, json_t *j);
+/* Sets the body to text (copied) with the given content type. */
+void http_text(struct http_response *res, unsigned status, const char *type, const char *text,
+	       size_t len);
+/* Sets the body to buf (taken over; malloc'd). */
+void http_take(struct http_response *res, unsigned status, const char *type, char *buf, size_t len);
+/* The body as JSON: checks nesting depth, then parses. 0 and *out set, or
+ * -1 with a 400 problem in res. */
+int http_body_json(const struct http_request *r, json_t **out, struct http_response *res);
+/* A fresh id: prefix ("ds_", "an_") + 16 random hex digits. */
+void http_new_id(char *buf, const char *prefix);
+/* RFC 3339 UTC time ("2024-05-01T12:00:00Z"). */
+void http_time(int64_t unix_seconds, char *buf, size_t len);
+/* A 500 problem "out of memory"; returns -1. */
+int http_oom(struct http_response *res);
+/* The 415 problem; accepted lists the media types ("application/json"). */
+void http_unsupported(struct http_response *res, const struct http_request *r,
+		      const char *accepted);
+/* Index of the first byte of s[0..n) that is not UTF-8, or n. */
+size_t http_utf8_invalid_at(const char *s, size_t n);
+/* JSON of text this service stored; NULL when text is NULL or unreadable. */
+json_t *http_stored_json(const char *text);
+
+/* Paging (?limit=&cursor=): 0, or -1 with a 400 problem in res. *after is
+ * the cursor (0 without one). */
+int http_page_params(const struct http_request *r, size_t def, size_t max, size_t *limit,
+		     int64_t *after, struct http_response *res);
+/* Link: <path?limit=L&cursor=NEXT>; rel="next" */
+void http_next_link(struct http_response *res, const struct http_request *r, size_t limit,
+		    const char *next);
+/* Adds "items" and "next_cursor" (NULL: last page) to page (both taken)
+ * and responds 200 with the Link header of the next page. */
+void http_page_respond(struct http_response *res, const struct http_request *r, json_t *page,
+		       json_t *items, const char *next, size_t limit);
+/* The cursor after a page of store rows (asked for limit + 1): the seq of
+ * its last row when more follow, written to buf (32 bytes), else NULL. */
+const char *http_list_next(const struct store_row *rows, size_t n, size_t limit, char *buf);
+
+/* A growing text buffer; a failed allocation sticks in oom. */
+struct http_text_buf {
+	char *s;
+	size_t len, cap;
+	int oom;
+};
+void http_put(struct http_text_buf *t, const char *s, size_t n);
+
+/* ---- api.c ------------------------------------------------------------- */
+
+/* The route of path; writes the {id} segment to id (or "" if it is not
+ * a well-formed id). */
+enum http_route api_route(const char *path, char *id);
+/* Allowed methods of a route ("GET, HEAD, POST"), NULL for ROUTE_NONE. */
+const char *api_allow(enum http_route route);
+/* Produces the response of an authenticated request with a known route
+ * and allowed method. */
+void api_handle(struct http_server *h, const struct http_request *r, struct http_response *res);
+
+/* ---- metrics.c --------------------------------------------------------- */
+
+struct metrics *metrics_create(void);
+void metrics_destroy(struct metrics *m);
+const char *metrics_route_name(enum http_route route);
+/* One finished request. */
+void metrics_record(struct metrics *m, enum http_route route, const char *method, unsigned status,
+		    double seconds);
+/* One finished synchronous solve (POST /v1/solve), its "seconds". */
+void metrics_solve(struct metrics *m, double seconds);
+/* The Prometheus text exposition (format 0.0.4); caller frees. NULL when
+ * out of memory. */
+char *metrics_render(struct http_server *h, size_t *len);
+/* The access log line of one request (stderr). tenant NULL: not
+ * authenticated. Never given the token. */
+void metrics_log(const char *method, const char *path, unsigned status, size_t bytes,
+		 double seconds, const char *tenant);
+
+#endif
