@@ -383,7 +383,8 @@ def test_response_checker_catches_drift():
     with pytest.raises(apicheck.SpecError):
         SPEC.check_response("GET", "/healthz", 200, hj, b'{"status": "fine"}')
     prob = {"Content-Type": "application/problem+json"}
-    body = json.dumps({"title": "Method Not Allowed", "status": 405, "detail": "no"}).encode()
+    body = json.dumps({"type": "urn:pmaxent:problem:method-not-allowed",
+                       "title": "Method not allowed", "status": 405, "detail": "no"}).encode()
     with pytest.raises(apicheck.SpecError):  # no Allow header
         SPEC.check_response("PUT", "/v1/datasets", 405, prob, body)
     SPEC.check_response("PUT", "/v1/datasets", 405, dict(prob, Allow="GET, HEAD, POST"), body)
