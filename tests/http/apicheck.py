@@ -108,6 +108,10 @@ class Spec:
     def response_spec(self, method, path, status):
         """(template or None, response object) for a response, or raises."""
         tmpl, op = self.operation(method, path)
+        if status == 401 and (op is None or "401" not in op["responses"]) and \
+                path != "/healthz":
+            # authentication comes first, even for unknown routes and methods
+            return tmpl, self.resolve({"$ref": "#/components/responses/Unauthorized"})
         if tmpl is None:
             # no such route: only a 404 problem is acceptable
             if status != 404:
@@ -191,6 +195,8 @@ class Spec:
         rb = self.resolve(op.get("requestBody") or {})
         content = rb.get("content") or {}
         ctype = (content_type or "").split(";")[0].strip().lower()
+        if is_json(ctype) and ctype not in content:
+            ctype = "application/json"  # documented: any application/*+json is JSON
         if ctype not in content:
             raise SpecError("%s %s: the server accepted a %r body the document does not list"
                             % (method, path, content_type))
