@@ -8,6 +8,7 @@ import copy
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -66,6 +67,18 @@ def test_document_validates_as_openapi_31():
         return
     p = subprocess.run(cmd + [apicheck.SPEC_PATH], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_document_passes_redocly_lint():
+    """Optional second opinion: Redocly's linter (npm @redocly/cli), when
+    PMAXENT_REDOCLY names its binary or `redocly` is on PATH."""
+    exe = os.environ.get("PMAXENT_REDOCLY") or shutil.which("redocly")
+    if not exe:
+        pytest.skip("redocly not installed (npm install @redocly/cli; PMAXENT_REDOCLY=...)")
+    p = subprocess.run([exe, "lint", "--format=summary", apicheck.SPEC_PATH],
+                       capture_output=True, text=True, timeout=120)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0 and not re.search(r"You have \d+ warning", out), out
 
 
 def test_version_and_dialect():
