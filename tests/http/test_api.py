@@ -519,7 +519,7 @@ def test_cancel_queued_and_running_and_503(make_server, spec):
             break
         time.sleep(0.05)
     assert "pmaxent_jobs_running 0" in metrics
-    assert time.monotonic() - t0 < 1.5 * SLOW, "the worker took %.2f s to stop" % (
+    assert time.monotonic() - t0 < 2.0 * SLOW, "the worker took %.2f s to stop" % (
         time.monotonic() - t0)
     assert 'pmaxent_jobs{state="cancelled"} 2' in metrics
     # cancelled: a second DELETE deletes
