@@ -584,5 +584,8 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	free(cs);
 	free(resolved);
 	boundary_finish(&bd);
+	/* GLPK keeps a per-thread environment that would outlive a worker
+	 * thread; every program of this call is deleted, so free it */
+	glp_free_env();
 	return st;
 }
