@@ -303,17 +303,19 @@ static void cancel_analyses(struct http_server *h, const struct http_request *r)
 	struct store_row *rows = NULL;
 	struct pm_error err = {0};
 	int64_t after = 0;
-	size_t n;
+	size_t n = 0;
 
-	while (!store_analysis_list(h->store, r->id, r->tenant, after, 256, &rows, &n, &err) && n) {
+	while (!store_analysis_list(h->store, r->id, r->tenant, after, 256, &rows, &n, &err)) {
 		for (size_t i = 0; i < n; i++) {
 			if (!store_analysis_transition(h->store, rows[i].id, "queued|running",
 						       "cancelled", NULL, &err))
 				jobs_cancel(h->jobs, rows[i].id);
 		}
-		after = rows[n - 1].seq;
+		after = n ? rows[n - 1].seq : after;
 		store_rows_free(rows, n);
 		rows = NULL;
+		if (n < 256)
+			break;
 	}
 }
 
