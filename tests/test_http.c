@@ -1447,6 +1447,93 @@ static void test_kill9(void)
 	free(dir);
 }
 
+/* ---- service documents and the command line ---------------------------------------- */
+
+static void test_documents(void)
+{
+	char *dir = temp_dir(), spec[512], *yaml, ct[128], etag[64];
+	struct http_server *h = start(dir, 1, 4, NULL, 0);
+	unsigned port = http_port(h);
+	struct resp r;
+	size_t len = 0;
+
+	/* embedded at build time, or read from this path when not */
+	snprintf(spec, sizeof spec, "%s/../../api-spec/openapi.yaml", data_dir());
+	setenv("PMAXENT_OPENAPI", spec, 1);
+	yaml = read_file(spec, &len);
+	r = get(port, "/v1/openapi.yaml");
+	CHECK(r.status == 200);
+	CHECK_CONTAINS(hdr(&r, "Content-Type", ct, sizeof ct), "application/yaml");
+	CHECK(yaml && r.len == len && !memcmp(r.body, yaml, len));
+	CHECK(r.body && !strncmp(r.body, "openapi: 3.1", 12));
+	resp_free(&r);
+	r = get(port, "/healthz");
+	CHECK(r.status == 200 && !strcmp(r.body, "{\"status\":\"ok\"}\n"));
+	resp_free(&r);
+	r = call(port, "HEAD", "/v1/datasets", NULL, NULL, 0);
+	CHECK(r.status == 200 && r.len == 0 && hdr(&r, "ETag", etag, sizeof etag));
+	resp_free(&r);
+	http_stop(h);
+	free(yaml);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Runs pmaxent with args; its exit status, stdout and stderr in *out. */
+static int run_bin(const char *bin, const char *const *args, char **out)
+{
+	char log[] = "/tmp/pmaxent-http-out-XXXXXX";
+	int fd = mkstemp(log), status = -1;
+	size_t len;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(bin, (char *const *)args);
+		_exit(127);
+	}
+	waitpid(pid, &status, 0);
+	close(fd);
+	*out = read_file(log, &len);
+	unlink(log);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_serve_flags(void)
+{
+	static const struct {
+		const char *args[6];
+		int status;
+		const char *output;
+	} cases[] = {
+	    {{"serve", "--help"}, 0, "--token-file F"},
+	    {{"serve", "--port", "70000"}, 2, "--port: must be from 0 to 65535, got 70000"},
+	    {{"serve", "--workers", "x"}, 2, "--workers: expected an integer, got 'x'"},
+	    {{"serve", "--bogus"}, 2, "unknown option '--bogus'"},
+	    {{"serve", "extra"}, 2, "unexpected argument 'extra'"},
+	    {{"serve", "--listen", "0.0.0.0", "--port", "0"},
+	     2,
+	     "pmaxent: --listen: refusing to listen on 0.0.0.0 without access control"},
+	    {{"serve", "--token-file", "/nonexistent/tokens", "--port", "0"},
+	     2,
+	     "pmaxent: --token-file: cannot open /nonexistent/tokens"},
+	};
+	const char *bin = getenv("PMAXENT_BIN");
+	const char *argv[8];
+	char *out = NULL;
+
+	for (size_t i = 0; bin && i < sizeof cases / sizeof cases[0]; i++) {
+		argv[0] = bin;
+		for (size_t k = 0; k < 6; k++)
+			argv[k + 1] = cases[i].args[k];
+		argv[7] = NULL;
+		CHECK(run_bin(bin, argv, &out) == cases[i].status);
+		CHECK_CONTAINS(out, cases[i].output);
+		free(out);
+	}
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -1459,6 +1546,8 @@ int main(void)
 	test_queue_and_cancel();
 	test_restart();
 	test_concurrency();
+	test_documents();
+	test_serve_flags();
 	test_kill9();
 	free(slow_dataset);
 	return check_done();
