@@ -32,6 +32,7 @@
 #define PAGE_MAX	  1000
 #define POSTERIOR_DEFAULT 100
 #define POSTERIOR_MAX	  10000
+#define POSTERIOR_CSV_MAX 100000000 /* CSV: everything unless limited */
 
 /* ---- routes ---------------------------------------------------------------- */
 
@@ -745,7 +746,7 @@ static void posterior_get(struct http_server *h, const struct http_request *r,
 	struct pm_error err = {0};
 	json_t *result = NULL, *sum = NULL;
 	int csv = http_wants_csv(r);
-	size_t max = csv ? SIZE_MAX / 4 : POSTERIOR_MAX, limit;
+	size_t max = csv ? POSTERIOR_CSV_MAX : POSTERIOR_MAX, limit;
 	int64_t from;
 
 	if (http_page_params(r, csv ? max : POSTERIOR_DEFAULT, max, &limit, &from, res))

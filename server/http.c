@@ -119,6 +119,22 @@ static const struct problem_kind kinds[] = {
     {500, "internal", "Internal server error"},
 };
 
+/* A JSON string of s with bytes that are not UTF-8 (a path from the
+ * client, %FF) replaced by '?': jansson refuses invalid UTF-8. */
+static json_t *safe_string(const char *s)
+{
+	char buf[1024];
+	size_t n = strlen(s), at;
+
+	if (n >= sizeof buf)
+		n = sizeof buf - 1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	while ((at = http_utf8_invalid_at(buf, n)) < n)
+		buf[at] = '?';
+	return json_string(buf);
+}
+
 static void set_problem(struct http_response *res, unsigned status, const char *slug,
 			const char *title, const char *field, const char *detail)
 {
@@ -126,10 +142,10 @@ static void set_problem(struct http_response *res, unsigned status, const char *
 	json_t *p;
 
 	snprintf(type, sizeof type, "urn:pmaxent:problem:%s", slug);
-	p = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", title, "status", (int)status,
-		      "detail", detail);
+	p = json_pack("{s:s, s:s, s:i, s:o}", "type", type, "title", title, "status", (int)status,
+		      "detail", safe_string(detail));
 	if (p && field && *field)
-		json_object_set_new(p, "field", json_string(field));
+		json_object_set_new(p, "field", safe_string(field));
 	http_json(res, status, p);
 	res->content_type = "application/problem+json";
 }

@@ -797,6 +797,7 @@ static void errors_routes(unsigned port)
 {
 	check_status(port, "GET", "/nope", 404, "no resource at /nope");
 	check_status(port, "GET", "/v1/datasets/", 404, "");
+	check_status(port, "GET", "/v1/%FF%FE", 404, "no resource at /v1/??");
 	check_status(port, "GET", "/v1/datasets/ds_0123456789abcdef", 404, "ds_0123456789abcdef");
 	check_status(port, "GET", "/v1/datasets/not-an-id", 404, "not-an-id");
 	check_status(port, "GET", "/v1/datasets/ds_0123456789abcdef/analyses", 404, "no dataset");
