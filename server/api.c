@@ -449,35 +449,30 @@ static json_t *analysis_json(struct http_server *h, const struct store_row *a, i
 }
 
 /* Responds with the analysis. A stored result (megabytes for a large
- * posterior) is spliced in as text rather than parsed and re-printed. */
+ * posterior) is spliced in as text rather than parsed and re-printed. The
+ * rest is printed with 15 digits, so that progress and the echoed request
+ * read as typed (1.027, not 1.0269999999999999). */
 static void analysis_respond(struct http_server *h, struct http_response *res, unsigned status,
 			     const struct store_row *a)
 {
 	json_t *o = analysis_json(h, a, 1);
-	char *env, *buf;
-	size_t n, m, k;
+	char *env = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL, *buf;
+	const char *result = !strcmp(a->status, "succeeded") ? a->result : NULL;
+	size_t n = env ? strlen(env) : 0, m = result ? strlen(result) : 0, k;
 
-	if (!o || strcmp(a->status, "succeeded") || !a->result) {
-		if (o)
-			http_json(res, status, o);
-		else
-			http_oom(res);
-		return;
-	}
-	env = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	json_decref(o);
-	n = env ? strlen(env) : 0;
-	m = strlen(a->result);
-	if (!env || !(buf = malloc(n + m + 16))) {
+	if (!env || n < 2 || !(buf = malloc(n + m + 16))) {
 		free(env);
 		http_oom(res);
 		return;
 	}
 	memcpy(buf, env, n - 1); /* all but the closing brace */
 	k = n - 1;
-	k += (size_t)sprintf(buf + k, ",\"result\":");
-	memcpy(buf + k, a->result, m);
-	k += m;
+	if (result) {
+		k += (size_t)sprintf(buf + k, ",\"result\":");
+		memcpy(buf + k, result, m);
+		k += m;
+	}
 	buf[k++] = '}';
 	buf[k++] = '\n';
 	free(env);
