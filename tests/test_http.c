@@ -902,7 +902,7 @@ static void errors_paging(unsigned port)
 static void test_errors(void)
 {
 	char *dir = temp_dir(), *small = data_file("codec_small.json"),
-	     *pub = data_file("codec_published.json"), *ds, *pds, body[40000];
+	     *pub = data_file("codec_published.json"), *ds, *pds, *an, body[40000];
 	struct http_server *h = start(dir, 1, 4, NULL, 64 << 10);
 	unsigned port = http_port(h);
 	struct resp r;
@@ -928,6 +928,14 @@ static void test_errors(void)
 	r = get(port, body);
 	CHECK(r.status == 200 && json_array_size(json_object_get(r.json, "items")) == 0);
 	resp_free(&r);
+	/* the published form analyses without ground truth: no accuracy */
+	an = analyse(port, pds ? pds : "", "{}");
+	r = wait_done(port, an ? an : "");
+	CHECK_STR(jstr(r.json, "status"), "succeeded");
+	CHECK(json_is_null(
+	    json_object_get(json_object_get(r.json, "result"), "estimation_accuracy")));
+	resp_free(&r);
+	free(an);
 
 	http_stop(h);
 	free(ds);
