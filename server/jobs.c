@@ -88,15 +88,19 @@ static int on_progress(void *ctx, int iteration, double max_violation)
 	return cancel;
 }
 
-/* The problem document (RFC 9457) of a failed analysis. */
+/* The problem document (RFC 9457) of a failed analysis, typed like the
+ * HTTP layer's problems (urn:pmaxent:problem:<slug>). */
 static char *problem_text(const struct pm_error *err)
 {
-	int status = err->status == PM_ERR_INPUT || err->status == PM_ERR_INCONSISTENT ? 422 : 500;
-	const char *title = err->status == PM_ERR_INCONSISTENT ? "Inconsistent knowledge"
-			    : status == 422		       ? "Invalid analysis input"
-							       : "Analysis failed";
-	json_t *p = json_pack("{s:s, s:s, s:i, s:s}", "type", "about:blank", "title", title,
-			      "status", status, "detail", err->message);
+	int input = err->status == PM_ERR_INPUT, conflict = err->status == PM_ERR_INCONSISTENT;
+	const char *type = conflict ? "urn:pmaxent:problem:inconsistent-knowledge"
+			   : input  ? "urn:pmaxent:problem:invalid-input"
+				    : "urn:pmaxent:problem:internal";
+	const char *title = conflict ? "Inconsistent knowledge"
+			    : input  ? "Invalid input"
+				     : "Internal server error";
+	json_t *p = json_pack("{s:s, s:s, s:i, s:s}", "type", type, "title", title, "status",
+			      input || conflict ? 422 : 500, "detail", err->message);
 	char *text;
 
 	if (p && err->field[0])

@@ -139,6 +139,7 @@ static void check_problem(struct store *s, const char *id, const char *title, co
 	CHECK(p != NULL);
 	CHECK(json_integer_value(json_object_get(p, "status")) == 422);
 	CHECK_STR(json_string_value(json_object_get(p, "title")), title);
+	CHECK_CONTAINS(json_string_value(json_object_get(p, "type")), "urn:pmaxent:problem:");
 	CHECK_STR(json_string_value(json_object_get(p, "field")), field);
 	CHECK(json_string_length(json_object_get(p, "detail")) > 0);
 	json_decref(p);
@@ -178,7 +179,7 @@ static void test_results(const char *dir)
 	CHECK(got && want &&
 	      json_equal(json_object_get(got, "posterior"), json_object_get(want, "posterior")));
 	check_problem(s, "an_conflict", "Inconsistent knowledge", "knowledge.rules");
-	check_problem(s, "an_bad", "Invalid analysis input", "knowledge.rules[0].if.sex");
+	check_problem(s, "an_bad", "Invalid input", "knowledge.rules[0].if.sex");
 	/* counters follow the store's state change by a moment */
 	for (int i = 0; i < 500; i++) {
 		jobs_stats(j, &stats);
