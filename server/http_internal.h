@@ -1,7 +1,8 @@
 /*
- * Private to the HTTP service (http.c, api.c, metrics.c): the server state,
- * one request and one response as the route handlers see them, and the
- * helpers the handlers share. Not part of the public API (server.h).
+ * Private to the HTTP service (http.c, http_util.c, api.c, metrics.c): the
+ * server state, one request and one response as the route handlers see
+ * them, and the helpers the handlers share. Not part of the public API
+ * (server.h).
  */
 #ifndef PMAXENT_HTTP_INTERNAL_H
 #define PMAXENT_HTTP_INTERNAL_H
@@ -78,7 +79,7 @@ struct http_response {
 	int retry_after;	  /* seconds; 0: no header */
 };
 
-/* ---- http.c: helpers for the handlers ---------------------------------- */
+/* ---- http_util.c: helpers for the handlers ----------------------------- */
 
 const char *http_header(const struct http_request *r, const char *name);
 /* A query parameter, or NULL. */
