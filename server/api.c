@@ -1,18 +1,16 @@
 /*
- * The resources of the HTTP API (SPEC section 6, issue 3): datasets,
- * analyses, their posterior, the synchronous solve, health, metrics and the
- * OpenAPI document. http.c has already authenticated the request, checked
- * the route, the method and the body size; handlers validate everything
- * else before they touch the store, so a bad request changes nothing.
+ * The resources of the HTTP API (SPEC section 6, issue 3): routing,
+ * datasets, health, metrics and the OpenAPI document; analyses, their
+ * posterior and the synchronous solve are in analyses.c. http.c has already
+ * authenticated the request, checked the route, the method and the body
+ * size; handlers validate everything else before they touch the store, so
+ * a bad request changes nothing.
  *
  * Status codes: 400 when the body cannot be read as its media type
  * (malformed JSON or CSV, too deep, not UTF-8) or a query parameter is
  * wrong; 422 when it reads but does not validate (wrong types, unknown
  * keys or attributes, inconsistent knowledge), naming the field.
  */
-#include <errno.h>
-#include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +25,6 @@
 #define HAVE_OPENAPI_YAML 1
 #endif
 #endif
-
-#define PAGE_DEFAULT	  50
-#define PAGE_MAX	  1000
-#define POSTERIOR_DEFAULT 100
-#define POSTERIOR_MAX	  10000
-#define POSTERIOR_CSV_MAX 100000000 /* CSV: everything unless limited */
 
 /* ---- routes ---------------------------------------------------------------- */
 
@@ -109,7 +101,7 @@ const char *api_allow(enum http_route route)
 
 /* ---- shared pieces --------------------------------------------------------- */
 
-static void not_found(struct http_response *res, const struct http_request *r)
+void api_not_found(struct http_response *res, const struct http_request *r)
 {
 	http_problem(res, 404, NULL, "no %s with id '%s'",
 		     r->route == ROUTE_DATASET || r->route == ROUTE_DATASET_ANALYSES ? "dataset"
@@ -118,11 +110,11 @@ static void not_found(struct http_response *res, const struct http_request *r)
 }
 
 /* A store error: not found is about the request's own id. */
-static void store_failed(struct http_response *res, const struct http_request *r,
-			 const struct pm_error *err)
+void api_store_failed(struct http_response *res, const struct http_request *r,
+		      const struct pm_error *err)
 {
 	if (err->status == PM_ERR_NOT_FOUND)
-		not_found(res, r);
+		api_not_found(res, r);
 	else
 		http_problem_err(res, err);
 }
@@ -265,7 +257,7 @@ static void dataset_list(struct http_server *h, const struct http_request *r,
 	json_t *items;
 	char cur[32];
 
-	if (http_page_params(r, PAGE_DEFAULT, PAGE_MAX, &limit, &after, res))
+	if (http_page_params(r, HTTP_PAGE_DEFAULT, HTTP_PAGE_MAX, &limit, &after, res))
 		return;
 	if (store_dataset_list(h->store, r->tenant, after, limit + 1, &rows, &n, &err)) {
 		http_problem_err(res, &err);
@@ -286,7 +278,7 @@ static void dataset_get(struct http_server *h, const struct http_request *r,
 	json_t *sum;
 
 	if (store_dataset_get(h->store, r->id, r->tenant, 0, &row, &err)) {
-		store_failed(res, r, &err);
+		api_store_failed(res, r, &err);
 		return;
 	}
 	sum = http_stored_json(row.summary);
@@ -327,552 +319,15 @@ static void dataset_delete(struct http_server *h, const struct http_request *r,
 	struct pm_error err = {0};
 
 	if (store_dataset_get(h->store, r->id, r->tenant, 0, &row, &err)) {
-		store_failed(res, r, &err);
+		api_store_failed(res, r, &err);
 		return;
 	}
 	store_row_finish(&row);
 	cancel_analyses(h, r);
 	if (store_dataset_delete(h->store, r->id, r->tenant, &err))
-		store_failed(res, r, &err);
+		api_store_failed(res, r, &err);
 	else
 		http_take(res, 204, NULL, NULL, 0);
-}
-
-/* ---- analyses -------------------------------------------------------------- */
-
-/* Checks the knowledge and solver blocks of a request against ds exactly as
- * the pipeline will read them, so bad ones are 422 now and not a failed
- * analysis later. Fields are named as in the request. */
-static enum pm_status check_analysis(const struct dataset *ds, const json_t *know,
-				     const json_t *solver, struct pm_error *err)
-{
-	const json_t *inner = json_object_get(know, "solver");
-	struct miner_options mine;
-	struct solver_options o;
-	struct knowledge k;
-	int has_mine = 0;
-	enum pm_status st;
-
-	knowledge_init(&k);
-	st = codec_knowledge(know, ds, &k, &mine, &has_mine, err);
-	knowledge_finish(&k);
-	if (!st && has_mine && !ds->has_ground_truth)
-		st = error_set(err, PM_ERR_INPUT, "mine",
-			       "mining needs the original records (records form); this dataset is "
-			       "published form");
-	solver_options_init(&o);
-	if (!st && inner)
-		st = codec_solver_options(inner, &o, err);
-	if (st) {
-		error_prefix(err, "knowledge");
-		return st;
-	}
-	solver_options_init(&o);
-	return codec_solver_options(solver, &o, err);
-}
-
-/* The solver block to run with: the request's, completed by a "solver"
- * block inside the knowledge document (the request's wins), as the CLI
- * does with flags and a knowledge file. New reference or NULL. */
-static json_t *merged_solver(const json_t *know, const json_t *solver)
-{
-	json_t *inner = json_object_get(know, "solver"), *m;
-
-	if (!json_is_object(inner) || (solver && !json_is_object(solver)))
-		return solver ? json_incref((json_t *)solver) : NULL;
-	m = solver ? json_deep_copy(solver) : json_object();
-	if (m)
-		json_object_update_missing(m, inner);
-	return m;
-}
-
-/* The request envelope: an object with only the given keys. */
-static int check_keys(const json_t *req, const char *const *keys, size_t n,
-		      struct http_response *res)
-{
-	const char *key;
-	json_t *v;
-
-	if (!json_is_object(req)) {
-		http_problem(res, 422, NULL, "the request body must be a JSON object");
-		return -1;
-	}
-	json_object_foreach((json_t *)req, key, v)
-	{
-		size_t i = 0;
-
-		while (i < n && strcmp(key, keys[i]))
-			i++;
-		if (i == n) {
-			http_problem(res, 422, key, "unknown key; this request takes %s%s%s%s%s",
-				     keys[0], n > 1 ? ", " : "", n > 1 ? keys[1] : "",
-				     n > 2 ? ", " : "", n > 2 ? keys[2] : "");
-			return -1;
-		}
-	}
-	return 0;
-}
-
-static json_t *progress_json(struct http_server *h, const char *id)
-{
-	struct jobs_progress p = {0, NAN, 0};
-	double elapsed = 0;
-
-	if (jobs_progress(h->jobs, id, &p))
-		elapsed = round((pipeline_now() - p.started) * 1e3) / 1e3;
-	return json_pack("{s:i, s:o, s:f}", "iterations", p.iterations, "max_violation",
-			 isnan(p.max_violation) ? json_null() : json_real(p.max_violation),
-			 "elapsed", elapsed);
-}
-
-/* The analysis resource; full adds the request, the progress and the
- * problem (the result is spliced in by analysis_respond). */
-static json_t *analysis_json(struct http_server *h, const struct store_row *a, int full)
-{
-	char created[32], updated[32];
-	json_t *o;
-
-	http_time(a->created, created, sizeof created);
-	http_time(a->updated, updated, sizeof updated);
-	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:i}", "id", a->id, "dataset_id", a->dataset_id,
-		      "status", a->status, "created", created, "updated", updated, "attempts",
-		      a->attempts);
-	if (!o || !full)
-		return o;
-	if (a->request)
-		json_object_set_new(o, "request", http_stored_json(a->request));
-	if (!strcmp(a->status, "running"))
-		json_object_set_new(o, "progress", progress_json(h, a->id));
-	if (!strcmp(a->status, "failed") && a->problem)
-		json_object_set_new(o, "problem", http_stored_json(a->problem));
-	return o;
-}
-
-/* Responds with the analysis. A stored result (megabytes for a large
- * posterior) is spliced in as text rather than parsed and re-printed. The
- * rest is printed with 15 digits, so that progress and the echoed request
- * read as typed (1.027, not 1.0269999999999999). */
-static void analysis_respond(struct http_server *h, struct http_response *res, unsigned status,
-			     const struct store_row *a)
-{
-	json_t *o = analysis_json(h, a, 1);
-	char *env = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL, *buf;
-	const char *result = !strcmp(a->status, "succeeded") ? a->result : NULL;
-	size_t n = env ? strlen(env) : 0, m = result ? strlen(result) : 0, k;
-
-	json_decref(o);
-	if (!env || n < 2 || !(buf = malloc(n + m + 16))) {
-		free(env);
-		http_oom(res);
-		return;
-	}
-	memcpy(buf, env, n - 1); /* all but the closing brace */
-	k = n - 1;
-	if (result) {
-		k += (size_t)sprintf(buf + k, ",\"result\":");
-		memcpy(buf + k, result, m);
-		k += m;
-	}
-	buf[k++] = '}';
-	buf[k++] = '\n';
-	free(env);
-	http_take(res, status, "application/json", buf, k);
-}
-
-/* Reads the request of POST /v1/datasets/{id}/analyses (an empty body is
- * an analysis without knowledge). */
-static int analysis_request(const struct http_request *r, json_t **req, struct http_response *res)
-{
-	static const char *const keys[] = {"knowledge", "solver"};
-
-	if (r->body_len == 0) {
-		*req = json_object();
-		return *req ? 0 : http_oom(res);
-	}
-	if (http_media_type(r) != MEDIA_JSON) {
-		http_unsupported(res, r, "application/json");
-		return -1;
-	}
-	if (http_body_json(r, req, res))
-		return -1;
-	return check_keys(*req, keys, 2, res);
-}
-
-/* Loads the stored dataset of the request and validates the analysis
- * against it; *text is the request to store. */
-static int analysis_prepare(struct http_server *h, const struct http_request *r, json_t *req,
-			    char **text, struct http_response *res)
-{
-	const json_t *know = json_object_get(req, "knowledge");
-	struct store_row row = {0};
-	struct dataset *ds = NULL;
-	struct pm_error err = {0};
-	json_t *body = NULL, *solver = NULL, *doc = NULL;
-	int rc = -1;
-
-	*text = NULL;
-	if (store_dataset_get(h->store, r->id, r->tenant, 1, &row, &err)) {
-		store_failed(res, r, &err);
-		goto out;
-	}
-	if (!(body = http_stored_json(row.body)) || codec_dataset(body, &ds, &err)) {
-		http_problem(res, 500, NULL, "the stored dataset %s is unreadable", r->id);
-		goto out;
-	}
-	if (check_analysis(ds, know, json_object_get(req, "solver"), &err)) {
-		http_problem_err(res, &err);
-		goto out;
-	}
-	solver = merged_solver(know, json_object_get(req, "solver"));
-	doc = json_pack("{s:O?, s:O?}", "knowledge", know, "solver", solver);
-	if (!doc || !(*text = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17))))
-		http_oom(res);
-	else
-		rc = 0;
-out:
-	json_decref(doc);
-	json_decref(solver);
-	json_decref(body);
-	dataset_destroy(ds);
-	store_row_finish(&row);
-	return rc;
-}
-
-static void analysis_create(struct http_server *h, const struct http_request *r,
-			    struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-	char id[HTTP_ID_SIZE], *text = NULL;
-	json_t *req = NULL;
-
-	if (analysis_request(r, &req, res) || analysis_prepare(h, r, req, &text, res))
-		goto out;
-	http_new_id(id, "an_");
-	if (store_analysis_insert(h->store, id, r->tenant, r->id, text, &err)) {
-		store_failed(res, r, &err);
-		goto out;
-	}
-	if (jobs_submit(h->jobs, id, &err)) {
-		struct pm_error ignored = {0};
-
-		/* never queued: remove it, so the store holds no orphan */
-		store_analysis_delete(h->store, id, r->tenant, &ignored);
-		http_problem_err(res, &err);
-		res->retry_after = err.status == PM_ERR_BUSY ? 5 : 0;
-		goto out;
-	}
-	if (store_analysis_get(h->store, id, r->tenant, &row, &err)) {
-		http_problem_err(res, &err);
-		goto out;
-	}
-	analysis_respond(h, res, 202, &row);
-	if ((res->location = malloc(48)))
-		snprintf(res->location, 48, "/v1/analyses/%s", id);
-out:
-	store_row_finish(&row);
-	json_decref(req);
-	free(text);
-}
-
-static void analysis_list(struct http_server *h, const struct http_request *r,
-			  struct http_response *res)
-{
-	struct store_row *rows = NULL, ds = {0};
-	struct pm_error err = {0};
-	size_t limit, n = 0;
-	int64_t after;
-	json_t *items;
-	char cur[32];
-
-	if (http_page_params(r, PAGE_DEFAULT, PAGE_MAX, &limit, &after, res))
-		return;
-	if (store_dataset_get(h->store, r->id, r->tenant, 0, &ds, &err) ||
-	    store_analysis_list(h->store, r->id, r->tenant, after, limit + 1, &rows, &n, &err)) {
-		store_failed(res, r, &err);
-		goto out;
-	}
-	items = json_array();
-	for (size_t i = 0; items && i < n && i < limit; i++)
-		json_array_append_new(items, analysis_json(h, &rows[i], 0));
-	http_page_respond(res, r, json_object(), items, http_list_next(rows, n, limit, cur), limit);
-out:
-	store_row_finish(&ds);
-	store_rows_free(rows, n);
-}
-
-static void analysis_get(struct http_server *h, const struct http_request *r,
-			 struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-
-	if (store_analysis_get(h->store, r->id, r->tenant, &row, &err))
-		store_failed(res, r, &err);
-	else
-		analysis_respond(h, res, 200, &row);
-	store_row_finish(&row);
-}
-
-/* Cancels a queued or running analysis (200 with it, now "cancelled");
- * deletes a finished one (204). */
-static void analysis_delete(struct http_server *h, const struct http_request *r,
-			    struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-	enum pm_status st;
-
-	if ((st = store_analysis_get(h->store, r->id, r->tenant, &row, &err)))
-		goto out;
-	if (!strcmp(row.status, "queued") || !strcmp(row.status, "running")) {
-		/* the store first: a worker that finishes now loses the race */
-		st = store_analysis_transition(h->store, r->id, "queued|running", "cancelled", NULL,
-					       &err);
-		if (!st)
-			jobs_cancel(h->jobs, r->id);
-		/* cancelled, or finished meanwhile: either way show it */
-		store_row_finish(&row);
-		if (st == PM_OK || st == PM_ERR_CONFLICT)
-			st = store_analysis_get(h->store, r->id, r->tenant, &row, &err);
-		if (!st)
-			analysis_respond(h, res, 200, &row);
-		goto out;
-	}
-	if (!(st = store_analysis_delete(h->store, r->id, r->tenant, &err)))
-		http_take(res, 204, NULL, NULL, 0);
-out:
-	if (st)
-		store_failed(res, r, &err);
-	store_row_finish(&row);
-}
-
-/* ---- posterior ------------------------------------------------------------- */
-
-/* One CSV field (RFC 4180 quoting when needed) and its separator. */
-static void put_field(struct http_text_buf *t, const char *s, char sep)
-{
-	if (s[strcspn(s, ",\"\r\n")] || s[0] == ' ' || (*s && s[strlen(s) - 1] == ' ')) {
-		http_put(t, "\"", 1);
-		for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-			http_put(t, s, (size_t)(q - s) + 1);
-			http_put(t, "\"", 1);
-		}
-		http_put(t, s, strlen(s));
-		http_put(t, "\"", 1);
-	} else {
-		http_put(t, s, strlen(s));
-	}
-	http_put(t, &sep, 1);
-}
-
-/* Long format: the QI values, count, the SA value and p, one row per
- * (q, s) with p > 0; the header names the attributes. */
-static void posterior_csv(struct http_response *res, const json_t *sum, const json_t *items)
-{
-	const json_t *qi = json_object_get(sum, "qi_attributes"), *item, *v;
-	struct http_text_buf t = {0};
-	const char *s;
-	char num[40];
-	size_t i, a;
-
-	json_array_foreach(qi, a, v) put_field(&t, json_string_value(v), ',');
-	http_put(&t, "count,", 6);
-	put_field(&t, json_string_value(json_object_get(sum, "sa_attribute")), ',');
-	http_put(&t, "p\r\n", 3);
-	json_array_foreach(items, i, item)
-	{
-		json_object_foreach((json_t *)json_object_get(item, "p"), s, v)
-		{
-			json_array_foreach(json_object_get(item, "qi"), a, qi)
-			    put_field(&t, json_string_value(qi), ',');
-			snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT ",",
-				 json_integer_value(json_object_get(item, "count")));
-			http_put(&t, num, strlen(num));
-			put_field(&t, s, ',');
-			snprintf(num, sizeof num, "%.17g\r\n", json_number_value(v));
-			http_put(&t, num, strlen(num));
-		}
-	}
-	if (t.oom) {
-		free(t.s);
-		http_oom(res);
-		return;
-	}
-	http_take(res, 200, "text/csv; charset=utf-8", t.s, t.len);
-}
-
-/* The page [from, from+limit) of the posterior, JSON or CSV; the cursor
- * is the offset of the next entry. */
-static void posterior_page(struct http_response *res, const struct http_request *r,
-			   const json_t *sum, const json_t *post, size_t from, size_t limit)
-{
-	size_t total = json_array_size(post);
-	json_t *items = json_array(), *page;
-	char cur[32], *next = NULL;
-
-	if (from + limit < total) {
-		snprintf(cur, sizeof cur, "%zu", from + limit);
-		next = cur;
-	}
-	for (size_t i = from; items && i < total && i - from < limit; i++)
-		json_array_append(items, json_array_get(post, i));
-	if (!items) {
-		http_oom(res);
-		return;
-	}
-	if (!http_wants_csv(r)) {
-		page = json_pack("{s:s, s:O, s:O, s:I}", "analysis_id", r->id, "qi_attributes",
-				 json_object_get(sum, "qi_attributes"), "sa_attribute",
-				 json_object_get(sum, "sa_attribute"), "total", (json_int_t)total);
-		http_page_respond(res, r, page, items, next, limit);
-		return;
-	}
-	posterior_csv(res, sum, items);
-	json_decref(items);
-	if (next && res->status == 200)
-		http_next_link(res, r, limit, next);
-}
-
-static void posterior_get(struct http_server *h, const struct http_request *r,
-			  struct http_response *res)
-{
-	struct store_row an = {0}, ds = {0};
-	struct pm_error err = {0};
-	json_t *result = NULL, *sum = NULL;
-	int csv = http_wants_csv(r);
-	size_t max = csv ? POSTERIOR_CSV_MAX : POSTERIOR_MAX, limit;
-	int64_t from;
-
-	if (http_page_params(r, csv ? max : POSTERIOR_DEFAULT, max, &limit, &from, res))
-		return;
-	if (store_analysis_get(h->store, r->id, r->tenant, &an, &err)) {
-		store_failed(res, r, &err);
-		goto out;
-	}
-	if (strcmp(an.status, "succeeded")) {
-		http_problem(res, 409, NULL,
-			     "the analysis is %s; its posterior exists once it has succeeded",
-			     an.status);
-		goto out;
-	}
-	if (store_dataset_get(h->store, an.dataset_id, r->tenant, 0, &ds, &err)) {
-		http_problem_err(res, &err);
-		goto out;
-	}
-	sum = http_stored_json(ds.summary);
-	result = http_stored_json(an.result);
-	if (!sum || !json_is_array(json_object_get(result, "posterior")))
-		http_problem(res, 500, NULL, "the stored result of %s is unreadable", r->id);
-	else
-		posterior_page(res, r, sum, json_object_get(result, "posterior"), (size_t)from,
-			       limit);
-out:
-	json_decref(result);
-	json_decref(sum);
-	store_row_finish(&ds);
-	store_row_finish(&an);
-}
-
-/* ---- synchronous solve ---------------------------------------------------- */
-
-static int stop_requested(void *ctx, int iteration, double max_violation)
-{
-	struct http_server *h = ctx;
-
-	return __atomic_load_n(&h->stopping, __ATOMIC_RELAXED);
-}
-
-/* At most sync_max solves at once on the connection threads; the others
- * get 503 rather than starving the machine. 0 when admitted. */
-static int sync_enter(struct http_server *h)
-{
-	int full;
-
-	pthread_mutex_lock(&h->sync_mu);
-	full = h->sync_running >= h->sync_max;
-	h->sync_running += !full;
-	pthread_mutex_unlock(&h->sync_mu);
-	return full;
-}
-
-static void sync_leave(struct http_server *h)
-{
-	pthread_mutex_lock(&h->sync_mu);
-	h->sync_running--;
-	pthread_mutex_unlock(&h->sync_mu);
-}
-
-/* Runs the validated request; the response is the result or the problem. */
-static void solve_run(struct http_server *h, const struct dataset *ds, const json_t *req, double t0,
-		      struct http_response *res)
-{
-	const json_t *know = json_object_get(req, "knowledge");
-	json_t *solver = merged_solver(know, json_object_get(req, "solver")), *result = NULL;
-	struct solver_options base;
-	struct pm_error err = {0};
-	enum pm_status st;
-
-	solver_options_init(&base);
-	base.progress = stop_requested;
-	base.progress_ctx = h;
-	st = pipeline_run_dataset(ds, know, solver, &base, pipeline_now() - t0, &result, &err);
-	if (st == PM_ERR_CANCELLED) {
-		http_problem(res, 503, NULL, "the service is shutting down");
-		res->retry_after = 5;
-	} else if (st) {
-		/* knowledge fields as the request names them */
-		if (!strncmp(err.field, "rules", 5) || !strncmp(err.field, "mine", 4))
-			error_prefix(&err, "knowledge");
-		http_problem_err(res, &err);
-	} else {
-		metrics_solve(h->metrics, json_real_value(json_object_get(result, "seconds")));
-		http_json(res, 200, json_incref(result));
-	}
-	json_decref(result);
-	json_decref(solver);
-}
-
-static void solve(struct http_server *h, const struct http_request *r, struct http_response *res)
-{
-	static const char *const keys[] = {"dataset", "knowledge", "solver"};
-	double t0 = pipeline_now();
-	struct dataset *ds = NULL;
-	struct pm_error err = {0};
-	json_t *req = NULL;
-
-	if (http_media_type(r) != MEDIA_JSON) {
-		http_unsupported(res, r, "application/json");
-		return;
-	}
-	if (http_body_json(r, &req, res) || check_keys(req, keys, 3, res))
-		goto out;
-	if (!json_object_get(req, "dataset")) {
-		http_problem(res, 422, "dataset", "is required (a dataset JSON document)");
-		goto out;
-	}
-	if (codec_dataset(json_object_get(req, "dataset"), &ds, &err)) {
-		error_prefix(&err, "dataset");
-		http_problem_err(res, &err);
-		goto out;
-	}
-	if (check_analysis(ds, json_object_get(req, "knowledge"), json_object_get(req, "solver"),
-			   &err)) {
-		http_problem_err(res, &err);
-		goto out;
-	}
-	if (sync_enter(h)) {
-		http_problem(res, 503, NULL,
-			     "%zu synchronous solves are running; retry later or start an analysis",
-			     h->sync_max);
-		res->retry_after = 1;
-		goto out;
-	}
-	solve_run(h, ds, req, t0, res);
-	sync_leave(h);
-out:
-	json_decref(req);
-	dataset_destroy(ds);
 }
 
 /* ---- service documents ----------------------------------------------------- */
@@ -910,7 +365,7 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 	char *text;
 
 	if (r->route <= ROUTE_POSTERIOR && r->route != ROUTE_DATASETS && !r->id[0]) {
-		not_found(res, r);
+		api_not_found(res, r);
 		return;
 	}
 	switch (r->route) {
@@ -921,16 +376,10 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 		(del ? dataset_delete : dataset_get)(h, r, res);
 		break;
 	case ROUTE_DATASET_ANALYSES:
-		(post ? analysis_create : analysis_list)(h, r, res);
-		break;
 	case ROUTE_ANALYSIS:
-		(del ? analysis_delete : analysis_get)(h, r, res);
-		break;
 	case ROUTE_POSTERIOR:
-		posterior_get(h, r, res);
-		break;
 	case ROUTE_SOLVE:
-		solve(h, r, res);
+		analyses_handle(h, r, res);
 		break;
 	case ROUTE_OPENAPI:
 		openapi(res);

@@ -1,8 +1,8 @@
 /*
- * Private to the HTTP service (http.c, http_util.c, api.c, metrics.c): the
- * server state, one request and one response as the route handlers see
- * them, and the helpers the handlers share. Not part of the public API
- * (server.h).
+ * Private to the HTTP service (http.c, http_util.c, api.c, analyses.c,
+ * metrics.c): the server state, one request and one response as the route
+ * handlers see them, and the helpers the handlers share. Not part of the
+ * public API (server.h).
  */
 #ifndef PMAXENT_HTTP_INTERNAL_H
 #define PMAXENT_HTTP_INTERNAL_H
@@ -16,6 +16,10 @@
 #define HTTP_ID_LEN    19
 #define HTTP_ID_SIZE   (HTTP_ID_LEN + 1)
 #define HTTP_MAX_DEPTH 64
+
+/* list pages (?limit=) of datasets and analyses */
+#define HTTP_PAGE_DEFAULT 50
+#define HTTP_PAGE_MAX	  1000
 
 /* Route templates, for dispatch, 405 and the metrics labels. */
 enum http_route {
@@ -152,6 +156,19 @@ const char *api_allow(enum http_route route);
 /* Produces the response of an authenticated request with a known route
  * and allowed method. */
 void api_handle(struct http_server *h, const struct http_request *r, struct http_response *res);
+/* The 404 problem "no dataset/analysis with id ..." of the request's id. */
+void api_not_found(struct http_response *res, const struct http_request *r);
+/* A failed store call: not found is about the request's own id (404 as
+ * api_not_found), anything else as http_problem_err. */
+void api_store_failed(struct http_response *res, const struct http_request *r,
+		      const struct pm_error *err);
+
+/* ---- analyses.c -------------------------------------------------------- */
+
+/* The response of ROUTE_DATASET_ANALYSES, ROUTE_ANALYSIS, ROUTE_POSTERIOR
+ * and ROUTE_SOLVE, called by api_handle. */
+void analyses_handle(struct http_server *h, const struct http_request *r,
+		     struct http_response *res);
 
 /* ---- metrics.c --------------------------------------------------------- */
 
