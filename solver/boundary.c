@@ -495,8 +495,8 @@ static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
  */
 #define PROBE_FLOOR 1e-6
 static enum pm_status component_probe(struct boundary *bd, const struct component *c,
-				      const struct solver_options *base, int *stable,
-				      struct pm_error *err)
+				      const uint8_t *resolved, const struct solver_options *base,
+				      int *stable, struct pm_error *err)
 {
 	const struct invariants *inv = bd->inv;
 	struct solver_options o = *base;
@@ -515,11 +515,11 @@ static enum pm_status component_probe(struct boundary *bd, const struct componen
 			active[cell] = !bd->zero[cell];
 	o.max_iterations = base->max_iterations < 3000 ? base->max_iterations : 3000;
 	o.tolerance = 1e-4; /* internal target 1e-7 */
-	ret = maxent_solve(inv, active, &o, y1, &st1, err);
+	ret = maxent_solve(inv, active, resolved, &o, y1, &st1, err);
 	if (ret || st1.max_violation > 1e-6)
 		goto out;
 	o.tolerance = 1e-6; /* internal target 1e-9 */
-	ret = maxent_solve(inv, active, &o, y2, &st2, err);
+	ret = maxent_solve(inv, active, resolved, &o, y2, &st2, err);
 	if (ret || st2.max_violation > 1e-8)
 		goto out;
 	*stable = 1;
@@ -544,7 +544,7 @@ static int component_resolved(const struct component *c, const uint8_t *resolved
 
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, struct pm_error *err)
+			     uint8_t *zero, uint8_t *implied, struct pm_error *err)
 {
 	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
 	struct component *cs = NULL;
@@ -570,7 +570,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 		if (!infeasible && component_resolved(&cs[i], resolved))
 			continue;
 		if (!infeasible && o)
-			st = component_probe(&bd, &cs[i], o, &stable, err);
+			st = component_probe(&bd, &cs[i], resolved, o, &stable, err);
 		if (!st && !stable)
 			st = component_solve(&bd, &cs[i], err);
 	}
@@ -582,6 +582,8 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	for (size_t i = 0; i < n; i++)
 		component_finish(&cs[i]);
 	free(cs);
+	if (implied && resolved)
+		memcpy(implied, resolved, inv->n_rows);
 	free(resolved);
 	boundary_finish(&bd);
 	/* GLPK keeps a per-thread environment that would outlive a worker

@@ -169,7 +169,7 @@ static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *
 
 /* Local numbering of active cells and of the rows that touch them. */
 static enum pm_status dual_rows(struct maxent_dual *d, const struct invariants *inv,
-				const uint8_t *active, uint32_t *local)
+				const uint8_t *active, const uint8_t *skip, uint32_t *local)
 {
 	size_t nnz = 0;
 
@@ -192,6 +192,8 @@ static enum pm_status dual_rows(struct maxent_dual *d, const struct invariants *
 	for (size_t i = 0; i < inv->n_rows; i++) {
 		size_t start = nnz;
 
+		if (skip && skip[i])
+			continue; /* implied by the others: no multiplier */
 		for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++)
 			if (active[inv->row_cell[e]])
 				d->row_cell[nnz++] = local[inv->row_cell[e]];
@@ -361,7 +363,7 @@ static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_s
 }
 
 enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *active,
-				  struct maxent_dual **out)
+				  const uint8_t *skip, struct maxent_dual **out)
 {
 	struct maxent_dual *d = calloc(1, sizeof *d);
 	uint32_t *local = malloc((inv->n_cells + 1) * sizeof *local);
@@ -371,7 +373,7 @@ enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *a
 		goto out;
 	d->nb = calloc(inv->n_groups + 1, sizeof *d->nb);
 	d->sa_sum = calloc(inv->n_groups + 1, sizeof *d->sa_sum);
-	if (!d->nb || !d->sa_sum || dual_rows(d, inv, active, local) || dual_transpose(d) ||
+	if (!d->nb || !d->sa_sum || dual_rows(d, inv, active, skip, local) || dual_transpose(d) ||
 	    dual_dropped(d, inv, active, local, d->nb, d->sa_sum))
 		goto out;
 	d->y = malloc((d->m + 1) * sizeof *d->y);
@@ -409,15 +411,15 @@ double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *gra
 }
 
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
-			    const struct solver_options *o, double *y, struct maxent_stats *st,
-			    struct pm_error *err)
+			    const uint8_t *skip, const struct solver_options *o, double *y,
+			    struct maxent_stats *st, struct pm_error *err)
 {
 	struct maxent_dual *d = NULL;
 	double *u = NULL, max_rhs = 1;
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	memset(st, 0, sizeof *st);
-	if (maxent_dual_create(inv, active, &d) || !(u = lbfgs_malloc((int)d->r + 1)))
+	if (maxent_dual_create(inv, active, skip, &d) || !(u = lbfgs_malloc((int)d->r + 1)))
 		goto out;
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);

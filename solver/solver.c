@@ -1,8 +1,9 @@
 /*
- * The solve step: forced zeros (boundary.c), the closed form of Theorem 5
- * for every bucket no knowledge row touches (the paper's irrelevant-bucket
- * optimization), L-BFGS on the dual for the rest (maxent.c), then the
- * metrics.
+ * The solve step: forced zeros (boundary.c); every bucket that no open
+ * knowledge row couples (rows propagation proved implied need no
+ * multiplier) alone, by the closed form of Theorem 5 (the paper's
+ * irrelevant-bucket optimization) or matrix scaling around its zeros
+ * (scaling.c); L-BFGS on the dual for the rest (maxent.c); the metrics.
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +12,11 @@
 #include <time.h>
 
 #include "solver.h"
+
+/* Per-bucket scaling: violation target (records) and sweep cap before the
+ * bucket falls back to the dual. */
+#define SCALING_TARGET 1e-12
+#define SCALING_SWEEPS 100000
 
 void solver_options_init(struct solver_options *o)
 {
@@ -38,23 +44,41 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* active[c] = 1 for the cells of touched buckets that are not forced to
- * zero; untouched buckets get the closed form. */
-static size_t split_buckets(const struct dataset *ds, const struct invariants *inv,
-			    const uint8_t *zero, uint8_t *active, double *y)
+/* Is bucket b coupled to others by a knowledge row that needs a
+ * multiplier (not implied by the invariants and the zeros)? */
+static int coupled(const struct invariants *inv, const uint8_t *implied, size_t b)
 {
-	size_t touched = 0;
+	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
+		if (!implied[inv->kb_row[e]])
+			return 1;
+	return 0;
+}
+
+/*
+ * Buckets no open knowledge row couples are solved alone: the closed form
+ * of Theorem 5 without zeros (the paper's irrelevant buckets), matrix
+ * scaling with them. The others get active[c] = 1 on their free cells for
+ * the dual; returns how many buckets that is.
+ */
+static size_t split_buckets(const struct dataset *ds, const struct invariants *inv,
+			    const uint8_t *zero, const uint8_t *implied, uint8_t *active, double *y)
+{
+	size_t n_coupled = 0;
 
 	for (size_t b = 0; b < ds->n_groups; b++) {
-		int t = inv->kb_off[b + 1] > inv->kb_off[b];
+		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
+		int t = coupled(inv, implied, b);
 
-		touched += t;
-		if (!t)
+		if (!t && !memchr(zero + lo, 1, hi - lo))
 			metrics_closed_form(ds, inv, b, y);
-		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
+		else if (!t)
+			t = scaling_bucket(ds, inv, b, zero, y, SCALING_TARGET, SCALING_SWEEPS) !=
+			    PM_OK;
+		n_coupled += t;
+		for (size_t c = lo; c < hi; c++)
 			active[c] = t && !zero[c];
 	}
-	return touched;
+	return n_coupled;
 }
 
 static void fill_counts(const struct invariants *inv, const uint8_t *zero, struct solver_result *r)
@@ -74,23 +98,23 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  struct solver_result *r, struct pm_error *err)
 {
 	size_t n = inv->n_cells + 1;
-	uint8_t *zero = calloc(n, 1), *active = calloc(n, 1);
+	uint8_t *zero = calloc(n, 1), *active = calloc(n, 1), *implied = calloc(inv->n_rows + 1, 1);
 	struct maxent_stats ms = {0};
 	double t0 = now();
 	enum pm_status st = PM_ERR_NOMEM;
 
 	memset(r, 0, sizeof *r);
 	r->cells = calloc(n, sizeof *r->cells);
-	if (!zero || !active || !r->cells) {
+	if (!zero || !active || !implied || !r->cells) {
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = inv->n_knowledge_rows ? boundary_find(ds, k, inv, o, zero, err) : PM_OK;
+	st = inv->n_knowledge_rows ? boundary_find(ds, k, inv, o, zero, implied, err) : PM_OK;
 	if (st)
 		goto out;
 	fill_counts(inv, zero, r);
-	r->solved_buckets = split_buckets(ds, inv, zero, active, r->cells);
-	st = maxent_solve(inv, active, o, r->cells, &ms, err);
+	r->solved_buckets = split_buckets(ds, inv, zero, implied, active, r->cells);
+	st = maxent_solve(inv, active, implied, o, r->cells, &ms, err);
 	if (st)
 		goto out;
 	r->iterations = ms.iterations;
@@ -104,5 +128,6 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 out:
 	free(zero);
 	free(active);
+	free(implied);
 	return st;
 }

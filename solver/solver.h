@@ -20,10 +20,12 @@ struct solver_options;
  * probe) and, unless the probe shows no sign of a forced zero, decided by
  * a linear program per component. If no y satisfies the rows, returns
  * PM_ERR_INCONSISTENT naming an irreducible set of conflicting rules.
+ * implied (n_rows entries, may be NULL) receives the knowledge rows that
+ * the zeros make a sum of invariant rows: they need no multiplier.
  */
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, struct pm_error *err);
+			     uint8_t *zero, uint8_t *implied, struct pm_error *err);
 
 /* ---- propagate.c -------------------------------------------------------- */
 
@@ -99,22 +101,34 @@ struct maxent_stats {
 /*
  * L-BFGS on the Lagrangian dual (Section 6) over every multiplier of the
  * rows that touch at least one free cell, for the cells with active[cell]
- * set (the rest are fixed by the caller). y receives the estimate on the
- * active cells. Rows are restricted to active, non-zero cells.
+ * set (the rest are fixed by the caller), leaving out rows with skip[row]
+ * set (skip may be NULL). y receives the estimate on the active cells.
  */
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
-			    const struct solver_options *o, double *y, struct maxent_stats *st,
-			    struct pm_error *err);
+			    const uint8_t *skip, const struct solver_options *o, double *y,
+			    struct maxent_stats *st, struct pm_error *err);
 
 /* The dual alone, for checks and experiments: D(λ) - D(0) and ∇D = A y - c
  * (records) over the rows maxent_solve would use, in its row order.
  * Caller frees with maxent_dual_destroy. */
 struct maxent_dual;
 enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *active,
-				  struct maxent_dual **out);
+				  const uint8_t *skip, struct maxent_dual **out);
 size_t maxent_dual_rows(const struct maxent_dual *d);
 double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *grad);
 void maxent_dual_destroy(struct maxent_dual *d);
+
+/* ---- scaling.c ---------------------------------------------------------- */
+
+/*
+ * The maximum-entropy estimate of bucket b alone, given its forced zeros:
+ * matrix scaling of its free cells to the bucket's QI and SA counts,
+ * written to y (records, the bucket's cells), until the largest row or
+ * column violation is at most target records. PM_ERR_INTERNAL if
+ * max_sweeps are not enough.
+ */
+enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
+			      const uint8_t *zero, double *y, double target, int max_sweeps);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

@@ -60,7 +60,7 @@ static void instance(uint64_t seed, double *worst)
 	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
 	active = malloc(inv.n_cells + 1);
 	memset(active, 1, inv.n_cells + 1);
-	CHECK(maxent_dual_create(&inv, active, &d) == PM_OK);
+	CHECK(maxent_dual_create(&inv, active, NULL, &d) == PM_OK);
 	CHECK(maxent_dual_rows(d) <= inv.n_rows);
 	*worst = fmax(*worst, gradient_error(d, &rng));
 	maxent_dual_destroy(d);
@@ -85,7 +85,7 @@ static void test_origin(void)
 	CHECK(invariants_build(ds, NULL, &inv, &err) == PM_OK);
 	active = malloc(inv.n_cells + 1);
 	memset(active, 1, inv.n_cells + 1);
-	CHECK(maxent_dual_create(&inv, active, &d) == PM_OK);
+	CHECK(maxent_dual_create(&inv, active, NULL, &d) == PM_OK);
 	CHECK(maxent_dual_rows(d) == inv.n_rows);
 	lam = calloc(inv.n_rows + 1, sizeof *lam);
 	g = calloc(inv.n_rows + 1, sizeof *g);
@@ -119,7 +119,7 @@ static void test_solve_matches_closed_form(void)
 	memset(active, 1, inv.n_cells + 1);
 	y = calloc(inv.n_cells + 1, sizeof *y);
 	cf = calloc(inv.n_cells + 1, sizeof *cf);
-	CHECK(maxent_solve(&inv, active, &o, y, &st, &err) == PM_OK);
+	CHECK(maxent_solve(&inv, active, NULL, &o, y, &st, &err) == PM_OK);
 	CHECK(st.converged);
 	CHECK(st.iterations == 0);
 	for (size_t b = 0; b < ds->n_groups; b++)
