@@ -51,11 +51,7 @@ struct maxent_dual {
 	 * precision when the change is tiny next to D itself (~N); without it
 	 * the line search fails on rounding near the optimum */
 	double *y0, *lambda0;
-	/* state shared with the callbacks */
-	const struct solver_options *opt;
-	double target; /* internal stopping target, below opt->tolerance */
-	double last_violation;
-	int iterations, cancelled;
+	double last_violation; /* of the last evaluation */
 };
 
 void maxent_dual_destroy(struct maxent_dual *d)
@@ -138,31 +134,30 @@ static double dual_eval(struct maxent_dual *d, double *grad)
 	return f;
 }
 
+/* liblbfgs callbacks on a struct maxent_driver */
 static lbfgsfloatval_t evaluate(void *ctx, const lbfgsfloatval_t *u, lbfgsfloatval_t *g,
 				const int n, const lbfgsfloatval_t step)
 {
-	struct maxent_dual *d = ctx;
+	struct maxent_driver *drv = ctx;
 
-	for (int i = 0; i < n; i++)
-		d->lambda[i] = u[i] * d->scale[i];
-	return dual_eval(d, g);
+	return drv->eval(drv->ctx, u, g, &drv->violation);
 }
 
 static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *g,
 		    const lbfgsfloatval_t fx, const lbfgsfloatval_t xnorm,
 		    const lbfgsfloatval_t gnorm, const lbfgsfloatval_t step, int n, int k, int ls)
 {
-	struct maxent_dual *d = ctx;
+	struct maxent_driver *drv = ctx;
 
-	d->iterations++;
-	if (d->opt->progress &&
-	    d->opt->progress(d->opt->progress_ctx, d->iterations, d->last_violation)) {
-		d->cancelled = 1;
+	drv->iterations++;
+	if (drv->opt->progress &&
+	    drv->opt->progress(drv->opt->progress_ctx, drv->iterations, drv->violation)) {
+		drv->cancelled = 1;
 		return LBFGSERR_CANCELED;
 	}
-	if (d->last_violation <= d->target)
+	if (drv->violation <= drv->target)
 		return LBFGS_STOP;
-	if (d->iterations >= d->opt->max_iterations)
+	if (drv->iterations >= drv->opt->max_iterations)
 		return LBFGSERR_MAXIMUMITERATION;
 	return 0;
 }
@@ -307,12 +302,25 @@ static const char *lbfgs_reason(int ret)
 	return "L-BFGS failed";
 }
 
-/* Runs L-BFGS, restarting it (fresh memory, same point) after a line
- * search failure as long as restarts keep reducing the violation. The
- * internal target is three orders below the tolerance so that posteriors
- * are accurate well past what the violation test guarantees; reaching only
- * the tolerance still counts as converged. */
-static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_stats *st)
+/* How a run ended, for maxent_stats. */
+static void run_stats(const struct maxent_driver *drv, int ret, struct maxent_stats *st)
+{
+	st->iterations = drv->iterations;
+	st->max_violation = drv->violation;
+	st->converged = drv->violation <= drv->opt->tolerance;
+	if (st->converged)
+		st->reason[0] = 0;
+	else if (drv->iterations >= drv->opt->max_iterations)
+		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
+			 drv->opt->max_iterations);
+	else
+		snprintf(st->reason, sizeof st->reason, "%s (code %d)", lbfgs_reason(ret), ret);
+}
+
+/* Runs L-BFGS, restarting it (fresh memory, new base point, same u) after
+ * a line search failure as long as restarts keep reducing the violation.
+ * Reaching only the tolerance, not the target, still counts as converged. */
+enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct maxent_stats *st)
 {
 	lbfgs_parameter_t p;
 	double best = INFINITY;
@@ -323,15 +331,13 @@ static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_s
 	p.epsilon = 0;
 	p.past = 0;
 	p.max_iterations = 0; /* counted in progress() across restarts */
-	evaluate(d, u, NULL, (int)d->r, 0);
-	for (int restart = 0; d->last_violation > d->target; restart++) {
+	drv->eval(drv->ctx, u, NULL, &drv->violation);
+	for (int restart = 0; drv->violation > drv->target; restart++) {
 		lbfgsfloatval_t fx;
 
-		for (size_t i = 0; i < d->r; i++)
-			d->lambda[i] = u[i] * d->scale[i];
-		dual_rebase(d);
-		ret = lbfgs((int)d->r, u, &fx, evaluate, progress, d, &p);
-		if (d->cancelled)
+		drv->rebase(drv->ctx, u);
+		ret = lbfgs(n, u, &fx, evaluate, progress, drv, &p);
+		if (drv->cancelled)
 			return PM_ERR_CANCELLED;
 		if (ret == LBFGSERR_OUTOFMEMORY)
 			return PM_ERR_NOMEM;
@@ -339,27 +345,39 @@ static enum pm_status dual_run(struct maxent_dual *d, double *u, struct maxent_s
 		if (ret >= LBFGSERR_UNKNOWNERROR && ret <= LBFGSERR_INVALID_ORTHANTWISE_END &&
 		    ret != LBFGSERR_CANCELED)
 			return PM_ERR_INTERNAL;
-		evaluate(d, u, NULL, (int)d->r, 0); /* liblbfgs may revert u */
-		if (d->last_violation <= d->target || ret == LBFGSERR_MAXIMUMITERATION ||
-		    d->iterations >= d->opt->max_iterations)
+		drv->eval(drv->ctx, u, NULL, &drv->violation); /* liblbfgs may revert u */
+		if (drv->violation <= drv->target || ret == LBFGSERR_MAXIMUMITERATION ||
+		    drv->iterations >= drv->opt->max_iterations)
 			break;
-		stalls = d->last_violation < 0.5 * best ? 0 : stalls + 1;
-		if (d->last_violation < best)
-			best = d->last_violation;
+		stalls = drv->violation < 0.5 * best ? 0 : stalls + 1;
+		best = fmin(best, drv->violation);
 		if (stalls >= 3 || restart >= MAX_RESTARTS)
 			break;
 	}
-	st->iterations = d->iterations;
-	st->max_violation = d->last_violation;
-	st->converged = d->last_violation <= d->opt->tolerance;
-	if (st->converged)
-		st->reason[0] = 0;
-	else if (d->iterations >= d->opt->max_iterations)
-		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
-			 d->opt->max_iterations);
-	else
-		snprintf(st->reason, sizeof st->reason, "%s (code %d)", lbfgs_reason(ret), ret);
+	run_stats(drv, ret, st);
 	return PM_OK;
+}
+
+/* The full dual as a maxent_driver problem. */
+static double full_eval(void *ctx, const double *u, double *g, double *violation)
+{
+	struct maxent_dual *d = ctx;
+	double f;
+
+	for (size_t i = 0; i < d->r; i++)
+		d->lambda[i] = u[i] * d->scale[i];
+	f = dual_eval(d, g);
+	*violation = d->last_violation;
+	return f;
+}
+
+static void full_rebase(void *ctx, const double *u)
+{
+	struct maxent_dual *d = ctx;
+
+	for (size_t i = 0; i < d->r; i++)
+		d->lambda[i] = u[i] * d->scale[i];
+	dual_rebase(d);
 }
 
 enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *active,
@@ -423,13 +441,18 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 		goto out;
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);
-	d->opt = o;
-	d->target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
 	dual_start(d, inv, d->nb, d->sa_sum, u);
 	ret = PM_OK;
 	st->converged = 1;
-	if (d->r)
-		ret = dual_run(d, u, st);
+	if (d->r) {
+		struct maxent_driver drv = {.opt = o,
+					    .ctx = d,
+					    .eval = full_eval,
+					    .rebase = full_rebase,
+					    .target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs)};
+
+		ret = maxent_lbfgs(&drv, (int)d->r, u, st);
+	}
 	for (size_t j = 0; ret == PM_OK && j < d->m; j++)
 		y[d->global[j]] = d->y[j];
 out:

@@ -108,6 +108,26 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const uint8_t *skip, const struct solver_options *o, double *y,
 			    struct maxent_stats *st, struct pm_error *err);
 
+/*
+ * L-BFGS on a dual, shared by the full dual and the two-level dual: eval
+ * returns D(u) - D(base) and the gradient in u, and writes the largest
+ * violation (records) of every constraint at u; rebase makes u the base
+ * point (so that tiny decreases near the optimum stay visible). Stops when
+ * the violation is at most target, restarting after line-search failures
+ * while they help; u must come from lbfgs_malloc.
+ */
+struct maxent_driver {
+	const struct solver_options *opt;
+	double target;
+	void *ctx;
+	double (*eval)(void *ctx, const double *u, double *g, double *violation);
+	void (*rebase)(void *ctx, const double *u);
+	double violation; /* of the last evaluation */
+	int iterations, cancelled;
+};
+
+enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct maxent_stats *st);
+
 /* The dual alone, for checks and experiments: D(λ) - D(0) and ∇D = A y - c
  * (records) over the rows maxent_solve would use, in its row order.
  * Caller frees with maxent_dual_destroy. */
