@@ -49,6 +49,8 @@ static const char usage_solve[] =
     "\n"
     "options:\n"
     "  --tolerance X        converged when max violation <= X records (default 1e-6)\n"
+    "  --method M           two-level (default: multipliers of open rules only) or\n"
+    "                       full-dual (the paper's method: every multiplier)\n"
     "  --max-iterations N   solver iteration limit (default 10000)\n"
     "  --sa COL             CSV input: the sensitive attribute column (required)\n"
     "  --group COL          CSV input: the group column (required)\n"
@@ -114,6 +116,7 @@ static const char usage_serve[] =
 enum opt_id {
 	OPT_TOLERANCE,
 	OPT_MAX_ITER,
+	OPT_METHOD,
 	OPT_SA,
 	OPT_GROUP,
 	OPT_POSITIVE,
@@ -143,6 +146,7 @@ enum opt_id {
 static const struct option opts_solve[] = {
     {"tolerance", required_argument, NULL, OPT_BASE + OPT_TOLERANCE},
     {"max-iterations", required_argument, NULL, OPT_BASE + OPT_MAX_ITER},
+    {"method", required_argument, NULL, OPT_BASE + OPT_METHOD},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
     {"help", no_argument, NULL, 'h'},
@@ -452,6 +456,9 @@ static int solver_flags(const struct cmd *c, const struct args *a, json_t **out)
 			return 2;
 		json_object_set_new(*out, "tolerance", json_real(tol));
 	}
+	/* checked by codec_solver_options like the JSON field */
+	if (a->opt[OPT_METHOD])
+		json_object_set_new(*out, "method", json_string(a->opt[OPT_METHOD]));
 	if (put_int_flag(c, a, OPT_MAX_ITER, "--max-iterations", *out, "max_iterations"))
 		return 2;
 	return -1;

@@ -522,12 +522,23 @@ enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct
 
 enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, struct pm_error *err)
 {
-	const json_t *tol, *iter;
+	const json_t *tol, *iter, *method;
 
 	if (!j || json_is_null(j))
 		return PM_OK;
 	if (!json_is_object(j))
 		return bad_value(err, "solver", "an object", j);
+	method = json_object_get(j, "method");
+	if (method && !json_is_string(method))
+		return bad_value(err, "solver.method", "\"two-level\" or \"full-dual\"", method);
+	if (method && strcmp(json_string_value(method), "two-level") &&
+	    strcmp(json_string_value(method), "full-dual"))
+		return error_set(err, PM_ERR_INPUT, "solver.method",
+				 "must be \"two-level\" or \"full-dual\", got \"%.64s\"",
+				 json_string_value(method));
+	if (method)
+		o->method = strcmp(json_string_value(method), "full-dual") ? SOLVER_TWO_LEVEL
+									   : SOLVER_FULL_DUAL;
 	tol = json_object_get(j, "tolerance");
 	iter = json_object_get(j, "max_iterations");
 	if (tol && (!json_is_number(tol) || !(json_number_value(tol) > 0) ||

@@ -317,6 +317,189 @@ static void run_stats(const struct maxent_driver *drv, int ret, struct maxent_st
 		snprintf(st->reason, sizeof st->reason, "%s (code %d)", lbfgs_reason(ret), ret);
 }
 
+/*
+ * Gradient-only polish. Near the optimum the decrease of a step, about
+ * violation², drops below the rounding noise of any computed dual value,
+ * and liblbfgs's line search (which needs the value) stops. The duals are
+ * convex, so the directional derivative φ'(t) = ∇D(u + t d)·d is
+ * increasing and alone locates the minimum along d: this loop takes L-BFGS
+ * directions (two-loop recursion, POLISH_M pairs) and a secant search on
+ * φ' for |φ'(t)| <= |φ'(0)| / 10, and never looks at D itself.
+ */
+#define POLISH_M 10
+
+struct polish {
+	int n, k, head;
+	double *s, *y, *rho, *alpha, *d, *g, *g1, *x1;
+};
+
+/* d = -H g by the two-loop recursion over the stored pairs. */
+static void polish_direction(struct polish *p)
+{
+	double gamma = 1;
+
+	for (int i = 0; i < p->n; i++)
+		p->d[i] = -p->g[i];
+	for (int m = 0; m < p->k; m++) {
+		int at = (p->head - 1 - m + POLISH_M) % POLISH_M;
+		double a = 0;
+
+		for (int i = 0; i < p->n; i++)
+			a += p->s[at * p->n + i] * p->d[i];
+		p->alpha[at] = a * p->rho[at];
+		for (int i = 0; i < p->n; i++)
+			p->d[i] -= p->alpha[at] * p->y[at * p->n + i];
+	}
+	if (p->k) {
+		int at = (p->head - 1 + POLISH_M) % POLISH_M;
+		double yy = 0;
+
+		for (int i = 0; i < p->n; i++)
+			yy += p->y[at * p->n + i] * p->y[at * p->n + i];
+		gamma = 1 / (p->rho[at] * yy);
+	}
+	for (int i = 0; i < p->n; i++)
+		p->d[i] *= gamma;
+	for (int m = p->k - 1; m >= 0; m--) {
+		int at = (p->head - 1 - m + POLISH_M) % POLISH_M;
+		double b = 0;
+
+		for (int i = 0; i < p->n; i++)
+			b += p->y[at * p->n + i] * p->d[i];
+		b *= p->rho[at];
+		for (int i = 0; i < p->n; i++)
+			p->d[i] += p->s[at * p->n + i] * (p->alpha[at] - b);
+	}
+}
+
+static double dot(const double *a, const double *b, int n)
+{
+	double s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+/* φ'(t) at x1 = u + t d (gradient into g1, violation into drv). */
+static double polish_slope(struct maxent_driver *drv, struct polish *p, const double *u, double t)
+{
+	for (int i = 0; i < p->n; i++)
+		p->x1[i] = u[i] + t * p->d[i];
+	drv->eval(drv->ctx, p->x1, p->g1, &drv->violation);
+	return dot(p->g1, p->d, p->n);
+}
+
+/* Secant/bisection search on φ' from φ'(0) = d0 < 0; returns the step or
+ * 0 if none helps. Leaves the gradient at the step in g1. */
+static double polish_search(struct maxent_driver *drv, struct polish *p, const double *u, double d0)
+{
+	double lo = 0, dlo = d0, hi = 1, dhi = polish_slope(drv, p, u, 1);
+
+	if (!isfinite(dhi))
+		dhi = INFINITY;			  /* overshoot: bracketed */
+	for (int i = 0; i < 10 && dhi < 0; i++) { /* bracket the minimum */
+		if (-dhi <= -0.1 * d0)
+			return hi;
+		lo = hi;
+		dlo = dhi;
+		hi *= 2;
+		dhi = polish_slope(drv, p, u, hi);
+		if (!isfinite(dhi))
+			dhi = INFINITY;
+	}
+	if (dhi < 0)
+		return lo > 0 ? lo : 0; /* still descending: take the longest step tried */
+	for (int i = 0; i < 40; i++) {
+		double t = isfinite(dhi) && dhi > dlo ? lo + (hi - lo) * (-dlo) / (dhi - dlo)
+						      : 0.5 * (lo + hi);
+		double dt;
+
+		if (!(t > lo && t < hi))
+			t = 0.5 * (lo + hi);
+		dt = polish_slope(drv, p, u, t);
+		if (!isfinite(dt))
+			dt = INFINITY;
+		if (fabs(dt) <= -0.1 * d0)
+			return t;
+		if (dt < 0) {
+			lo = t;
+			dlo = dt;
+		} else {
+			hi = t;
+			dhi = dt;
+		}
+	}
+	return 0;
+}
+
+/* Polish iterations from u until the target, the iteration limit, a
+ * cancel or a failed search. */
+static enum pm_status polish_run(struct maxent_driver *drv, struct polish *p, double *u)
+{
+	drv->eval(drv->ctx, u, p->g, &drv->violation);
+	while (drv->violation > drv->target && drv->iterations < drv->opt->max_iterations) {
+		double d0, t;
+
+		polish_direction(p);
+		d0 = dot(p->g, p->d, p->n);
+		if (!(d0 < 0)) {
+			p->k = 0; /* not a descent direction: steepest descent */
+			for (int i = 0; i < p->n; i++)
+				p->d[i] = -p->g[i];
+			d0 = dot(p->g, p->d, p->n);
+		}
+		t = d0 < 0 ? polish_search(drv, p, u, d0) : 0;
+		if (t <= 0)
+			break;
+		drv->iterations++;
+		for (int i = 0; i < p->n; i++) {
+			p->s[p->head * p->n + i] = t * p->d[i];
+			p->y[p->head * p->n + i] = p->g1[i] - p->g[i];
+			u[i] += t * p->d[i];
+		}
+		if (dot(&p->s[p->head * p->n], &p->y[p->head * p->n], p->n) > 0) {
+			p->rho[p->head] =
+			    1 / dot(&p->s[p->head * p->n], &p->y[p->head * p->n], p->n);
+			p->head = (p->head + 1) % POLISH_M;
+			p->k += p->k < POLISH_M;
+		}
+		memcpy(p->g, p->g1, p->n * sizeof *p->g);
+		if (drv->opt->progress &&
+		    drv->opt->progress(drv->opt->progress_ctx, drv->iterations, drv->violation))
+			return PM_ERR_CANCELLED;
+	}
+	drv->eval(drv->ctx, u, NULL, &drv->violation);
+	return PM_OK;
+}
+
+static enum pm_status polish(struct maxent_driver *drv, int n, double *u)
+{
+	struct polish p = {.n = n};
+	enum pm_status st = PM_ERR_NOMEM;
+	size_t nn = (size_t)n + 1;
+
+	p.s = malloc(POLISH_M * nn * sizeof *p.s);
+	p.y = malloc(POLISH_M * nn * sizeof *p.y);
+	p.rho = malloc(POLISH_M * sizeof *p.rho);
+	p.alpha = malloc(POLISH_M * sizeof *p.alpha);
+	p.d = malloc(nn * sizeof *p.d);
+	p.g = malloc(nn * sizeof *p.g);
+	p.g1 = malloc(nn * sizeof *p.g1);
+	p.x1 = malloc(nn * sizeof *p.x1);
+	if (p.s && p.y && p.rho && p.alpha && p.d && p.g && p.g1 && p.x1)
+		st = polish_run(drv, &p, u);
+	free(p.s);
+	free(p.y);
+	free(p.rho);
+	free(p.alpha);
+	free(p.d);
+	free(p.g);
+	free(p.g1);
+	free(p.x1);
+	return st;
+}
+
 /* Runs L-BFGS, restarting it (fresh memory, new base point, same u) after
  * a line search failure as long as restarts keep reducing the violation.
  * Reaching only the tolerance, not the target, still counts as converged. */
@@ -353,6 +536,12 @@ enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct 
 		best = fmin(best, drv->violation);
 		if (stalls >= 3 || restart >= MAX_RESTARTS)
 			break;
+	}
+	if (drv->violation > drv->target && drv->iterations < drv->opt->max_iterations) {
+		enum pm_status pst = polish(drv, n, u);
+
+		if (pst)
+			return pst;
 	}
 	run_stats(drv, ret, st);
 	return PM_OK;

@@ -61,7 +61,8 @@ static int coupled(const struct invariants *inv, const uint8_t *implied, size_t 
  * the dual; returns how many buckets that is.
  */
 static size_t split_buckets(const struct dataset *ds, const struct invariants *inv,
-			    const uint8_t *zero, const uint8_t *implied, uint8_t *active, double *y)
+			    const uint8_t *zero, const uint8_t *implied, uint8_t *active,
+			    uint8_t *cpl, double *y)
 {
 	size_t n_coupled = 0;
 
@@ -75,6 +76,7 @@ static size_t split_buckets(const struct dataset *ds, const struct invariants *i
 			t = scaling_bucket(ds, inv, b, zero, y, SCALING_TARGET, SCALING_SWEEPS) !=
 			    PM_OK;
 		n_coupled += t;
+		cpl[b] = (uint8_t)t;
 		for (size_t c = lo; c < hi; c++)
 			active[c] = t && !zero[c];
 	}
@@ -99,13 +101,14 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 {
 	size_t n = inv->n_cells + 1;
 	uint8_t *zero = calloc(n, 1), *active = calloc(n, 1), *implied = calloc(inv->n_rows + 1, 1);
+	uint8_t *cpl = calloc(ds->n_groups + 1, 1);
 	struct maxent_stats ms = {0};
 	double t0 = now();
 	enum pm_status st = PM_ERR_NOMEM;
 
 	memset(r, 0, sizeof *r);
 	r->cells = calloc(n, sizeof *r->cells);
-	if (!zero || !active || !implied || !r->cells) {
+	if (!zero || !active || !implied || !cpl || !r->cells) {
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
@@ -113,8 +116,11 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	fill_counts(inv, zero, r);
-	r->solved_buckets = split_buckets(ds, inv, zero, implied, active, r->cells);
-	st = maxent_solve(inv, active, implied, o, r->cells, &ms, err);
+	r->solved_buckets = split_buckets(ds, inv, zero, implied, active, cpl, r->cells);
+	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
+		st = maxent_solve(inv, active, implied, o, r->cells, &ms, err);
+	else
+		st = twolevel_solve(ds, inv, zero, implied, cpl, o, r->cells, &ms, err);
 	if (st)
 		goto out;
 	r->iterations = ms.iterations;
@@ -129,5 +135,6 @@ out:
 	free(zero);
 	free(active);
 	free(implied);
+	free(cpl);
 	return st;
 }

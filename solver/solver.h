@@ -41,7 +41,13 @@ enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint
 
 /* ---- solver.c ----------------------------------------------------------- */
 
+enum solver_method {
+	SOLVER_TWO_LEVEL = 0, /* default: multipliers of open rules only */
+	SOLVER_FULL_DUAL = 1, /* the paper's method: every multiplier */
+};
+
 struct solver_options {
+	enum solver_method method;
 	double tolerance;   /* max_violation target, records; default 1e-6 */
 	int max_iterations; /* L-BFGS iterations; default 10000 */
 	/* Called after every iteration; a nonzero return cancels the solve
@@ -149,6 +155,19 @@ void maxent_dual_destroy(struct maxent_dual *d);
  */
 enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
 			      const uint8_t *zero, double *y, double target, int max_sweeps);
+
+/* ---- twolevel.c --------------------------------------------------------- */
+
+/*
+ * The two-level dual: L-BFGS over one multiplier per open knowledge row
+ * (not implied[]), each bucket with coupled[b] set solved exactly by
+ * matrix scaling for the current multipliers. Writes the estimate of the
+ * coupled buckets' cells into y.
+ */
+enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
+			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
+			      const struct solver_options *o, double *y, struct maxent_stats *st,
+			      struct pm_error *err);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

@@ -135,6 +135,16 @@ err_is 'pmaxent: rule: unknown key; a knowledge document has "rules" and "mine"'
 run 0 solve "$DATA/figure1.csv" "$DATA/cli_false_knowledge.json" --sa disease --group group
 json_ok 'd["estimation_accuracy"] is None and d["estimation_accuracy_infinite"] is True and not d["baseline_accuracy_infinite"]'
 
+# both methods give the same answer
+run 0 solve "$DATA/figure1.csv" "$DATA/cli_solver_block.json" --sa disease --group group \
+	--max-iterations 1000 --tolerance 1e-9 --method full-dual
+cp "$OUT" "$TMP/full.json"
+run 0 solve "$DATA/figure1.csv" "$DATA/cli_solver_block.json" --sa disease --group group \
+	--max-iterations 1000 --tolerance 1e-9 --method two-level
+json_ok 'all(abs(a["p"][s] - b["p"][s]) < 1e-8 for a, b in zip(d["posterior"], json.load(open("'"$TMP"'/full.json"))["posterior"]) for s in a["p"])'
+run 2 solve "$DATA/figure1.csv" --sa disease --group group --method newton
+err_is 'pmaxent: solver.method: must be "two-level" or "full-dual", got "newton"'
+
 run 3 solve "$DATA/codec_small.json" "$DATA/cli_inconsistent.json"
 err_has "pmaxent: rules: no distribution satisfies"
 out_empty
