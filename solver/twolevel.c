@@ -42,8 +42,8 @@ struct twolevel {
 	double *rhs, *scale, *mu, *mu0;
 	size_t *ck_off; /* per cell: the open rows through it (local) */
 	uint32_t *ck;
-	double *y0, *y;	   /* per cell of the system */
-	double *sums, *dm; /* scratch, the widest coupled bucket */
+	double *y0, *y;		 /* per cell of the system */
+	double *sums, *dm, *fac; /* scratch, the widest coupled bucket */
 	double inner_target;
 };
 
@@ -64,6 +64,7 @@ static void twolevel_finish(struct twolevel *t)
 	free(t->y0);
 	free(t->sums);
 	free(t->dm);
+	free(t->fac);
 }
 
 /* Sums of the g x h block yb along rows (cols = 0) or columns into out. */
@@ -128,9 +129,12 @@ static double inner_bucket(struct twolevel *t, size_t k, double *f)
 	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
 	const uint32_t *nq = ds->bq_count + ds->bq_off[b], *ns = ds->bs_count + ds->bs_off[b];
 	double *a = t->alpha + t->qoff[k], *be = t->beta + t->soff[k], *yb = t->y + off, worst = 0;
-	double *dm = t->dm, *sums = t->sums;
+	double *dm = t->dm, *sums = t->sums, *fac = t->fac;
 
 	inner_start(t, k, dm);
+	/* the sweeps multiply; one log per row and column at the end */
+	for (size_t x = 0; x < g + h; x++)
+		fac[x] = 1;
 	for (int sweep = 0; sweep < INNER_SWEEPS; sweep++) {
 		block_sums(yb, g, h, 0, sums);
 		worst = 0;
@@ -138,7 +142,7 @@ static double inner_bucket(struct twolevel *t, size_t k, double *f)
 			worst = fmax(worst, fabs(sums[i] - nq[i]));
 			if (!(sums[i] > 0 && isfinite(sums[i])))
 				continue; /* underflowed trial point: reported by worst */
-			a[i] += log(nq[i] / sums[i]);
+			fac[i] *= nq[i] / sums[i];
 			for (size_t j = 0; j < h; j++)
 				yb[i * h + j] *= nq[i] / sums[i];
 		}
@@ -148,11 +152,15 @@ static double inner_bucket(struct twolevel *t, size_t k, double *f)
 		for (size_t j = 0; j < h; j++) {
 			if (!(sums[j] > 0 && isfinite(sums[j])))
 				continue;
-			be[j] += log(ns[j] / sums[j]);
+			fac[g + j] *= ns[j] / sums[j];
 			for (size_t i = 0; i < g; i++)
 				yb[i * h + j] *= ns[j] / sums[j];
 		}
 	}
+	for (size_t i = 0; i < g; i++)
+		a[i] += log(fac[i]);
+	for (size_t j = 0; j < h; j++)
+		be[j] += log(fac[g + j]);
 	for (size_t i = 0; i < g; i++) {
 		*f -= nq[i] * a[i];
 		for (size_t j = 0; j < h; j++)
@@ -235,12 +243,13 @@ static enum pm_status init_buckets(struct twolevel *t, const uint8_t *coupled)
 	t->beta = calloc(t->soff[t->nb] + 1, sizeof *t->beta);
 	t->sums = malloc(wide * sizeof *t->sums);
 	t->dm = malloc(cells * sizeof *t->dm);
-	return t->alpha && t->beta && t->sums && t->dm ? PM_OK : PM_ERR_NOMEM;
+	t->fac = malloc(2 * wide * sizeof *t->fac);
+	return t->alpha && t->beta && t->sums && t->dm && t->fac ? PM_OK : PM_ERR_NOMEM;
 }
 
 /* The open rows (knowledge rows not implied) and, per cell, the open rows
  * through it. */
-static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied)
+static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, const uint8_t *coupled)
 {
 	const struct invariants *inv = t->inv;
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, n = inv->n_rows - first;
@@ -254,7 +263,9 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied)
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ck_off)
 		return PM_ERR_NOMEM;
 	for (size_t r = first; r < inv->n_rows; r++) {
-		if (implied[r] || inv->row_off[r] == inv->row_off[r + 1])
+		/* open rows of the coupled buckets (a row lies in one component) */
+		if (implied[r] || inv->row_off[r] == inv->row_off[r + 1] ||
+		    !coupled[inv->cell_group[inv->row_cell[inv->row_off[r]]]])
 			continue;
 		t->row[t->r] = (uint32_t)r;
 		t->rhs[t->r] = inv->rhs[r];
@@ -308,7 +319,7 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 	memset(st, 0, sizeof *st);
 	ret = init_buckets(&t, coupled);
 	if (!ret)
-		ret = init_rows(&t, implied);
+		ret = init_rows(&t, implied, coupled);
 	if (!ret)
 		ret = init_start(&t);
 	if (!ret && !(u = lbfgs_malloc((int)t.r + 1)))
