@@ -482,36 +482,6 @@ static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
 	return PM_OK;
 }
 
-/* The cells a probe solves: with the two-level dual only the buckets an
- * open row touches (the others are independent and exact already), with
- * the full dual every bucket of the component. */
-static void probe_cells(const struct boundary *bd, const struct component *c,
-			const uint8_t *resolved, int two_level, uint8_t *coupled, uint8_t *active)
-{
-	const struct invariants *inv = bd->inv;
-
-	for (size_t k = 0; k < c->n_buckets; k++) {
-		size_t b = c->buckets[k];
-
-		for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
-			coupled[b] |= !resolved[inv->kb_row[e]];
-		if (two_level && !coupled[b])
-			continue;
-		for (size_t cell = inv->cell_off[b]; cell < inv->cell_off[b + 1]; cell++)
-			active[cell] = !bd->zero[cell];
-	}
-}
-
-static enum pm_status probe_solve(struct boundary *bd, const uint8_t *active,
-				  const uint8_t *coupled, const uint8_t *resolved,
-				  const struct solver_options *o, double *y,
-				  struct maxent_stats *st, struct pm_error *err)
-{
-	if (o->method == SOLVER_TWO_LEVEL)
-		return twolevel_solve(bd->ds, bd->inv, bd->zero, resolved, coupled, o, y, st, err);
-	return maxent_solve(bd->inv, active, resolved, o, y, st, err);
-}
-
 /*
  * Dual probe of a component propagation left open: solve it to about 1e-7
  * and then 1e-9 records of violation. A cell that some solution makes
@@ -531,22 +501,25 @@ static enum pm_status component_probe(struct boundary *bd, const struct componen
 	const struct invariants *inv = bd->inv;
 	struct solver_options o = *base;
 	struct maxent_stats st1, st2;
-	uint8_t *active = calloc(inv->n_cells + 1, 1), *coupled = calloc(inv->n_groups + 1, 1);
+	uint8_t *active = calloc(inv->n_cells + 1, 1);
 	double *y1 = calloc(inv->n_cells + 1, sizeof *y1),
 	       *y2 = calloc(inv->n_cells + 1, sizeof *y2);
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	*stable = 0;
-	if (!active || !y1 || !y2 || !coupled)
+	if (!active || !y1 || !y2)
 		goto out;
-	probe_cells(bd, c, resolved, base->method == SOLVER_TWO_LEVEL, coupled, active);
+	for (size_t k = 0; k < c->n_buckets; k++)
+		for (size_t cell = inv->cell_off[c->buckets[k]];
+		     cell < inv->cell_off[c->buckets[k] + 1]; cell++)
+			active[cell] = !bd->zero[cell];
 	o.max_iterations = base->max_iterations < 3000 ? base->max_iterations : 3000;
 	o.tolerance = 1e-4; /* internal target 1e-7 */
-	ret = probe_solve(bd, active, coupled, resolved, &o, y1, &st1, err);
+	ret = maxent_solve(inv, active, resolved, &o, y1, &st1, err);
 	if (ret || st1.max_violation > 1e-6)
 		goto out;
 	o.tolerance = 1e-6; /* internal target 1e-9 */
-	ret = probe_solve(bd, active, coupled, resolved, &o, y2, &st2, err);
+	ret = maxent_solve(inv, active, resolved, &o, y2, &st2, err);
 	if (ret || st2.max_violation > 1e-8)
 		goto out;
 	*stable = 1;
@@ -555,7 +528,6 @@ static enum pm_status component_probe(struct boundary *bd, const struct componen
 			*stable = 0;
 out:
 	free(active);
-	free(coupled);
 	free(y1);
 	free(y2);
 	return ret;
