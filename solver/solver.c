@@ -11,12 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "solver.h"
+#include "solver_internal.h"
 
-/* Per-bucket scaling: violation target (records) and sweep cap before the
- * bucket falls back to the dual. */
+/* Per-bucket scaling: violation target (records); a bucket that misses it
+ * falls back to the dual. */
 #define SCALING_TARGET 1e-12
-#define SCALING_SWEEPS 100000
 
 void solver_options_init(struct solver_options *o)
 {
@@ -62,7 +61,7 @@ static int coupled(const struct invariants *inv, const uint8_t *implied, size_t 
  */
 static size_t split_buckets(const struct dataset *ds, const struct invariants *inv,
 			    const uint8_t *zero, const uint8_t *implied, uint8_t *active,
-			    uint8_t *cpl, double *y)
+			    uint8_t *cpl, double *y, struct scaling_work *w)
 {
 	size_t n_coupled = 0;
 
@@ -73,8 +72,7 @@ static size_t split_buckets(const struct dataset *ds, const struct invariants *i
 		if (!t && !memchr(zero + lo, 1, hi - lo))
 			metrics_closed_form(ds, inv, b, y);
 		else if (!t)
-			t = scaling_bucket(ds, inv, b, zero, y, SCALING_TARGET, SCALING_SWEEPS) !=
-			    PM_OK;
+			t = scaling_bucket(ds, inv, b, zero, y, SCALING_TARGET, w) != PM_OK;
 		n_coupled += t;
 		cpl[b] = (uint8_t)t;
 		for (size_t c = lo; c < hi; c++)
@@ -103,12 +101,19 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	uint8_t *zero = calloc(n, 1), *active = calloc(n, 1), *implied = calloc(inv->n_rows + 1, 1);
 	uint8_t *cpl = calloc(ds->n_groups + 1, 1);
 	struct maxent_stats ms = {0};
+	struct scaling_work w = {0};
+	size_t g_max = 1, h_max = 1;
 	double t0 = now();
 	enum pm_status st = PM_ERR_NOMEM;
 
 	memset(r, 0, sizeof *r);
 	r->cells = calloc(n, sizeof *r->cells);
-	if (!zero || !active || !implied || !cpl || !r->cells) {
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		g_max = fmax(g_max, ds->bq_off[b + 1] - ds->bq_off[b]);
+		h_max = fmax(h_max, ds->bs_off[b + 1] - ds->bs_off[b]);
+	}
+	if (!zero || !active || !implied || !cpl || !r->cells ||
+	    scaling_work_init(&w, g_max, h_max)) {
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
@@ -116,7 +121,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	fill_counts(inv, zero, r);
-	r->solved_buckets = split_buckets(ds, inv, zero, implied, active, cpl, r->cells);
+	r->solved_buckets = split_buckets(ds, inv, zero, implied, active, cpl, r->cells, &w);
 	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
 		st = maxent_solve(inv, active, implied, o, r->cells, &ms, err);
 	else
@@ -132,6 +137,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	st = metrics_compute(ds, inv, r, err);
 	r->seconds = now() - t0;
 out:
+	scaling_work_finish(&w);
 	free(zero);
 	free(active);
 	free(implied);

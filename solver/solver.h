@@ -54,6 +54,7 @@ struct solver_options {
 	 * (PM_ERR_CANCELLED). May be NULL. */
 	int (*progress)(void *ctx, int iteration, double max_violation);
 	void *progress_ctx;
+	int threads; /* threads of the two-level solve; 0: one per online CPU */
 };
 
 void solver_options_init(struct solver_options *o);
@@ -143,18 +144,6 @@ enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *a
 size_t maxent_dual_rows(const struct maxent_dual *d);
 double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *grad);
 void maxent_dual_destroy(struct maxent_dual *d);
-
-/* ---- scaling.c ---------------------------------------------------------- */
-
-/*
- * The maximum-entropy estimate of bucket b alone, given its forced zeros:
- * matrix scaling of its free cells to the bucket's QI and SA counts,
- * written to y (records, the bucket's cells), until the largest row or
- * column violation is at most target records. PM_ERR_INTERNAL if
- * max_sweeps are not enough.
- */
-enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
-			      const uint8_t *zero, double *y, double target, int max_sweeps);
 
 /* ---- twolevel.c --------------------------------------------------------- */
 

@@ -8,26 +8,49 @@
  *     G(μ) = min_{α,β} D(α, β, μ) = N - Σ n(q,b) α_q - Σ n(s,b) β_s - c·μ,
  *
  * a smooth convex function of μ alone whose gradient is the violation of
- * the open rows, A_K y(μ) - c_K (envelope theorem). L-BFGS minimises G
- * over one variable per open row instead of one per row of the system.
+ * the open rows, A_K y(μ) - c_K (envelope theorem), and whose Hessian is
+ * the Schur complement of the invariants' block in the full dual's:
+ *
+ *     H = Σ_b A_b (Y - Y E M_b^+ E^T Y) A_b^T,
+ *
+ * with M_b = E^T Y E the Hessian of bucket b's scaling problem (schur.c).
+ * The outer problem is minimised by Newton's method, the direction from
+ * preconditioned conjugate gradients on H d = -∇G: a product H v costs one
+ * pass over the coupled cells and one small solve per bucket, so H is
+ * never formed and the method scales with the number of open rows. The
+ * inner problems are solved by Newton too (scaling.c), warm-started, to
+ * rounding accuracy, as the Hessian and the line search assume. Every
+ * per-bucket pass runs on all cores (parallel.c). L-BFGS on the same
+ * function (maxent_lbfgs) takes over should Newton fail to make progress.
  *
  * Everything is relative to a base point (μ0, y0): K = y0 exp(Δm) and
  * α, β are the log-scalings since the base, so G(μ) - G(μ0) =
- * -Σ n α - Σ n β - c·(μ - μ0) keeps full precision when the changes are
- * tiny; the inner scaling is warm-started from the previous evaluation.
+ * Σ y0 expm1(Δm + α + β) - Σ n α - Σ n β - c·(μ - μ0) keeps full
+ * precision when the changes are tiny.
  */
 #include <lbfgs.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "solver_internal.h"
 
-/* Inner scaling: sweep cap per evaluation (buckets have total support, so
- * the rate is linear; the cap only guards pathological inputs). */
-#define INNER_SWEEPS 10000
 /* Cap on a kernel exponent: keeps trial points of line searches finite. */
 #define EXP_CAP 600.0
+/* Halvings of a Newton step before the line search gives up. */
+#define LINE_HALVINGS 40
+/* Armijo constant of the outer line search. */
+#define ARMIJO 1e-4
+
+/* Per part scratch and partial results. */
+struct part {
+	struct scaling_work w;
+	double *dm, *t, *u;    /* cells of the widest bucket */
+	double *vec;	       /* r: partial gradient or H v */
+	uint64_t *stamp, tick; /* r: distinct rows of a bucket */
+	double f, worst;
+};
 
 struct twolevel {
 	const struct dataset *ds;
@@ -36,24 +59,43 @@ struct twolevel {
 	size_t nb;
 	uint32_t *bk;	      /* coupled buckets */
 	size_t *qoff, *soff;  /* per coupled bucket: its α and β */
+	size_t *coff;	      /* cells before coupled bucket k (balancing) */
+	size_t *foff;	      /* its factorization in fac */
 	double *alpha, *beta; /* log-scalings since the base */
+	double *fac;
 	size_t r;
 	uint32_t *row; /* open knowledge rows (inv rows) */
 	double *rhs, *scale, *mu, *mu0;
 	size_t *ck_off; /* per cell: the open rows through it (local) */
 	uint32_t *ck;
-	double *y0, *y;		 /* per cell of the system */
-	double *sums, *dm, *fac; /* scratch, the widest coupled bucket */
+	double *y0, *y; /* per cell of the system */
 	double inner_target;
+	struct parallel *pool;
+	int parts;
+	struct part *part;
+	const double *vin; /* input of the H v pass */
 };
 
 static void twolevel_finish(struct twolevel *t)
 {
+	for (int p = 0; t->part && p < t->parts; p++) {
+		scaling_work_finish(&t->part[p].w);
+		free(t->part[p].dm);
+		free(t->part[p].t);
+		free(t->part[p].u);
+		free(t->part[p].vec);
+		free(t->part[p].stamp);
+	}
+	free(t->part);
+	parallel_destroy(t->pool);
 	free(t->bk);
 	free(t->qoff);
 	free(t->soff);
+	free(t->coff);
+	free(t->foff);
 	free(t->alpha);
 	free(t->beta);
+	free(t->fac);
 	free(t->row);
 	free(t->rhs);
 	free(t->scale);
@@ -62,136 +104,110 @@ static void twolevel_finish(struct twolevel *t)
 	free(t->ck_off);
 	free(t->ck);
 	free(t->y0);
-	free(t->sums);
-	free(t->dm);
-	free(t->fac);
 }
 
-/* Sums of the g x h block yb along rows (cols = 0) or columns into out. */
-static void block_sums(const double *yb, size_t g, size_t h, int cols, double *out)
+/* Shape of coupled bucket k. */
+static void shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, size_t *h)
 {
-	memset(out, 0, (cols ? h : g) * sizeof *out);
-	for (size_t i = 0; i < g; i++)
-		for (size_t j = 0; j < h; j++)
-			out[cols ? j : i] += yb[i * h + j];
+	size_t b = t->bk[k];
+
+	*off = t->inv->cell_off[b];
+	*g = t->ds->bq_off[b + 1] - t->ds->bq_off[b];
+	*h = t->ds->bs_off[b + 1] - t->ds->bs_off[b];
 }
 
-/* A wild trial point of a line search must not poison the warm start of
- * every later evaluation: non-finite scalings restart from the base. */
-static void reset_if_broken(double *a, size_t g, double *be, size_t h)
+/* Buckets [*lo, *hi) of part p, balanced by cells. */
+static void part_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi)
 {
-	int broken = 0;
-
-	for (size_t i = 0; i < g; i++)
-		broken |= !isfinite(a[i]);
-	for (size_t j = 0; j < h; j++)
-		broken |= !isfinite(be[j]);
-	if (broken) {
-		memset(a, 0, g * sizeof *a);
-		memset(be, 0, h * sizeof *be);
-	}
-}
-
-/* Δm of every cell of coupled bucket k (sum of μ - μ0 over the open rows
- * through it) into dm, and the kernel times the current scalings into y. */
-static void inner_start(struct twolevel *t, size_t k, double *dm)
-{
-	const struct dataset *ds = t->ds;
-	size_t b = t->bk[k], off = t->inv->cell_off[b];
-	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
-	double *a = t->alpha + t->qoff[k], *be = t->beta + t->soff[k];
-
-	reset_if_broken(a, g, be, h);
-	for (size_t i = 0; i < g; i++) {
-		for (size_t j = 0; j < h; j++) {
-			size_t c = off + i * h + j;
-
-			dm[i * h + j] = 0;
-			for (size_t x = t->ck_off[c]; x < t->ck_off[c + 1]; x++)
-				dm[i * h + j] += t->mu[t->ck[x]] - t->mu0[t->ck[x]];
-			dm[i * h + j] = fmin(fmax(dm[i * h + j], -EXP_CAP), EXP_CAP);
-			t->y[c] = t->zero[c] ? 0 : t->y0[c] * exp(dm[i * h + j] + a[i] + be[j]);
-		}
-	}
+	parallel_range(t->nb, t->coff, p, parts, lo, hi);
 }
 
 /*
- * Scales coupled bucket k exactly for the current μ. Returns the largest
- * row violation left (columns are exact after the last pass) and adds to
- * *f the bucket's share of D(α, β, μ) - D(base),
- *     Σ y0 expm1(Δm + α + β) - Σ n(q,b) α - Σ n(s,b) β,
- * which is stationary in (α, β), so an inner residual r moves it by O(r²).
+ * Scales coupled bucket k exactly for the current μ and adds its share of
+ * G(μ) - G(μ0) to pt->f: Σ y0 expm1(Δm + α + β) - Σ n(q,b) α - Σ n(s,b) β,
+ * stationary in (α, β), so an inner residual r moves it by O(r²); and its
+ * cells' values to the partial gradient.
  */
-static double inner_bucket(struct twolevel *t, size_t k, double *f)
+static void inner_bucket(struct twolevel *t, struct part *pt, size_t k)
 {
 	const struct dataset *ds = t->ds;
-	size_t b = t->bk[k], off = t->inv->cell_off[b];
-	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
-	const uint32_t *nq = ds->bq_count + ds->bq_off[b], *ns = ds->bs_count + ds->bs_off[b];
-	double *a = t->alpha + t->qoff[k], *be = t->beta + t->soff[k], *yb = t->y + off, worst = 0;
-	double *dm = t->dm, *sums = t->sums, *fac = t->fac;
+	size_t off, g, h, b = t->bk[k];
+	struct scaling_block blk;
 
-	inner_start(t, k, dm);
-	/* the sweeps multiply; one log per row and column at the end */
-	for (size_t x = 0; x < g + h; x++)
-		fac[x] = 1;
-	for (int sweep = 0; sweep < INNER_SWEEPS; sweep++) {
-		block_sums(yb, g, h, 0, sums);
-		worst = 0;
-		for (size_t i = 0; i < g; i++) {
-			worst = fmax(worst, fabs(sums[i] - nq[i]));
-			if (!(sums[i] > 0 && isfinite(sums[i])))
-				continue; /* underflowed trial point: reported by worst */
-			fac[i] *= nq[i] / sums[i];
-			for (size_t j = 0; j < h; j++)
-				yb[i * h + j] *= nq[i] / sums[i];
-		}
-		if (worst <= t->inner_target && sweep > 0)
-			break;
-		block_sums(yb, g, h, 1, sums);
-		for (size_t j = 0; j < h; j++) {
-			if (!(sums[j] > 0 && isfinite(sums[j])))
-				continue;
-			fac[g + j] *= ns[j] / sums[j];
-			for (size_t i = 0; i < g; i++)
-				yb[i * h + j] *= ns[j] / sums[j];
-		}
-	}
-	for (size_t i = 0; i < g; i++)
-		a[i] += log(fac[i]);
-	for (size_t j = 0; j < h; j++)
-		be[j] += log(fac[g + j]);
-	for (size_t i = 0; i < g; i++) {
-		*f -= nq[i] * a[i];
-		for (size_t j = 0; j < h; j++)
-			if (!t->zero[off + i * h + j])
-				*f += t->y0[off + i * h + j] * expm1(dm[i * h + j] + a[i] + be[j]);
-	}
-	for (size_t j = 0; j < h; j++)
-		*f -= ns[j] * be[j];
-	return worst;
-}
-
-/* G(μ) - G(μ0) and its gradient in the scaled variables u. */
-static double twolevel_eval(void *ctx, const double *u, double *grad, double *violation)
-{
-	struct twolevel *t = ctx;
-	const struct invariants *inv = t->inv;
-	double f = 0, worst = 0;
-
-	for (size_t k = 0; k < t->r; k++)
-		t->mu[k] = u[k] * t->scale[k];
-	for (size_t k = 0; k < t->nb; k++)
-		worst = fmax(worst, inner_bucket(t, k, &f));
-	for (size_t k = 0; k < t->r; k++) {
-		size_t r = t->row[k];
+	shape(t, k, &off, &g, &h);
+	for (size_t c = 0; c < g * h; c++) {
 		double s = 0;
 
-		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
-			s += t->y[inv->row_cell[e]];
+		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
+			s += t->mu[t->ck[x]] - t->mu0[t->ck[x]];
+		pt->dm[c] = fmin(fmax(s, -EXP_CAP), EXP_CAP);
+	}
+	blk = (struct scaling_block){.g = g,
+				     .h = h,
+				     .y0 = t->y0 + off,
+				     .dm = pt->dm,
+				     .zero = t->zero + off,
+				     .nq = ds->bq_count + ds->bq_off[b],
+				     .ns = ds->bs_count + ds->bs_off[b],
+				     .a = t->alpha + t->qoff[k],
+				     .b = t->beta + t->soff[k],
+				     .y = t->y + off};
+	pt->worst = fmax(pt->worst, scaling_solve(&blk, &pt->w, t->inner_target));
+	for (size_t i = 0; i < g; i++) {
+		pt->f -= blk.nq[i] * blk.a[i];
+		for (size_t j = 0; j < h; j++)
+			if (!blk.zero[i * h + j])
+				pt->f += blk.y0[i * h + j] *
+					 expm1(pt->dm[i * h + j] + blk.a[i] + blk.b[j]);
+	}
+	for (size_t j = 0; j < h; j++)
+		pt->f -= blk.ns[j] * blk.b[j];
+	for (size_t c = off; c < off + g * h; c++)
+		for (size_t x = t->ck_off[c]; x < t->ck_off[c + 1]; x++)
+			pt->vec[t->ck[x]] += t->y[c];
+}
+
+static void eval_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	struct part *pt = &t->part[p];
+	size_t lo, hi;
+
+	pt->f = pt->worst = 0;
+	memset(pt->vec, 0, t->r * sizeof *pt->vec);
+	part_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+		inner_bucket(t, pt, k);
+}
+
+/* Sums the parts' vectors into out (in part order: deterministic). */
+static void reduce(const struct twolevel *t, double *out)
+{
+	memcpy(out, t->part[0].vec, t->r * sizeof *out);
+	for (int p = 1; p < t->parts; p++)
+		for (size_t k = 0; k < t->r; k++)
+			out[k] += t->part[p].vec[k];
+}
+
+/* G(μ) - G(μ0) at t->mu; gradient (records) into g (may be NULL); the
+ * largest violation of any row, inner ones included. */
+static double eval_mu(struct twolevel *t, double *g, double *violation)
+{
+	double f = 0, worst = 0;
+
+	parallel_run(t->pool, eval_part, t);
+	for (int p = 0; p < t->parts; p++) {
+		f += t->part[p].f;
+		worst = fmax(worst, t->part[p].worst);
+	}
+	for (size_t k = 0; k < t->r; k++) {
+		double s = t->part[0].vec[k];
+
+		for (int p = 1; p < t->parts; p++)
+			s += t->part[p].vec[k];
 		f -= (t->mu[k] - t->mu0[k]) * t->rhs[k];
-		if (grad)
-			grad[k] = (s - t->rhs[k]) * t->scale[k];
+		if (g)
+			g[k] = s - t->rhs[k];
 		worst = fmax(worst, fabs(s - t->rhs[k]));
 	}
 	*violation = worst;
@@ -199,52 +215,337 @@ static double twolevel_eval(void *ctx, const double *u, double *grad, double *vi
 }
 
 /* The current point becomes the base: y0 = y, μ0 = μ, α = β = 0. */
-static void twolevel_rebase(void *ctx, const double *u)
+static void rebase(struct twolevel *t)
 {
-	struct twolevel *t = ctx;
-
 	for (size_t k = 0; k < t->nb; k++) {
-		size_t b = t->bk[k];
+		size_t off, g, h;
 
-		memcpy(t->y0 + t->inv->cell_off[b], t->y + t->inv->cell_off[b],
-		       (t->inv->cell_off[b + 1] - t->inv->cell_off[b]) * sizeof *t->y);
+		shape(t, k, &off, &g, &h);
+		memcpy(t->y0 + off, t->y + off, g * h * sizeof *t->y);
 	}
 	memcpy(t->mu0, t->mu, t->r * sizeof *t->mu);
 	memset(t->alpha, 0, t->qoff[t->nb] * sizeof *t->alpha);
 	memset(t->beta, 0, t->soff[t->nb] * sizeof *t->beta);
 }
 
-/* The coupled buckets, their α/β offsets, and the scratch size. */
-static enum pm_status init_buckets(struct twolevel *t, const uint8_t *coupled)
+/* ---- Hessian products ---------------------------------------------------- */
+
+static void factor_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	size_t lo, hi;
+
+	part_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t off, g, h;
+
+		shape(t, k, &off, &g, &h);
+		schur_factor(t->y + off, g, h, t->fac + t->foff[k]);
+	}
+}
+
+/*
+ * Bucket k's part of H applied to a vector given per cell as w (the sum
+ * of v over the open rows through the cell): u = Y w - Y E M^+ E^T Y w,
+ * the change of y along v once the bucket's scalings have followed.
+ */
+static void bucket_apply(struct twolevel *t, struct part *pt, size_t k, const double *w, double *u)
+{
+	size_t off, g, h;
+	struct scaling_work *s = &pt->w;
+	const double *y;
+
+	shape(t, k, &off, &g, &h);
+	y = t->y + off;
+	memset(s->q, 0, h * sizeof *s->q);
+	for (size_t i = 0; i < g; i++) {
+		s->p[i] = 0;
+		for (size_t j = 0; j < h; j++) {
+			u[i * h + j] = y[i * h + j] * w[i * h + j];
+			s->p[i] += u[i * h + j];
+			s->q[j] += u[i * h + j];
+		}
+	}
+	schur_solve(t->fac + t->foff[k], y, g, h, s->p, s->q, s->da, s->db);
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++)
+			u[i * h + j] -= y[i * h + j] * (s->da[i] + s->db[j]);
+}
+
+static void hv_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	struct part *pt = &t->part[p];
+	size_t lo, hi;
+
+	memset(pt->vec, 0, t->r * sizeof *pt->vec);
+	part_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t off, g, h;
+
+		shape(t, k, &off, &g, &h);
+		for (size_t c = 0; c < g * h; c++) {
+			pt->t[c] = 0;
+			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
+				pt->t[c] += t->vin[t->ck[x]];
+		}
+		bucket_apply(t, pt, k, pt->t, pt->u);
+		for (size_t c = 0; c < g * h; c++)
+			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
+				pt->vec[t->ck[x]] += pt->u[c];
+	}
+}
+
+/* H v into out. */
+static void hessian_apply(struct twolevel *t, const double *v, double *out)
+{
+	t->vin = v;
+	parallel_run(t->pool, hv_part, t);
+	reduce(t, out);
+}
+
+/* diag(H): per bucket, H's diagonal entry of every open row through it. */
+static void diag_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	struct part *pt = &t->part[p];
+	size_t lo, hi;
+
+	memset(pt->vec, 0, t->r * sizeof *pt->vec);
+	part_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t off, g, h;
+
+		shape(t, k, &off, &g, &h);
+		pt->tick++;
+		for (size_t c = off; c < off + g * h; c++) {
+			for (size_t x = t->ck_off[c]; x < t->ck_off[c + 1]; x++) {
+				uint32_t row = t->ck[x];
+
+				if (pt->stamp[row] == pt->tick)
+					continue;
+				pt->stamp[row] = pt->tick;
+				for (size_t d = 0; d < g * h; d++) {
+					pt->t[d] = 0;
+					for (size_t z = t->ck_off[off + d];
+					     z < t->ck_off[off + d + 1]; z++)
+						pt->t[d] += t->ck[z] == row;
+				}
+				bucket_apply(t, pt, k, pt->t, pt->u);
+				for (size_t d = 0; d < g * h; d++)
+					pt->vec[row] += pt->u[d] * pt->t[d];
+			}
+		}
+	}
+}
+
+/* ---- the outer Newton iteration ----------------------------------------- */
+
+static double dot(const double *a, const double *b, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+/* Vectors of the outer iteration, r entries each. */
+struct newton {
+	double *g, *d, *res, *z, *p, *hp, *diag, *mu1;
+};
+
+/*
+ * Preconditioned conjugate gradients (Jacobi) on H d = -g, to a relative
+ * residual eta (inexact Newton: loose far from the optimum, tight near
+ * it). H is positive semidefinite; a curvature that vanishes along p ends
+ * the iteration with what it has.
+ */
+static void newton_direction(struct twolevel *t, struct newton *nw, double eta, int max_it)
+{
+	size_t r = t->r;
+	double rz, g2 = sqrt(dot(nw->g, nw->g, r));
+
+	parallel_run(t->pool, diag_part, t);
+	reduce(t, nw->diag);
+	for (size_t k = 0; k < r; k++) {
+		nw->d[k] = 0;
+		nw->res[k] = -nw->g[k];
+		nw->z[k] = nw->diag[k] > 0 ? nw->res[k] / nw->diag[k] : nw->res[k];
+		nw->p[k] = nw->z[k];
+	}
+	rz = dot(nw->res, nw->z, r);
+	for (int it = 0; it < max_it; it++) {
+		double php, a, rz1;
+
+		hessian_apply(t, nw->p, nw->hp);
+		php = dot(nw->p, nw->hp, r);
+		if (!(php > 1e-300))
+			break;
+		a = rz / php;
+		for (size_t k = 0; k < r; k++) {
+			nw->d[k] += a * nw->p[k];
+			nw->res[k] -= a * nw->hp[k];
+		}
+		if (sqrt(dot(nw->res, nw->res, r)) <= eta * g2)
+			break;
+		for (size_t k = 0; k < r; k++)
+			nw->z[k] = nw->diag[k] > 0 ? nw->res[k] / nw->diag[k] : nw->res[k];
+		rz1 = dot(nw->res, nw->z, r);
+		for (size_t k = 0; k < r; k++)
+			nw->p[k] = nw->z[k] + rz1 / rz * nw->p[k];
+		rz = rz1;
+	}
+	if (!(dot(nw->d, nw->g, r) < 0)) /* no progress in CG: steepest descent */
+		for (size_t k = 0; k < r; k++)
+			nw->d[k] = -nw->g[k] / (nw->diag[k] > 0 ? nw->diag[k] : 1);
+}
+
+/*
+ * Backtracking from the full Newton step. Armijo on G, which is exact to
+ * rounding relative to the base point; near the optimum the decrease
+ * falls below that rounding, and a step that reduces the violation is
+ * taken instead. Returns 1 with t->mu and y at the new point (its
+ * gradient in nw->g, violation in *viol), 0 if no step helped.
+ */
+static int line_search(struct twolevel *t, struct newton *nw, double *viol)
+{
+	size_t r = t->r;
+	double gd = dot(nw->g, nw->d, r), v1;
+
+	memcpy(nw->mu1, t->mu, r * sizeof *t->mu);
+	for (int i = 0; i < LINE_HALVINGS; i++) {
+		double s = ldexp(1.0, -i), f1;
+
+		for (size_t k = 0; k < r; k++)
+			t->mu[k] = nw->mu1[k] + s * nw->d[k];
+		f1 = eval_mu(t, nw->hp, &v1);
+		if (!isfinite(f1))
+			continue;
+		if (f1 <= ARMIJO * s * gd || (f1 <= 0 && v1 < *viol) ||
+		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
+			memcpy(nw->g, nw->hp, r * sizeof *nw->g);
+			*viol = v1;
+			return 1;
+		}
+	}
+	memcpy(t->mu, nw->mu1, r * sizeof *t->mu);
+	eval_mu(t, nw->g, viol);
+	return 0;
+}
+
+/* Newton from t->mu until target; *stalled when the line search fails. */
+static enum pm_status newton_run(struct twolevel *t, const struct solver_options *o, double target,
+				 struct newton *nw, struct maxent_stats *st, int *stalled)
+{
+	double viol, g0;
+
+	*stalled = 0;
+	eval_mu(t, nw->g, &viol);
+	g0 = sqrt(dot(nw->g, nw->g, t->r));
+	while (viol > target && st->iterations < o->max_iterations) {
+		double gn = sqrt(dot(nw->g, nw->g, t->r));
+		double eta = fmin(0.1, sqrt(gn / (g0 + 1e-300)));
+
+		rebase(t);
+		parallel_run(t->pool, factor_part, t);
+		newton_direction(t, nw, eta, t->r < 200 ? 200 : (int)(t->r < 2000 ? t->r : 2000));
+		if (!line_search(t, nw, &viol)) {
+			*stalled = 1;
+			break;
+		}
+		st->iterations++;
+		if (o->progress && o->progress(o->progress_ctx, st->iterations, viol))
+			return PM_ERR_CANCELLED;
+	}
+	st->max_violation = viol;
+	return PM_OK;
+}
+
+/* ---- L-BFGS fallback ---------------------------------------------------- */
+
+/* G and its gradient in the scaled variables u = μ / scale. */
+static double lbfgs_eval(void *ctx, const double *u, double *grad, double *violation)
+{
+	struct twolevel *t = ctx;
+	double f;
+
+	for (size_t k = 0; k < t->r; k++)
+		t->mu[k] = u[k] * t->scale[k];
+	f = eval_mu(t, grad, violation);
+	for (size_t k = 0; grad && k < t->r; k++)
+		grad[k] *= t->scale[k];
+	return f;
+}
+
+static void lbfgs_rebase(void *ctx, const double *u)
+{
+	struct twolevel *t = ctx;
+
+	for (size_t k = 0; k < t->r; k++)
+		t->mu[k] = u[k] * t->scale[k];
+	rebase(t);
+}
+
+static enum pm_status lbfgs_run(struct twolevel *t, const struct solver_options *o, double target,
+				struct maxent_stats *st)
+{
+	struct maxent_driver drv = {.opt = o,
+				    .ctx = t,
+				    .eval = lbfgs_eval,
+				    .rebase = lbfgs_rebase,
+				    .target = target,
+				    .iterations = st->iterations};
+	double *u = lbfgs_malloc((int)t->r + 1);
+	enum pm_status ret;
+
+	if (!u)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < t->r; k++)
+		u[k] = t->mu[k] / t->scale[k];
+	ret = maxent_lbfgs(&drv, (int)t->r, u, st);
+	lbfgs_free(u);
+	return ret;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+/* The coupled buckets, their α/β/cell/factor offsets; *g_max, *h_max the
+ * widest shape. */
+static enum pm_status init_buckets(struct twolevel *t, const uint8_t *coupled, size_t *g_max,
+				   size_t *h_max)
 {
 	const struct dataset *ds = t->ds;
-	size_t wide = 1, cells = 1;
+	size_t n = ds->n_groups + 1;
 
-	t->bk = malloc((ds->n_groups + 1) * sizeof *t->bk);
-	t->qoff = malloc((ds->n_groups + 1) * sizeof *t->qoff);
-	t->soff = malloc((ds->n_groups + 1) * sizeof *t->soff);
-	if (!t->bk || !t->qoff || !t->soff)
+	t->bk = malloc(n * sizeof *t->bk);
+	t->qoff = malloc(n * sizeof *t->qoff);
+	t->soff = malloc(n * sizeof *t->soff);
+	t->coff = malloc(n * sizeof *t->coff);
+	t->foff = malloc(n * sizeof *t->foff);
+	if (!t->bk || !t->qoff || !t->soff || !t->coff || !t->foff)
 		return PM_ERR_NOMEM;
-	t->qoff[0] = t->soff[0] = 0;
+	t->qoff[0] = t->soff[0] = t->coff[0] = t->foff[0] = 0;
+	*g_max = *h_max = 1;
 	for (size_t b = 0; b < ds->n_groups; b++) {
 		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+		size_t k = t->nb;
 
 		if (!coupled[b])
 			continue;
-		t->bk[t->nb] = (uint32_t)b;
-		t->qoff[t->nb + 1] = t->qoff[t->nb] + g;
-		t->soff[t->nb + 1] = t->soff[t->nb] + h;
+		t->bk[k] = (uint32_t)b;
+		t->qoff[k + 1] = t->qoff[k] + g;
+		t->soff[k + 1] = t->soff[k] + h;
+		t->coff[k + 1] = t->coff[k] + g * h;
+		t->foff[k + 1] = t->foff[k] + schur_size(g, h);
 		t->nb++;
-		wide = g > wide ? g : wide;
-		wide = h > wide ? h : wide;
-		cells = g * h > cells ? g * h : cells;
+		*g_max = g > *g_max ? g : *g_max;
+		*h_max = h > *h_max ? h : *h_max;
 	}
 	t->alpha = calloc(t->qoff[t->nb] + 1, sizeof *t->alpha);
 	t->beta = calloc(t->soff[t->nb] + 1, sizeof *t->beta);
-	t->sums = malloc(wide * sizeof *t->sums);
-	t->dm = malloc(cells * sizeof *t->dm);
-	t->fac = malloc(2 * wide * sizeof *t->fac);
-	return t->alpha && t->beta && t->sums && t->dm && t->fac ? PM_OK : PM_ERR_NOMEM;
+	t->fac = malloc((t->foff[t->nb] + 1) * sizeof *t->fac);
+	return t->alpha && t->beta && t->fac ? PM_OK : PM_ERR_NOMEM;
 }
 
 /* The open rows (knowledge rows not implied) and, per cell, the open rows
@@ -264,7 +565,7 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, cons
 		return PM_ERR_NOMEM;
 	for (size_t r = first; r < inv->n_rows; r++) {
 		/* open rows of the coupled buckets (a row lies in one component) */
-		if (implied[r] || inv->row_off[r] == inv->row_off[r + 1] ||
+		if ((implied && implied[r]) || inv->row_off[r] == inv->row_off[r + 1] ||
 		    !coupled[inv->cell_group[inv->row_cell[inv->row_off[r]]]])
 			continue;
 		t->row[t->r] = (uint32_t)r;
@@ -285,7 +586,35 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, cons
 	return PM_OK;
 }
 
-/* Start: μ = 0, every coupled bucket scaled alone (y0 = y). */
+/* The pool and each part's scratch. */
+static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, size_t h_max)
+{
+	size_t cells = g_max * h_max + 1;
+
+	if (parallel_create(t->nb < 64 ? 1 : threads, &t->pool))
+		return PM_ERR_NOMEM;
+	t->parts = parallel_parts(t->pool);
+	t->part = calloc((size_t)t->parts, sizeof *t->part);
+	if (!t->part)
+		return PM_ERR_NOMEM;
+	for (int p = 0; p < t->parts; p++) {
+		struct part *pt = &t->part[p];
+
+		if (scaling_work_init(&pt->w, g_max, h_max))
+			return PM_ERR_NOMEM;
+		pt->dm = malloc(cells * sizeof *pt->dm);
+		pt->t = malloc(cells * sizeof *pt->t);
+		pt->u = malloc(cells * sizeof *pt->u);
+		pt->vec = calloc(t->r + 1, sizeof *pt->vec);
+		pt->stamp = calloc(t->r + 1, sizeof *pt->stamp);
+		if (!pt->dm || !pt->t || !pt->u || !pt->vec || !pt->stamp)
+			return PM_ERR_NOMEM;
+	}
+	return PM_OK;
+}
+
+/* Start: μ = 0, every coupled bucket scaled alone (the closed form when it
+ * has no zeros), which is the base point. */
 static enum pm_status init_start(struct twolevel *t)
 {
 	const struct invariants *inv = t->inv;
@@ -295,15 +624,33 @@ static enum pm_status init_start(struct twolevel *t)
 	if (!t->y0)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < t->nb; k++) {
-		size_t b = t->bk[k], lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
+		size_t off, g, h;
 
-		if (scaling_bucket(t->ds, inv, b, t->zero, t->y0, 1e-13, INNER_SWEEPS))
-			metrics_closed_form(t->ds, inv, b, t->y0); /* refined by the inner loop */
-		memcpy(t->y + lo, t->y0 + lo, (hi - lo) * sizeof *t->y);
-		widest = fmax(widest, t->ds->group_size[b]);
+		shape(t, k, &off, &g, &h);
+		metrics_closed_form(t->ds, inv, t->bk[k], t->y0);
+		for (size_t c = off; c < off + g * h; c++)
+			t->y0[c] = t->zero[c] ? 0 : t->y0[c];
+		widest = fmax(widest, t->ds->group_size[t->bk[k]]);
 	}
 	/* as tight as rounding allows: function and gradient must agree */
 	t->inner_target = fmax(1e-13, 1e-15 * widest);
+	return PM_OK;
+}
+
+static enum pm_status newton_alloc(struct newton *nw, size_t r)
+{
+	double *all = malloc(8 * (r + 1) * sizeof *all);
+
+	if (!all)
+		return PM_ERR_NOMEM;
+	nw->g = all;
+	nw->d = all + (r + 1);
+	nw->res = all + 2 * (r + 1);
+	nw->z = all + 3 * (r + 1);
+	nw->p = all + 4 * (r + 1);
+	nw->hp = all + 5 * (r + 1);
+	nw->diag = all + 6 * (r + 1);
+	nw->mu1 = all + 7 * (r + 1);
 	return PM_OK;
 }
 
@@ -313,31 +660,39 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 			      struct pm_error *err)
 {
 	struct twolevel t = {.ds = ds, .inv = inv, .zero = zero, .y = y};
-	double *u = NULL, max_rhs = 1;
+	struct newton nw = {0};
+	double max_rhs = 1, target;
+	size_t g_max, h_max;
+	int stalled = 0;
 	enum pm_status ret;
 
 	memset(st, 0, sizeof *st);
-	ret = init_buckets(&t, coupled);
+	ret = init_buckets(&t, coupled, &g_max, &h_max);
 	if (!ret)
 		ret = init_rows(&t, implied, coupled);
 	if (!ret)
+		ret = init_parts(&t, o->threads, g_max, h_max);
+	if (!ret)
 		ret = init_start(&t);
-	if (!ret && !(u = lbfgs_malloc((int)t.r + 1)))
-		ret = PM_ERR_NOMEM;
+	if (!ret)
+		ret = newton_alloc(&nw, t.r);
 	if (ret)
 		goto out;
-	memset(u, 0, (t.r + 1) * sizeof *u);
 	for (size_t k = 0; k < t.r; k++)
 		max_rhs = fmax(max_rhs, t.rhs[k]);
-	{
-		struct maxent_driver drv = {.opt = o,
-					    .ctx = &t,
-					    .eval = twolevel_eval,
-					    .rebase = twolevel_rebase,
-					    .target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs)};
-
-		ret = maxent_lbfgs(&drv, (int)t.r, u, st);
-	}
+	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
+	ret = newton_run(&t, o, target, &nw, st, &stalled);
+	if (!ret && stalled && st->max_violation > target && st->iterations < o->max_iterations)
+		ret = lbfgs_run(&t, o, target, st);
+	if (ret)
+		goto out;
+	st->converged = st->max_violation <= o->tolerance;
+	if (!st->converged && st->iterations >= o->max_iterations)
+		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
+			 o->max_iterations);
+	else if (!st->converged)
+		snprintf(st->reason, sizeof st->reason, "%s",
+			 "the Newton line search and L-BFGS made no further progress");
 out:
 	if (ret == PM_ERR_NOMEM)
 		error_set(err, ret, "", "out of memory in the two-level solver");
@@ -345,7 +700,7 @@ out:
 		error_set(err, ret, "", "the solve was cancelled");
 	else if (ret)
 		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
-	lbfgs_free(u);
+	free(nw.g);
 	twolevel_finish(&t);
 	return ret;
 }

@@ -1,0 +1,160 @@
+/*
+ * A fork-join pool for the solver's per-bucket loops. The two-level solve
+ * runs hundreds of short parallel phases (one per Hessian product), so the
+ * workers are created once per solve and wait on a condition variable
+ * between phases instead of being created per phase.
+ *
+ * Work is split into a fixed number of parts, part i always on the same
+ * bucket range, and callers reduce per-part partial results in part
+ * order: the answer does not depend on thread scheduling.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "solver_internal.h"
+
+/* More threads than this buy nothing on bucket loops of this size. */
+#define MAX_THREADS 16
+
+struct parallel;
+
+struct worker_arg {
+	struct parallel *p;
+	int part;
+};
+
+struct parallel {
+	int n; /* parts = threads, the caller's included */
+	pthread_t tid[MAX_THREADS];
+	struct worker_arg arg[MAX_THREADS];
+	int started;
+	pthread_mutex_t mu;
+	pthread_cond_t go, done;
+	unsigned long generation;
+	int pending, stop;
+	void (*fn)(void *ctx, int part, int parts);
+	void *ctx;
+};
+
+static void *worker(void *arg)
+{
+	struct parallel *p = ((struct worker_arg *)arg)->p;
+	int part = ((struct worker_arg *)arg)->part;
+	unsigned long seen = 0;
+
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (p->generation == seen && !p->stop)
+			pthread_cond_wait(&p->go, &p->mu);
+		if (p->stop) {
+			pthread_mutex_unlock(&p->mu);
+			return NULL;
+		}
+		seen = p->generation;
+		pthread_mutex_unlock(&p->mu);
+		p->fn(p->ctx, part, p->n);
+		pthread_mutex_lock(&p->mu);
+		if (--p->pending == 0)
+			pthread_cond_signal(&p->done);
+		pthread_mutex_unlock(&p->mu);
+	}
+}
+
+static int online_cpus(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+}
+
+enum pm_status parallel_create(int threads, struct parallel **out)
+{
+	struct parallel *p = calloc(1, sizeof *p);
+
+	*out = NULL;
+	if (!p)
+		return PM_ERR_NOMEM;
+	p->n = threads > 0 ? (threads > MAX_THREADS ? MAX_THREADS : threads) : online_cpus();
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->go, NULL);
+	pthread_cond_init(&p->done, NULL);
+	for (int i = 1; i < p->n; i++) {
+		p->arg[i] = (struct worker_arg){.p = p, .part = i};
+		if (pthread_create(&p->tid[i], NULL, worker, &p->arg[i])) {
+			p->n = i; /* fewer threads; still correct */
+			break;
+		}
+		p->started = i;
+	}
+	*out = p;
+	return PM_OK;
+}
+
+int parallel_parts(const struct parallel *p)
+{
+	return p ? p->n : 1;
+}
+
+void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts), void *ctx)
+{
+	if (!p || p->n == 1) {
+		fn(ctx, 0, 1);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->fn = fn;
+	p->ctx = ctx;
+	p->pending = p->n - 1;
+	p->generation++;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	fn(ctx, 0, p->n);
+	pthread_mutex_lock(&p->mu);
+	while (p->pending > 0)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void parallel_destroy(struct parallel *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = 1;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 1; i <= p->started; i++)
+		pthread_join(p->tid[i], NULL);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->go);
+	pthread_cond_destroy(&p->done);
+	free(p);
+}
+
+/* First i in [0, n] with off[i] >= w (off is nondecreasing). */
+static size_t lower_bound(const size_t *off, size_t n, size_t w)
+{
+	size_t l = 0, r = n;
+
+	while (l < r) {
+		size_t m = l + (r - l) / 2;
+
+		if (off[m] < w)
+			l = m + 1;
+		else
+			r = m;
+	}
+	return l;
+}
+
+/* Part `part` of `parts` of n items, balanced by weight (off[i] = total
+ * weight of the items before i, n + 1 entries; NULL: unit weights). */
+void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo, size_t *hi)
+{
+	size_t total = off ? off[n] : n, p = (size_t)part, ps = (size_t)parts;
+	size_t a = total * p / ps, b = total * (p + 1) / ps;
+
+	*lo = part == 0 ? 0 : off ? lower_bound(off, n, a) : a;
+	*hi = part + 1 == parts ? n : off ? lower_bound(off, n, b) : b;
+}

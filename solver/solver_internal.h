@@ -1,0 +1,75 @@
+/*
+ * Internal to the solver component: the thread pool and the per-bucket
+ * Schur complement used by the two-level dual. Not part of solver.h.
+ */
+#ifndef PMAXENT_SOLVER_INTERNAL_H
+#define PMAXENT_SOLVER_INTERNAL_H
+
+#include <stddef.h>
+
+#include "solver.h"
+
+/* ---- parallel.c --------------------------------------------------------- */
+
+struct parallel;
+
+/* A pool of `threads` parts (<= 0: one per online CPU), the calling
+ * thread included. Caller frees with parallel_destroy. */
+enum pm_status parallel_create(int threads, struct parallel **out);
+void parallel_destroy(struct parallel *p);
+int parallel_parts(const struct parallel *p);
+/* Runs fn(ctx, part, parts) for every part, the caller doing part 0, and
+ * returns when all are done. p may be NULL (one part, inline). */
+void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts), void *ctx);
+/* The items [*lo, *hi) of part `part`, balanced by the weights whose
+ * prefix sums are off[0..n] (NULL: unit weights). */
+void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo, size_t *hi);
+
+/* ---- schur.c ------------------------------------------------------------ */
+
+/* Doubles of a factorization of a g x h block. */
+size_t schur_size(size_t g, size_t h);
+/* Factors the Hessian of the scaling problem of block y (g x h, row-major;
+ * zero cells 0) into f (schur_size(g, h) doubles). */
+void schur_factor(const double *y, size_t g, size_t h, double *f);
+/* Solves M (a, b) = (p, q) (p: g row entries, q: h column entries) with
+ * the factorization f of block y; a gets g values, b gets h. */
+void schur_solve(const double *f, const double *y, size_t g, size_t h, const double *p,
+		 const double *q, double *a, double *b);
+
+/* ---- scaling.c ---------------------------------------------------------- */
+
+/* Scratch for scaling_solve on blocks up to g x h (init/finish). */
+struct scaling_work {
+	double *yt, *f, *rs, *cs, *p, *q, *da, *db, *ta, *tb;
+	double *y0, *ab; /* for scaling_bucket */
+};
+enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h);
+void scaling_work_finish(struct scaling_work *w);
+
+/* One bucket's scaling problem: y = y0 exp(dm + a_i + b_j) on the cells
+ * that are not zero, rows summing to nq and columns to ns. All borrowed. */
+struct scaling_block {
+	size_t g, h;
+	const double *y0, *dm; /* g x h; dm may be NULL (0) */
+	const uint8_t *zero;
+	const uint32_t *nq, *ns;
+	double *a, *b; /* log-scalings: start (warm) and result */
+	double *y;     /* result, g x h */
+};
+
+/* Solves k until the largest row or column violation is at most target
+ * records (Newton, then Sinkhorn); returns that violation. */
+double scaling_solve(struct scaling_block *k, struct scaling_work *w, double target);
+
+/*
+ * The maximum-entropy estimate of bucket b alone, given its forced zeros:
+ * the scaling of its free cells to the bucket's QI and SA counts, written
+ * to y (the bucket's cells). PM_ERR_INTERNAL if target is not reached.
+ * w must fit the bucket.
+ */
+enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
+			      const uint8_t *zero, double *y, double target,
+			      struct scaling_work *w);
+
+#endif
