@@ -1,0 +1,95 @@
+/*
+ * parallel.c: every part runs exactly once per phase, on the range
+ * parallel_range gives it; ranges tile the items; the pool survives many
+ * phases (the two-level solve runs hundreds); NULL and 1-thread pools run
+ * inline; destroy(NULL) is a no-op.
+ */
+#include <pthread.h>
+
+#include "check.h"
+#include "solver_internal.h"
+
+#define ITEMS 1000
+
+struct job {
+	size_t off[ITEMS + 1];
+	int hits[ITEMS];
+	int parts_seen[64];
+	pthread_t who[64];
+};
+
+static void work(void *ctx, int part, int parts)
+{
+	struct job *j = ctx;
+	size_t lo, hi;
+
+	parallel_range(ITEMS, j->off, part, parts, &lo, &hi);
+	for (size_t i = lo; i < hi; i++)
+		j->hits[i]++;
+	j->parts_seen[part]++;
+	j->who[part] = pthread_self();
+}
+
+static void check_ranges(const size_t *off, int parts)
+{
+	size_t next = 0, total = off ? off[ITEMS] : ITEMS, heaviest = 0, item_max = 1;
+
+	for (int p = 0; p < parts; p++) {
+		size_t lo, hi;
+
+		parallel_range(ITEMS, off, p, parts, &lo, &hi);
+		CHECK(lo == next);
+		CHECK(hi >= lo);
+		next = hi;
+		heaviest = fmax(heaviest, off ? off[hi] - off[lo] : hi - lo);
+	}
+	CHECK(next == ITEMS);
+	for (size_t i = 0; off && i < ITEMS; i++)
+		item_max = fmax(item_max, off[i + 1] - off[i]);
+	/* balanced to within one item of the even share */
+	CHECK(heaviest <= total / (size_t)parts + 2 * item_max);
+}
+
+int main(void)
+{
+	static struct job j;
+	struct parallel *p = NULL;
+
+	parallel_destroy(NULL);
+	for (size_t i = 0; i < ITEMS; i++) /* uneven weights */
+		j.off[i + 1] = j.off[i] + 1 + (i % 7) * (i % 13);
+	for (int parts = 1; parts <= 9; parts++) {
+		check_ranges(j.off, parts);
+		check_ranges(NULL, parts);
+	}
+	CHECK(parallel_parts(NULL) == 1);
+	parallel_run(NULL, work, &j);
+	for (size_t i = 0; i < ITEMS; i++)
+		CHECK(j.hits[i] == 1);
+
+	CHECK(parallel_create(4, &p) == PM_OK);
+	CHECK(parallel_parts(p) == 4);
+	memset(&j.hits, 0, sizeof j.hits);
+	memset(&j.parts_seen, 0, sizeof j.parts_seen);
+	for (int phase = 0; phase < 500; phase++)
+		parallel_run(p, work, &j);
+	for (size_t i = 0; i < ITEMS; i++)
+		if (j.hits[i] != 500)
+			CHECK(j.hits[i] == 500);
+	for (int part = 0; part < 4; part++)
+		CHECK(j.parts_seen[part] == 500);
+	CHECK(pthread_equal(j.who[0], pthread_self()));
+	CHECK(!pthread_equal(j.who[1], pthread_self()));
+	parallel_destroy(p);
+
+	CHECK(parallel_create(1, &p) == PM_OK);
+	CHECK(parallel_parts(p) == 1);
+	parallel_run(p, work, &j);
+	CHECK(pthread_equal(j.who[0], pthread_self()));
+	parallel_destroy(p);
+
+	CHECK(parallel_create(0, &p) == PM_OK); /* one per CPU */
+	CHECK(parallel_parts(p) >= 1);
+	parallel_destroy(p);
+	return check_done();
+}
