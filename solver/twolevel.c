@@ -40,6 +40,8 @@
 #define EXP_CAP 600.0
 /* Halvings of a Newton step before the line search gives up. */
 #define LINE_HALVINGS 40
+/* Scratch cap (doubles) for the per-row sums of one bucket. */
+#define PQ_MAX ((size_t)1 << 20)
 /* Armijo constant of the outer line search. */
 #define ARMIJO 1e-4
 
@@ -49,6 +51,9 @@ struct part {
 	double *dm, *t, *u;    /* cells of the widest bucket */
 	double *vec;	       /* r: partial gradient or H v */
 	uint64_t *stamp, tick; /* r: distinct rows of a bucket */
+	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
+	double *pq, *acc;      /* per local row: g + h sums, and the total */
+	size_t pq_cap;	       /* doubles in pq */
 	double f, worst;
 };
 
@@ -85,6 +90,10 @@ static void twolevel_finish(struct twolevel *t)
 		free(t->part[p].u);
 		free(t->part[p].vec);
 		free(t->part[p].stamp);
+		free(t->part[p].loc);
+		free(t->part[p].rows);
+		free(t->part[p].pq);
+		free(t->part[p].acc);
 	}
 	free(t->part);
 	parallel_destroy(t->pool);
@@ -304,7 +313,62 @@ static void hessian_apply(struct twolevel *t, const double *v, double *out)
 	reduce(t, out);
 }
 
-/* diag(H): per bucket, H's diagonal entry of every open row through it. */
+/* The bucket's distinct open rows: loc[row] their local number, pt->rows
+ * the list; with P (row sums) and Q (column sums) of y over each row's
+ * cells and A (their total), as long as they fit the scratch (else 0). */
+static size_t bucket_rows(struct twolevel *t, struct part *pt, size_t k)
+{
+	size_t off, g, h, n = 0;
+
+	shape(t, k, &off, &g, &h);
+	pt->tick++;
+	for (size_t c = 0; c < g * h; c++) {
+		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++) {
+			uint32_t row = t->ck[x];
+			double v = t->y[off + c];
+
+			if (pt->stamp[row] != pt->tick) {
+				if ((n + 1) * (g + h) > pt->pq_cap)
+					return 0;
+				pt->stamp[row] = pt->tick;
+				pt->loc[row] = (uint32_t)n;
+				pt->rows[n] = row;
+				pt->acc[n] = 0;
+				memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
+				n++;
+			}
+			pt->acc[pt->loc[row]] += v;
+			pt->pq[pt->loc[row] * (g + h) + c / h] += v;
+			pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
+		}
+	}
+	return n;
+}
+
+/* Row `row`'s diagonal entry from bucket k, one row at a time (buckets
+ * too large for the scratch of bucket_rows). */
+static double diag_slow(struct twolevel *t, struct part *pt, size_t k, uint32_t row)
+{
+	size_t off, g, h;
+	double s = 0;
+
+	shape(t, k, &off, &g, &h);
+	for (size_t d = 0; d < g * h; d++) {
+		pt->t[d] = 0;
+		for (size_t z = t->ck_off[off + d]; z < t->ck_off[off + d + 1]; z++)
+			pt->t[d] += t->ck[z] == row;
+	}
+	bucket_apply(t, pt, k, pt->t, pt->u);
+	for (size_t d = 0; d < g * h; d++)
+		s += pt->u[d] * pt->t[d];
+	return s;
+}
+
+/*
+ * diag(H): bucket k adds to row x's entry a^T Y a - v^T M^+ v with
+ * v = E^T Y a (a the row's cells in the bucket): one small solve per row
+ * and bucket.
+ */
 static void diag_part(void *ctx, int p, int parts)
 {
 	struct twolevel *t = ctx;
@@ -314,28 +378,29 @@ static void diag_part(void *ctx, int p, int parts)
 	memset(pt->vec, 0, t->r * sizeof *pt->vec);
 	part_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++) {
-		size_t off, g, h;
+		size_t off, g, h, n = bucket_rows(t, pt, k);
 
 		shape(t, k, &off, &g, &h);
-		pt->tick++;
-		for (size_t c = off; c < off + g * h; c++) {
-			for (size_t x = t->ck_off[c]; x < t->ck_off[c + 1]; x++) {
-				uint32_t row = t->ck[x];
+		for (size_t l = 0; l < n; l++) {
+			const double *v = pt->pq + l * (g + h);
+			double corr = 0;
 
-				if (pt->stamp[row] == pt->tick)
-					continue;
-				pt->stamp[row] = pt->tick;
-				for (size_t d = 0; d < g * h; d++) {
-					pt->t[d] = 0;
-					for (size_t z = t->ck_off[off + d];
-					     z < t->ck_off[off + d + 1]; z++)
-						pt->t[d] += t->ck[z] == row;
-				}
-				bucket_apply(t, pt, k, pt->t, pt->u);
-				for (size_t d = 0; d < g * h; d++)
-					pt->vec[row] += pt->u[d] * pt->t[d];
-			}
+			schur_solve(t->fac + t->foff[k], t->y + off, g, h, v, v + g, pt->w.da,
+				    pt->w.db);
+			for (size_t i = 0; i < g; i++)
+				corr += v[i] * pt->w.da[i];
+			for (size_t j = 0; j < h; j++)
+				corr += v[g + j] * pt->w.db[j];
+			pt->vec[pt->rows[l]] += pt->acc[l] - corr;
 		}
+		if (n > 0 || t->ck_off[off] == t->ck_off[off + g * h])
+			continue;
+		pt->tick++; /* too large for the scratch: row by row */
+		for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
+			if (pt->stamp[t->ck[x]] != pt->tick) {
+				pt->stamp[t->ck[x]] = pt->tick;
+				pt->vec[t->ck[x]] += diag_slow(t, pt, k, t->ck[x]);
+			}
 	}
 }
 
@@ -607,7 +672,15 @@ static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, 
 		pt->u = malloc(cells * sizeof *pt->u);
 		pt->vec = calloc(t->r + 1, sizeof *pt->vec);
 		pt->stamp = calloc(t->r + 1, sizeof *pt->stamp);
-		if (!pt->dm || !pt->t || !pt->u || !pt->vec || !pt->stamp)
+		pt->loc = malloc((t->r + 1) * sizeof *pt->loc);
+		pt->rows = malloc((t->r + 1) * sizeof *pt->rows);
+		pt->acc = malloc((t->r + 1) * sizeof *pt->acc);
+		/* room for every row of the widest bucket, within reason */
+		pt->pq_cap = (t->r + 1) * (g_max + h_max);
+		pt->pq_cap = pt->pq_cap < PQ_MAX ? pt->pq_cap : PQ_MAX;
+		pt->pq = malloc(pt->pq_cap * sizeof *pt->pq);
+		if (!pt->dm || !pt->t || !pt->u || !pt->vec || !pt->stamp || !pt->loc ||
+		    !pt->rows || !pt->acc || !pt->pq)
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;
