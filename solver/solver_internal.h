@@ -37,6 +37,28 @@ void schur_factor(const double *y, size_t g, size_t h, double *f);
 void schur_solve(const double *f, const double *y, size_t g, size_t h, const double *p,
 		 const double *q, double *a, double *b);
 
+/* ---- newton.c ----------------------------------------------------------- */
+
+/* A smooth convex function of n variables for newton_minimize. */
+struct newton_problem {
+	void *ctx;
+	size_t n;
+	/* f(x) - f(prepared point), the gradient into g (may be NULL) and
+	 * the largest violation (records) at x */
+	double (*eval)(void *ctx, const double *x, double *g, double *violation);
+	/* x, the point of the last eval, is the new current point: values
+	 * relative to it, and H at it */
+	void (*prepare)(void *ctx, const double *x);
+	void (*diag)(void *ctx, double *out);		     /* diag(H) */
+	void (*hv)(void *ctx, const double *v, double *out); /* H v */
+};
+
+/* Newton steps from x until the violation is at most target, the
+ * iteration limit of o (iterations counted on from st->iterations) or a
+ * cancel (PM_ERR_CANCELLED); *stalled when the line search fails. */
+enum pm_status newton_minimize(const struct newton_problem *p, const struct solver_options *o,
+			       double target, double *x, struct maxent_stats *st, int *stalled);
+
 /* ---- scaling.c ---------------------------------------------------------- */
 
 /* Scratch for scaling_solve on blocks up to g x h (init/finish). */

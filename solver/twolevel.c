@@ -38,12 +38,8 @@
 
 /* Cap on a kernel exponent: keeps trial points of line searches finite. */
 #define EXP_CAP 600.0
-/* Halvings of a Newton step before the line search gives up. */
-#define LINE_HALVINGS 40
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)
-/* Armijo constant of the outer line search. */
-#define ARMIJO 1e-4
 
 /* Per part scratch and partial results. */
 struct part {
@@ -404,127 +400,37 @@ static void diag_part(void *ctx, int p, int parts)
 	}
 }
 
-/* ---- the outer Newton iteration ----------------------------------------- */
+/* ---- the outer problem as a newton_problem ------------------------------- */
 
-static double dot(const double *a, const double *b, size_t n)
+static double nt_eval(void *ctx, const double *x, double *g, double *violation)
 {
-	double s = 0;
+	struct twolevel *t = ctx;
 
-	for (size_t i = 0; i < n; i++)
-		s += a[i] * b[i];
-	return s;
+	memcpy(t->mu, x, t->r * sizeof *t->mu);
+	return eval_mu(t, g, violation);
 }
 
-/* Vectors of the outer iteration, r entries each. */
-struct newton {
-	double *g, *d, *res, *z, *p, *hp, *diag, *mu1;
-};
-
-/*
- * Preconditioned conjugate gradients (Jacobi) on H d = -g, to a relative
- * residual eta (inexact Newton: loose far from the optimum, tight near
- * it). H is positive semidefinite; a curvature that vanishes along p ends
- * the iteration with what it has.
- */
-static void newton_direction(struct twolevel *t, struct newton *nw, double eta, int max_it)
+/* x becomes the base point; every bucket's M is factored there. */
+static void nt_prepare(void *ctx, const double *x)
 {
-	size_t r = t->r;
-	double rz, g2 = sqrt(dot(nw->g, nw->g, r));
+	struct twolevel *t = ctx;
+
+	memcpy(t->mu, x, t->r * sizeof *t->mu);
+	rebase(t);
+	parallel_run(t->pool, factor_part, t);
+}
+
+static void nt_diag(void *ctx, double *out)
+{
+	struct twolevel *t = ctx;
 
 	parallel_run(t->pool, diag_part, t);
-	reduce(t, nw->diag);
-	for (size_t k = 0; k < r; k++) {
-		nw->d[k] = 0;
-		nw->res[k] = -nw->g[k];
-		nw->z[k] = nw->diag[k] > 0 ? nw->res[k] / nw->diag[k] : nw->res[k];
-		nw->p[k] = nw->z[k];
-	}
-	rz = dot(nw->res, nw->z, r);
-	for (int it = 0; it < max_it; it++) {
-		double php, a, rz1;
-
-		hessian_apply(t, nw->p, nw->hp);
-		php = dot(nw->p, nw->hp, r);
-		if (!(php > 1e-300))
-			break;
-		a = rz / php;
-		for (size_t k = 0; k < r; k++) {
-			nw->d[k] += a * nw->p[k];
-			nw->res[k] -= a * nw->hp[k];
-		}
-		if (sqrt(dot(nw->res, nw->res, r)) <= eta * g2)
-			break;
-		for (size_t k = 0; k < r; k++)
-			nw->z[k] = nw->diag[k] > 0 ? nw->res[k] / nw->diag[k] : nw->res[k];
-		rz1 = dot(nw->res, nw->z, r);
-		for (size_t k = 0; k < r; k++)
-			nw->p[k] = nw->z[k] + rz1 / rz * nw->p[k];
-		rz = rz1;
-	}
-	if (!(dot(nw->d, nw->g, r) < 0)) /* no progress in CG: steepest descent */
-		for (size_t k = 0; k < r; k++)
-			nw->d[k] = -nw->g[k] / (nw->diag[k] > 0 ? nw->diag[k] : 1);
+	reduce(t, out);
 }
 
-/*
- * Backtracking from the full Newton step. Armijo on G, which is exact to
- * rounding relative to the base point; near the optimum the decrease
- * falls below that rounding, and a step that reduces the violation is
- * taken instead. Returns 1 with t->mu and y at the new point (its
- * gradient in nw->g, violation in *viol), 0 if no step helped.
- */
-static int line_search(struct twolevel *t, struct newton *nw, double *viol)
+static void nt_hv(void *ctx, const double *v, double *out)
 {
-	size_t r = t->r;
-	double gd = dot(nw->g, nw->d, r), v1;
-
-	memcpy(nw->mu1, t->mu, r * sizeof *t->mu);
-	for (int i = 0; i < LINE_HALVINGS; i++) {
-		double s = ldexp(1.0, -i), f1;
-
-		for (size_t k = 0; k < r; k++)
-			t->mu[k] = nw->mu1[k] + s * nw->d[k];
-		f1 = eval_mu(t, nw->hp, &v1);
-		if (!isfinite(f1))
-			continue;
-		if (f1 <= ARMIJO * s * gd || (f1 <= 0 && v1 < *viol) ||
-		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
-			memcpy(nw->g, nw->hp, r * sizeof *nw->g);
-			*viol = v1;
-			return 1;
-		}
-	}
-	memcpy(t->mu, nw->mu1, r * sizeof *t->mu);
-	eval_mu(t, nw->g, viol);
-	return 0;
-}
-
-/* Newton from t->mu until target; *stalled when the line search fails. */
-static enum pm_status newton_run(struct twolevel *t, const struct solver_options *o, double target,
-				 struct newton *nw, struct maxent_stats *st, int *stalled)
-{
-	double viol, g0;
-
-	*stalled = 0;
-	eval_mu(t, nw->g, &viol);
-	g0 = sqrt(dot(nw->g, nw->g, t->r));
-	while (viol > target && st->iterations < o->max_iterations) {
-		double gn = sqrt(dot(nw->g, nw->g, t->r));
-		double eta = fmin(0.1, sqrt(gn / (g0 + 1e-300)));
-
-		rebase(t);
-		parallel_run(t->pool, factor_part, t);
-		newton_direction(t, nw, eta, t->r < 200 ? 200 : (int)(t->r < 2000 ? t->r : 2000));
-		if (!line_search(t, nw, &viol)) {
-			*stalled = 1;
-			break;
-		}
-		st->iterations++;
-		if (o->progress && o->progress(o->progress_ctx, st->iterations, viol))
-			return PM_ERR_CANCELLED;
-	}
-	st->max_violation = viol;
-	return PM_OK;
+	hessian_apply(ctx, v, out);
 }
 
 /* ---- L-BFGS fallback ---------------------------------------------------- */
@@ -710,30 +616,15 @@ static enum pm_status init_start(struct twolevel *t)
 	return PM_OK;
 }
 
-static enum pm_status newton_alloc(struct newton *nw, size_t r)
-{
-	double *all = malloc(8 * (r + 1) * sizeof *all);
-
-	if (!all)
-		return PM_ERR_NOMEM;
-	nw->g = all;
-	nw->d = all + (r + 1);
-	nw->res = all + 2 * (r + 1);
-	nw->z = all + 3 * (r + 1);
-	nw->p = all + 4 * (r + 1);
-	nw->hp = all + 5 * (r + 1);
-	nw->diag = all + 6 * (r + 1);
-	nw->mu1 = all + 7 * (r + 1);
-	return PM_OK;
-}
-
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
 			      const struct solver_options *o, double *y, struct maxent_stats *st,
 			      struct pm_error *err)
 {
 	struct twolevel t = {.ds = ds, .inv = inv, .zero = zero, .y = y};
-	struct newton nw = {0};
+	struct newton_problem np = {
+	    .ctx = &t, .eval = nt_eval, .prepare = nt_prepare, .diag = nt_diag, .hv = nt_hv};
+	double *x = NULL;
 	double max_rhs = 1, target;
 	size_t g_max, h_max;
 	int stalled = 0;
@@ -747,14 +638,15 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 		ret = init_parts(&t, o->threads, g_max, h_max);
 	if (!ret)
 		ret = init_start(&t);
-	if (!ret)
-		ret = newton_alloc(&nw, t.r);
+	if (!ret && !(x = calloc(t.r + 1, sizeof *x)))
+		ret = PM_ERR_NOMEM;
 	if (ret)
 		goto out;
+	np.n = t.r;
 	for (size_t k = 0; k < t.r; k++)
 		max_rhs = fmax(max_rhs, t.rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
-	ret = newton_run(&t, o, target, &nw, st, &stalled);
+	ret = newton_minimize(&np, o, target, x, st, &stalled);
 	if (!ret && stalled && st->max_violation > target && st->iterations < o->max_iterations)
 		ret = lbfgs_run(&t, o, target, st);
 	if (ret)
@@ -773,7 +665,7 @@ out:
 		error_set(err, ret, "", "the solve was cancelled");
 	else if (ret)
 		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
-	free(nw.g);
+	free(x);
 	twolevel_finish(&t);
 	return ret;
 }

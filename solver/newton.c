@@ -1,0 +1,167 @@
+/*
+ * Inexact Newton for a smooth convex function given by callbacks (the
+ * two-level dual's outer problem): the direction from Jacobi-
+ * preconditioned conjugate gradients on H d = -g, which needs only
+ * products H v, to a relative residual η = min(0.1, sqrt(|g| / |g0|))
+ * (loose far from the optimum, tighter near it: superlinear), then
+ * backtracking from the full step.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+/* Halvings of a step before the line search gives up. */
+#define LINE_HALVINGS 40
+/* Armijo constant. */
+#define ARMIJO 1e-4
+
+struct newton {
+	const struct newton_problem *p;
+	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
+};
+
+static double dot(const double *a, const double *b, size_t n)
+{
+	double s = 0;
+
+	for (size_t i = 0; i < n; i++)
+		s += a[i] * b[i];
+	return s;
+}
+
+static void precondition(const struct newton *nw, const double *r, double *z)
+{
+	for (size_t k = 0; k < nw->p->n; k++)
+		z[k] = nw->diag[k] > 0 ? r[k] / nw->diag[k] : r[k];
+}
+
+/*
+ * PCG from d = 0. H is positive semidefinite; a curvature that vanishes
+ * along q ends the iteration with what it has, and a direction that is
+ * not downhill falls back to the preconditioned gradient.
+ */
+static void direction(struct newton *nw, double eta, int max_it)
+{
+	const struct newton_problem *p = nw->p;
+	size_t n = p->n;
+	double rz, g2 = sqrt(dot(nw->g, nw->g, n));
+
+	p->diag(p->ctx, nw->diag);
+	for (size_t k = 0; k < n; k++) {
+		nw->d[k] = 0;
+		nw->res[k] = -nw->g[k];
+	}
+	precondition(nw, nw->res, nw->z);
+	memcpy(nw->q, nw->z, n * sizeof *nw->q);
+	rz = dot(nw->res, nw->z, n);
+	for (int it = 0; it < max_it; it++) {
+		double qhq, a, rz1;
+
+		p->hv(p->ctx, nw->q, nw->hq);
+		qhq = dot(nw->q, nw->hq, n);
+		if (!(qhq > 1e-300))
+			break;
+		a = rz / qhq;
+		for (size_t k = 0; k < n; k++) {
+			nw->d[k] += a * nw->q[k];
+			nw->res[k] -= a * nw->hq[k];
+		}
+		if (sqrt(dot(nw->res, nw->res, n)) <= eta * g2)
+			break;
+		precondition(nw, nw->res, nw->z);
+		rz1 = dot(nw->res, nw->z, n);
+		for (size_t k = 0; k < n; k++)
+			nw->q[k] = nw->z[k] + rz1 / rz * nw->q[k];
+		rz = rz1;
+	}
+	if (!(dot(nw->d, nw->g, n) < 0)) {
+		precondition(nw, nw->g, nw->d);
+		for (size_t k = 0; k < n; k++)
+			nw->d[k] = -nw->d[k];
+	}
+}
+
+/*
+ * Backtracking from the full step. Armijo on f, which eval gives relative
+ * to the prepared point, exact to rounding; near the optimum the decrease
+ * falls below that rounding, and a step that reduces the violation is
+ * taken instead. Returns 1 with x moved (gradient in nw->g, violation in
+ * *viol), 0 if no step helped (x and the problem's state restored).
+ */
+static int line_search(struct newton *nw, double *x, double *viol)
+{
+	const struct newton_problem *p = nw->p;
+	size_t n = p->n;
+	double gd = dot(nw->g, nw->d, n), v1;
+
+	for (int i = 0; i < LINE_HALVINGS; i++) {
+		double s = ldexp(1.0, -i), f1;
+
+		for (size_t k = 0; k < n; k++)
+			nw->x1[k] = x[k] + s * nw->d[k];
+		f1 = p->eval(p->ctx, nw->x1, nw->hq, &v1);
+		if (!isfinite(f1))
+			continue;
+		if (f1 <= ARMIJO * s * gd || (f1 <= 0 && v1 < *viol) ||
+		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
+			memcpy(x, nw->x1, n * sizeof *x);
+			memcpy(nw->g, nw->hq, n * sizeof *nw->g);
+			*viol = v1;
+			return 1;
+		}
+	}
+	p->eval(p->ctx, x, nw->g, viol);
+	return 0;
+}
+
+static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
+			  double *x, struct maxent_stats *st, int *stalled)
+{
+	const struct newton_problem *p = nw->p;
+	double viol, g0;
+	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000;
+
+	p->eval(p->ctx, x, nw->g, &viol);
+	g0 = sqrt(dot(nw->g, nw->g, p->n));
+	while (viol > target && st->iterations < o->max_iterations) {
+		double eta = fmin(0.1, sqrt(sqrt(dot(nw->g, nw->g, p->n)) / (g0 + 1e-300)));
+
+		p->prepare(p->ctx, x);
+		direction(nw, eta, cg_max);
+		if (!line_search(nw, x, &viol)) {
+			*stalled = 1;
+			break;
+		}
+		st->iterations++;
+		if (o->progress && o->progress(o->progress_ctx, st->iterations, viol))
+			return PM_ERR_CANCELLED;
+	}
+	st->max_violation = viol;
+	return PM_OK;
+}
+
+enum pm_status newton_minimize(const struct newton_problem *p, const struct solver_options *o,
+			       double target, double *x, struct maxent_stats *st, int *stalled)
+{
+	size_t n = p->n + 1;
+	double *all = malloc(8 * n * sizeof *all);
+	struct newton nw = {.p = p};
+	enum pm_status ret;
+
+	*stalled = 0;
+	if (!all)
+		return PM_ERR_NOMEM;
+	nw.g = all;
+	nw.d = all + n;
+	nw.res = all + 2 * n;
+	nw.z = all + 3 * n;
+	nw.q = all + 4 * n;
+	nw.hq = all + 5 * n;
+	nw.diag = all + 6 * n;
+	nw.x1 = all + 7 * n;
+	ret = run(&nw, o, target, x, st, stalled);
+	free(all);
+	return ret;
+}
