@@ -544,7 +544,8 @@ static int component_resolved(const struct component *c, const uint8_t *resolved
 
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, struct pm_error *err)
+			     uint8_t *zero, uint8_t *implied, uint8_t *deferred,
+			     struct pm_error *err)
 {
 	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
 	struct component *cs = NULL;
@@ -569,6 +570,11 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 
 		if (!infeasible && component_resolved(&cs[i], resolved))
 			continue;
+		if (!infeasible && deferred) { /* the caller's solve is the probe */
+			for (size_t b = 0; b < cs[i].n_buckets; b++)
+				deferred[cs[i].buckets[b]] = 1;
+			continue;
+		}
 		if (!infeasible && o)
 			st = component_probe(&bd, &cs[i], resolved, o, &stable, err);
 		if (!st && !stable)

@@ -16,6 +16,10 @@
 #define LINE_HALVINGS 40
 /* Armijo constant. */
 #define ARMIJO 1e-4
+/* Linear convergence: this many full steps in a row, each leaving more
+ * than this fraction of the violation. */
+#define LINEAR_STEPS 6
+#define LINEAR_RATE  0.25
 
 struct newton {
 	const struct newton_problem *p;
@@ -90,7 +94,7 @@ static void direction(struct newton *nw, double eta, int max_it)
  * taken instead. Returns 1 with x moved (gradient in nw->g, violation in
  * *viol), 0 if no step helped (x and the problem's state restored).
  */
-static int line_search(struct newton *nw, double *x, double *viol)
+static int line_search(struct newton *nw, double *x, double *viol, int *full)
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
@@ -109,6 +113,7 @@ static int line_search(struct newton *nw, double *x, double *viol)
 			memcpy(x, nw->x1, n * sizeof *x);
 			memcpy(nw->g, nw->hq, n * sizeof *nw->g);
 			*viol = v1;
+			*full = i == 0;
 			return 1;
 		}
 	}
@@ -121,20 +126,29 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 {
 	const struct newton_problem *p = nw->p;
 	double viol, g0;
-	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000;
+	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000, slow = 0;
 
 	p->eval(p->ctx, x, nw->g, &viol);
 	g0 = sqrt(dot(nw->g, nw->g, p->n));
 	while (viol > target && st->iterations < o->max_iterations) {
 		double eta = fmin(0.1, sqrt(sqrt(dot(nw->g, nw->g, p->n)) / (g0 + 1e-300)));
+		double before = viol;
+		int full = 0;
 
 		p->prepare(p->ctx, x);
 		direction(nw, eta, cg_max);
-		if (!line_search(nw, x, &viol)) {
+		if (!line_search(nw, x, &viol, &full)) {
 			*stalled = 1;
 			break;
 		}
 		st->iterations++;
+		/* full steps that only shrink the violation by a constant factor:
+		 * the optimum is at infinity (a cell forced to zero) */
+		slow = full && viol > LINEAR_RATE * before ? slow + 1 : 0;
+		if (p->linear_stop && slow >= LINEAR_STEPS) {
+			*stalled = 1;
+			break;
+		}
 		if (o->progress && o->progress(o->progress_ctx, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 	}

@@ -93,54 +93,167 @@ static void fill_counts(const struct invariants *inv, const uint8_t *zero, struc
 		r->forced_zeros += zero[c];
 }
 
+/* Work arrays of one run. */
+struct run {
+	uint8_t *zero, *active, *implied, *cpl, *deferred;
+	double *prev; /* the two-level solve's previous iterate */
+	struct scaling_work w;
+	struct maxent_stats ms;
+};
+
+static void run_finish(struct run *u)
+{
+	scaling_work_finish(&u->w);
+	free(u->zero);
+	free(u->active);
+	free(u->implied);
+	free(u->cpl);
+	free(u->deferred);
+	free(u->prev);
+}
+
+static enum pm_status run_init(struct run *u, const struct dataset *ds,
+			       const struct invariants *inv)
+{
+	size_t n = inv->n_cells + 1, g_max = 1, h_max = 1;
+
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+
+		g_max = g > g_max ? g : g_max;
+		h_max = h > h_max ? h : h_max;
+	}
+	u->zero = calloc(n, 1);
+	u->active = calloc(n, 1);
+	u->implied = calloc(inv->n_rows + 1, 1);
+	u->cpl = calloc(ds->n_groups + 1, 1);
+	u->deferred = calloc(ds->n_groups + 1, 1);
+	u->prev = calloc(n, sizeof *u->prev);
+	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->prev)
+		return PM_ERR_NOMEM;
+	return scaling_work_init(&u->w, g_max, h_max);
+}
+
+/*
+ * The probe of boundary.c's component_probe, on the two-level solve of the
+ * components it deferred: a cell that some solution makes positive
+ * converges to a positive value, a cell forced to zero shrinks with the
+ * violation (its multiplier runs off to infinity, Newton converges only
+ * linearly). So a solve that converged (to PROBE_VIOLATION, or 1e-13
+ * relative on large rows) with every free cell of those buckets at least
+ * 1000 times that (PROBE_FLOOR) and at least half its value at the
+ * previous iterate shows no sign of a forced zero; anything else goes to
+ * the exact LP.
+ */
+#define PROBE_VIOLATION	 1e-9
+#define PROBE_FLOOR	 1e-6
+#define PROBE_ITERATIONS 100
+
+static int probe_clean(const struct invariants *inv, const struct run *u, const double *y)
+{
+	/* large rows are solved to a relative 1e-13 (twolevel_solve): the
+	 * floor keeps its factor 1000 over what the solve reached */
+	double floor = fmax(PROBE_FLOOR, 1e3 * u->ms.max_violation);
+
+	if (!u->ms.converged)
+		return 0;
+	for (size_t b = 0; b < inv->n_groups; b++) {
+		if (!u->deferred[b])
+			continue;
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
+			if (!u->zero[c] && !(y[c] >= floor && y[c] >= 0.5 * u->prev[c]))
+				return 0;
+	}
+	return 1;
+}
+
+/* Solves with the zeros of u: buckets alone, then the coupled ones. */
+static enum pm_status solve_split(const struct dataset *ds, const struct invariants *inv,
+				  const struct solver_options *o, int probe, struct run *u,
+				  struct solver_result *r, struct pm_error *err)
+{
+	memset(r->cells, 0, inv->n_cells * sizeof *r->cells);
+	fill_counts(inv, u->zero, r);
+	r->solved_buckets =
+	    split_buckets(ds, inv, u->zero, u->implied, u->active, u->cpl, r->cells, &u->w);
+	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
+		return maxent_solve(inv, u->active, u->implied, o, r->cells, &u->ms, err);
+	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, r->cells,
+			      probe ? u->prev : NULL, &u->ms, err);
+}
+
+/*
+ * Forced zeros and the solve. The full dual keeps the engine's order
+ * (boundary.c probes open components with the full dual, then the LP).
+ * The two-level method defers open components: its own solve, capped at
+ * PROBE_ITERATIONS and run to PROBE_VIOLATION, is the probe, and only if
+ * it shows a sign of a forced zero are the exact zeros found by the LP
+ * and the problem solved again.
+ */
+static enum pm_status solve_all(const struct dataset *ds, const struct knowledge *k,
+				const struct invariants *inv, const struct solver_options *o,
+				struct run *u, struct solver_result *r, struct pm_error *err)
+{
+	int defer = o->method == SOLVER_TWO_LEVEL && inv->n_knowledge_rows;
+	struct solver_options po = *o;
+	enum pm_status st = PM_OK;
+
+	if (inv->n_knowledge_rows)
+		st = boundary_find(ds, k, inv, o, u->zero, u->implied, defer ? u->deferred : NULL,
+				   err);
+	defer = defer && memchr(u->deferred, 1, ds->n_groups);
+	if (!st && defer) {
+		po.tolerance = fmin(o->tolerance, PROBE_VIOLATION * 1e3);
+		po.max_iterations =
+		    o->max_iterations < PROBE_ITERATIONS ? o->max_iterations : PROBE_ITERATIONS;
+	}
+	if (!st)
+		st = solve_split(ds, inv, &po, defer, u, r, err);
+	if (st || !defer || probe_clean(inv, u, r->cells))
+		return st;
+	if (u->ms.iterations >= o->max_iterations)
+		return PM_OK; /* the caller's limit: a best effort, not converged */
+	memset(u->zero, 0, inv->n_cells);
+	memset(u->implied, 0, inv->n_rows);
+	st = boundary_find(ds, k, inv, NULL, u->zero, u->implied, NULL, err);
+	if (!st) {
+		int before = u->ms.iterations;
+
+		po = *o;
+		po.max_iterations = o->max_iterations - before;
+		st = solve_split(ds, inv, &po, 0, u, r, err);
+		u->ms.iterations += before;
+	}
+	return st;
+}
+
 enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
 			  struct solver_result *r, struct pm_error *err)
 {
-	size_t n = inv->n_cells + 1;
-	uint8_t *zero = calloc(n, 1), *active = calloc(n, 1), *implied = calloc(inv->n_rows + 1, 1);
-	uint8_t *cpl = calloc(ds->n_groups + 1, 1);
-	struct maxent_stats ms = {0};
-	struct scaling_work w = {0};
-	size_t g_max = 1, h_max = 1;
+	struct run u = {0};
 	double t0 = now();
-	enum pm_status st = PM_ERR_NOMEM;
+	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	r->cells = calloc(n, sizeof *r->cells);
-	for (size_t b = 0; b < ds->n_groups; b++) {
-		g_max = fmax(g_max, ds->bq_off[b + 1] - ds->bq_off[b]);
-		h_max = fmax(h_max, ds->bs_off[b + 1] - ds->bs_off[b]);
-	}
-	if (!zero || !active || !implied || !cpl || !r->cells ||
-	    scaling_work_init(&w, g_max, h_max)) {
+	r->cells = calloc(inv->n_cells + 1, sizeof *r->cells);
+	st = r->cells ? run_init(&u, ds, inv) : PM_ERR_NOMEM;
+	if (st) {
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = inv->n_knowledge_rows ? boundary_find(ds, k, inv, o, zero, implied, err) : PM_OK;
+	st = solve_all(ds, k, inv, o, &u, r, err);
 	if (st)
 		goto out;
-	fill_counts(inv, zero, r);
-	r->solved_buckets = split_buckets(ds, inv, zero, implied, active, cpl, r->cells, &w);
-	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
-		st = maxent_solve(inv, active, implied, o, r->cells, &ms, err);
-	else
-		st = twolevel_solve(ds, inv, zero, implied, cpl, o, r->cells, &ms, err);
-	if (st)
-		goto out;
-	r->iterations = ms.iterations;
+	r->iterations = u.ms.iterations;
 	r->max_violation = metrics_max_violation(inv, r->cells);
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
 	if (r->status != SOLVER_CONVERGED)
 		snprintf(r->reason, sizeof r->reason, "%s",
-			 ms.reason[0] ? ms.reason : "violation above the tolerance");
+			 u.ms.reason[0] ? u.ms.reason : "violation above the tolerance");
 	st = metrics_compute(ds, inv, r, err);
 	r->seconds = now() - t0;
 out:
-	scaling_work_finish(&w);
-	free(zero);
-	free(active);
-	free(implied);
-	free(cpl);
+	run_finish(&u);
 	return st;
 }

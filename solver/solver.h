@@ -22,10 +22,16 @@ struct solver_options;
  * PM_ERR_INCONSISTENT naming an irreducible set of conflicting rules.
  * implied (n_rows entries, may be NULL) receives the knowledge rows that
  * the zeros make a sum of invariant rows: they need no multiplier.
+ * deferred (n_groups entries, may be NULL): open components are neither
+ * probed nor given to the LP; their buckets get deferred[b] = 1, and the
+ * caller, whose solve serves as the probe, calls again with deferred and
+ * o NULL (straight to the LP) should that solve show a sign of a forced
+ * zero.
  */
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, struct pm_error *err);
+			     uint8_t *zero, uint8_t *implied, uint8_t *deferred,
+			     struct pm_error *err);
 
 /* ---- propagate.c -------------------------------------------------------- */
 
@@ -148,15 +154,18 @@ void maxent_dual_destroy(struct maxent_dual *d);
 /* ---- twolevel.c --------------------------------------------------------- */
 
 /*
- * The two-level dual: L-BFGS over one multiplier per open knowledge row
+ * The two-level dual: Newton over one multiplier per open knowledge row
  * (not implied[]), each bucket with coupled[b] set solved exactly by
  * matrix scaling for the current multipliers. Writes the estimate of the
- * coupled buckets' cells into y.
+ * coupled buckets' cells into y. With prev (may be NULL) the solve is a
+ * probe for forced zeros: prev receives the iterate before the last, and
+ * the solve stops early (not converged) when it converges only linearly
+ * or stalls, the signs of a multiplier running off to infinity.
  */
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, double *y, struct maxent_stats *st,
-			      struct pm_error *err);
+			      const struct solver_options *o, double *y, double *prev,
+			      struct maxent_stats *st, struct pm_error *err);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

@@ -51,6 +51,9 @@ struct newton_problem {
 	void (*prepare)(void *ctx, const double *x);
 	void (*diag)(void *ctx, double *out);		     /* diag(H) */
 	void (*hv)(void *ctx, const double *v, double *out); /* H v */
+	/* stop (*stalled) on linear convergence, the mark of a minimum at
+	 * infinity: for probes */
+	int linear_stop;
 };
 
 /* Newton steps from x until the violation is at most target, the

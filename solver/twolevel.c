@@ -618,8 +618,8 @@ static enum pm_status init_start(struct twolevel *t)
 
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, double *y, struct maxent_stats *st,
-			      struct pm_error *err)
+			      const struct solver_options *o, double *y, double *prev,
+			      struct maxent_stats *st, struct pm_error *err)
 {
 	struct twolevel t = {.ds = ds, .inv = inv, .zero = zero, .y = y};
 	struct newton_problem np = {
@@ -646,11 +646,20 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 	for (size_t k = 0; k < t.r; k++)
 		max_rhs = fmax(max_rhs, t.rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
+	np.linear_stop = prev != NULL;
 	ret = newton_minimize(&np, o, target, x, st, &stalled);
-	if (!ret && stalled && st->max_violation > target && st->iterations < o->max_iterations)
+	/* a probe that stalls has answered: no need for L-BFGS's effort */
+	if (!ret && stalled && !prev && st->max_violation > target &&
+	    st->iterations < o->max_iterations)
 		ret = lbfgs_run(&t, o, target, st);
 	if (ret)
 		goto out;
+	for (size_t k = 0; prev && k < t.nb; k++) {
+		size_t off, g, h;
+
+		shape(&t, k, &off, &g, &h);
+		memcpy(prev + off, t.y0 + off, g * h * sizeof *prev); /* the last base point */
+	}
 	st->converged = st->max_violation <= o->tolerance;
 	if (!st->converged && st->iterations >= o->max_iterations)
 		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
