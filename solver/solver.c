@@ -67,7 +67,8 @@ static size_t split_buckets(const struct dataset *ds, const struct invariants *i
 
 	for (size_t b = 0; b < ds->n_groups; b++) {
 		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
-		int t = coupled(inv, implied, b);
+		/* the paper's method (implied NULL): every touched bucket */
+		int t = implied ? coupled(inv, implied, b) : inv->kb_off[b + 1] > inv->kb_off[b];
 
 		if (!t && !memchr(zero + lo, 1, hi - lo))
 			metrics_closed_form(ds, inv, b, y);
@@ -174,10 +175,14 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 {
 	memset(r->cells, 0, inv->n_cells * sizeof *r->cells);
 	fill_counts(inv, u->zero, r);
+	/* the full dual is the paper's method: every multiplier of the
+	 * touched buckets, implied rows included */
+	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->implied;
+
 	r->solved_buckets =
-	    split_buckets(ds, inv, u->zero, u->implied, u->active, u->cpl, r->cells, &u->w);
+	    split_buckets(ds, inv, u->zero, implied, u->active, u->cpl, r->cells, &u->w);
 	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
-		return maxent_solve(inv, u->active, u->implied, o, r->cells, &u->ms, err);
+		return maxent_solve(inv, u->active, implied, o, r->cells, &u->ms, err);
 	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, r->cells,
 			      probe ? u->prev : NULL, &u->ms, err);
 }
