@@ -211,9 +211,10 @@ static void cancel(struct store *s, struct jobs *j, const char *id)
 /* A bounded queue, and cancellation within a solver iteration. */
 static void test_queue_and_cancel(const char *dir, const char *adult)
 {
+	/* the paper's full dual takes seconds here (the default ~0.5 s) */
 	static const char *slow =
 	    "{\"knowledge\": {\"mine\": {\"positive\": 250, \"negative\": 250, "
-	    "\"qi_attributes\": 1}}}";
+	    "\"qi_attributes\": 1}}, \"solver\": {\"method\": \"full-dual\"}}";
 	struct store *s = NULL;
 	struct jobs *j = NULL;
 	struct pm_error err = {0};
@@ -258,7 +259,7 @@ static void test_stop_and_recover(const char *dir)
 	CHECK(jobs_create(s, 1, 4, &j, &err) == PM_OK);
 	add(s, "an_again", "ds_adult",
 	    "{\"knowledge\": {\"mine\": {\"positive\": 250, \"negative\": 250, "
-	    "\"qi_attributes\": 1}}}");
+	    "\"qi_attributes\": 1}}, \"solver\": {\"method\": \"full-dual\"}}");
 	CHECK(jobs_submit(j, "an_again", &err) == PM_OK);
 	CHECK(wait_running(j, "an_again"));
 	jobs_destroy(j);

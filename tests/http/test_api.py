@@ -485,7 +485,8 @@ def test_cancel_queued_and_running_and_503(make_server, spec):
     srv = make_server(["--workers", "1", "--queue", "1"], name="busy")
     c = Client(srv, spec)
     long_ds = c.upload(synthetic(1000))
-    slow = {"knowledge": {"mine": {"positive": 200, "negative": 200, "qi_attributes": 2}}}
+    slow = {"knowledge": {"mine": {"positive": 200, "negative": 200, "qi_attributes": 2}},
+            "solver": {"method": "full-dual"}}  # the paper's method: slow here
     running = c.analyse(long_ds["id"], slow)
     a = c.wait(running["id"], states=("running", "succeeded", "failed", "cancelled"))
     assert a["status"] == "running", a
@@ -536,7 +537,8 @@ def test_delete_dataset_cancels_its_running_analysis(make_server, spec):
     c = Client(srv, spec)
     d = c.upload(synthetic(1000))
     a = c.analyse(d["id"], {"knowledge": {"mine": {"positive": 200, "negative": 200,
-                                                   "qi_attributes": 2}}})
+                                                   "qi_attributes": 2}},
+                             "solver": {"method": "full-dual"}})  # slow: the paper's method
     assert c.wait(a["id"], states=("running",))["status"] == "running"
     assert c.delete("/v1/datasets/" + d["id"]).status == 204
     problem(c.get("/v1/analyses/" + a["id"]), 404)
