@@ -53,33 +53,65 @@ static int coupled(const struct invariants *inv, const uint8_t *implied, size_t 
 	return 0;
 }
 
+/* Work arrays of one run; the pool and a scaling scratch per part. */
+struct run {
+	uint8_t *zero, *active, *implied, *cpl, *deferred;
+	double *prev; /* the two-level solve's previous iterate */
+	struct parallel *pool;
+	int parts;
+	struct scaling_work *w;
+	size_t *n_coupled; /* per part */
+	struct maxent_stats ms;
+	/* the arguments of the split pass */
+	const struct dataset *ds;
+	const struct invariants *inv;
+	const uint8_t *split_implied;
+	double *y;
+};
+
 /*
  * Buckets no open knowledge row couples are solved alone: the closed form
  * of Theorem 5 without zeros (the paper's irrelevant buckets), matrix
- * scaling with them. The others get active[c] = 1 on their free cells for
- * the dual; returns how many buckets that is.
+ * scaling with them, each part of the buckets on its own core. The others
+ * get cpl[b] = 1 and active[c] = 1 on their free cells for the dual.
+ * With implied NULL (the paper's method) every touched bucket is coupled.
  */
-static size_t split_buckets(const struct dataset *ds, const struct invariants *inv,
-			    const uint8_t *zero, const uint8_t *implied, uint8_t *active,
-			    uint8_t *cpl, double *y, struct scaling_work *w)
+static void split_part(void *ctx, int p, int parts)
 {
-	size_t n_coupled = 0;
+	struct run *u = ctx;
+	const struct invariants *inv = u->inv;
+	size_t lo, hi;
 
-	for (size_t b = 0; b < ds->n_groups; b++) {
-		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
-		/* the paper's method (implied NULL): every touched bucket */
-		int t = implied ? coupled(inv, implied, b) : inv->kb_off[b + 1] > inv->kb_off[b];
+	parallel_range(inv->n_groups, inv->cell_off, p, parts, &lo, &hi);
+	u->n_coupled[p] = 0;
+	for (size_t b = lo; b < hi; b++) {
+		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
+		int t = u->split_implied ? coupled(inv, u->split_implied, b)
+					 : inv->kb_off[b + 1] > inv->kb_off[b];
 
-		if (!t && !memchr(zero + lo, 1, hi - lo))
-			metrics_closed_form(ds, inv, b, y);
+		if (!t && !memchr(u->zero + c0, 1, c1 - c0))
+			metrics_closed_form(u->ds, inv, b, u->y);
 		else if (!t)
-			t = scaling_bucket(ds, inv, b, zero, y, SCALING_TARGET, w) != PM_OK;
-		n_coupled += t;
-		cpl[b] = (uint8_t)t;
-		for (size_t c = lo; c < hi; c++)
-			active[c] = t && !zero[c];
+			t = scaling_bucket(u->ds, inv, b, u->zero, u->y, SCALING_TARGET,
+					   &u->w[p]) != PM_OK;
+		u->n_coupled[p] += (size_t)t;
+		u->cpl[b] = (uint8_t)t;
+		for (size_t c = c0; c < c1; c++)
+			u->active[c] = t && !u->zero[c];
 	}
-	return n_coupled;
+}
+
+/* Returns how many buckets are coupled. */
+static size_t split_buckets(struct run *u, const uint8_t *implied, double *y)
+{
+	size_t n = 0;
+
+	u->split_implied = implied;
+	u->y = y;
+	parallel_run(u->pool, split_part, u);
+	for (int p = 0; p < u->parts; p++)
+		n += u->n_coupled[p];
+	return n;
 }
 
 static void fill_counts(const struct invariants *inv, const uint8_t *zero, struct solver_result *r)
@@ -94,17 +126,13 @@ static void fill_counts(const struct invariants *inv, const uint8_t *zero, struc
 		r->forced_zeros += zero[c];
 }
 
-/* Work arrays of one run. */
-struct run {
-	uint8_t *zero, *active, *implied, *cpl, *deferred;
-	double *prev; /* the two-level solve's previous iterate */
-	struct scaling_work w;
-	struct maxent_stats ms;
-};
-
 static void run_finish(struct run *u)
 {
-	scaling_work_finish(&u->w);
+	for (int p = 0; u->w && p < u->parts; p++)
+		scaling_work_finish(&u->w[p]);
+	free(u->w);
+	free(u->n_coupled);
+	parallel_destroy(u->pool);
 	free(u->zero);
 	free(u->active);
 	free(u->implied);
@@ -114,7 +142,7 @@ static void run_finish(struct run *u)
 }
 
 static enum pm_status run_init(struct run *u, const struct dataset *ds,
-			       const struct invariants *inv)
+			       const struct invariants *inv, int threads)
 {
 	size_t n = inv->n_cells + 1, g_max = 1, h_max = 1;
 
@@ -130,9 +158,20 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->cpl = calloc(ds->n_groups + 1, 1);
 	u->deferred = calloc(ds->n_groups + 1, 1);
 	u->prev = calloc(n, sizeof *u->prev);
-	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->prev)
+	u->ds = ds;
+	u->inv = inv;
+	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->prev ||
+	    parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
 		return PM_ERR_NOMEM;
-	return scaling_work_init(&u->w, g_max, h_max);
+	u->parts = parallel_parts(u->pool);
+	u->w = calloc((size_t)u->parts, sizeof *u->w);
+	u->n_coupled = calloc((size_t)u->parts, sizeof *u->n_coupled);
+	if (!u->w || !u->n_coupled)
+		return PM_ERR_NOMEM;
+	for (int p = 0; p < u->parts; p++)
+		if (scaling_work_init(&u->w[p], g_max, h_max))
+			return PM_ERR_NOMEM;
+	return PM_OK;
 }
 
 /*
@@ -179,8 +218,7 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	 * touched buckets, implied rows included */
 	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->implied;
 
-	r->solved_buckets =
-	    split_buckets(ds, inv, u->zero, implied, u->active, u->cpl, r->cells, &u->w);
+	r->solved_buckets = split_buckets(u, implied, r->cells);
 	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
 		return maxent_solve(inv, u->active, implied, o, r->cells, &u->ms, err);
 	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, r->cells,
@@ -242,7 +280,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 
 	memset(r, 0, sizeof *r);
 	r->cells = calloc(inv->n_cells + 1, sizeof *r->cells);
-	st = r->cells ? run_init(&u, ds, inv) : PM_ERR_NOMEM;
+	st = r->cells ? run_init(&u, ds, inv, o->threads) : PM_ERR_NOMEM;
 	if (st) {
 		error_set(err, st, "", "out of memory");
 		goto out;
