@@ -17,9 +17,11 @@
  *
  * Cheaper arguments go first: rows with right-hand side 0 zero their
  * cells, propagate.c settles every component whose knowledge rows are all
- * tight (deterministic knowledge) exactly, and a dual probe clears open
- * components that show no sign of a forced zero (component_probe); the
- * program decides the rest.
+ * tight (deterministic knowledge) exactly, boundary_relax.c finds the
+ * zeros that combinations of one value's rows force (each proven by a
+ * small linear program over that value alone), and a dual probe clears
+ * open components that show no sign of a forced zero (component_probe, or
+ * the caller's own solve); the program decides the rest.
  */
 #include <glpk.h>
 #include <math.h>
@@ -27,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "solver_internal.h"
 
 /* Longest stretch of simplex work between two cancel checks. */
 #define LP_SLICE_MS 200
@@ -542,6 +544,26 @@ static int component_resolved(const struct component *c, const uint8_t *resolved
 	return 1;
 }
 
+/*
+ * Zeros of the per-value relaxations (boundary_relax.c), each round
+ * followed by propagation, until a round finds nothing new: what the
+ * relaxations force, the rows and flows may carry further, and the other
+ * way round.
+ */
+static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t *zero,
+					  uint8_t *resolved, int *infeasible)
+{
+	enum pm_status st = PM_OK;
+	size_t found = 1;
+
+	while (!st && found && !*infeasible) {
+		st = boundary_relax(inv, resolved, zero, &found, infeasible);
+		if (!st && found && !*infeasible)
+			st = propagate_zeros(inv, zero, resolved, infeasible);
+	}
+	return st;
+}
+
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
 			     uint8_t *zero, uint8_t *implied, uint8_t *deferred,
@@ -561,6 +583,8 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	}
 	if (!st)
 		st = propagate_zeros(inv, zero, resolved, &infeasible);
+	if (!st)
+		st = relax_and_propagate(inv, zero, resolved, &infeasible);
 	if (!st)
 		st = components_build(&bd, &cs, &n);
 	/* the linear program only where propagation left a row open, or to

@@ -1,6 +1,7 @@
 /*
- * Internal to the solver component: the thread pool and the per-bucket
- * Schur complement used by the two-level dual. Not part of solver.h.
+ * Internal to the solver component: the thread pool, the per-bucket
+ * Schur complement and Newton pieces of the two-level dual, and the
+ * per-value relaxations of the forced-zero search. Not part of solver.h.
  */
 #ifndef PMAXENT_SOLVER_INTERNAL_H
 #define PMAXENT_SOLVER_INTERNAL_H
@@ -24,6 +25,43 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 /* The items [*lo, *hi) of part `part`, balanced by the weights whose
  * prefix sums are off[0..n] (NULL: unit weights). */
 void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo, size_t *hi);
+
+/* ---- boundary_relax.c --------------------------------------------------- */
+
+/*
+ * Forced zeros of one sensitive value at a time: the cells of value s in
+ * the buckets its open knowledge rows touch, each between bounds from its
+ * bucket, summing to n(s, b) per bucket, under those rows (a relaxation of
+ * the whole system, so every zero it forces is forced). Identical buckets
+ * and same-signature tuples are merged first; an interior point suggests
+ * the cells held at a bound and a linear program proves the suggestion
+ * before any zero is written. Adds to zero[] (n_cells), *found counts the
+ * new zeros; *infeasible is set when the relaxation has no solution.
+ */
+enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
+			      size_t *found, int *infeasible);
+
+/* ---- boundary_ipm.c ----------------------------------------------------- */
+
+/*
+ * x with 0 <= x_j <= u_j, sum of x over each group = d, and for each row
+ * r: sum of x_j over the variables in r = c_r. Variables of a group are
+ * contiguous. Rows of variable j: var_row[var_off[j] .. var_off[j + 1]).
+ */
+struct relax_problem {
+	size_t n, n_groups, n_rows;
+	const double *u;
+	const uint32_t *group;
+	const double *d;
+	const size_t *var_off;
+	const uint32_t *var_row;
+	const double *c;
+};
+
+/* Interior point iterates toward the relative interior of the feasible
+ * set (zero objective): x (n entries) receives the last iterate and
+ * *converged whether residuals and complementarity reached rounding. */
+enum pm_status relax_ipm(const struct relax_problem *p, double *x, int *converged);
 
 /* ---- schur.c ------------------------------------------------------------ */
 

@@ -1,0 +1,355 @@
+/*
+ * A small primal-dual interior point method (Mehrotra predictor-corrector)
+ * for the relaxations of boundary_relax.c:
+ *
+ *     find x with 0 <= x_j <= u_j, sum over group g of x_j = d_g,
+ *     and for every row r: sum over j in r of x_j = c_r.
+ *
+ * With a zero objective the iterates converge to the relative interior of
+ * the feasible set (a strictly complementary pair), so a variable that
+ * every solution holds at a bound ends up within rounding of it while the
+ * others stay well inside. That is only a classification: the caller
+ * proves every claim with a linear program before using it.
+ *
+ * The groups are disjoint, so the normal equations reduce to a dense
+ * Schur complement over the rows, factored by Cholesky; rows that depend
+ * on others show up as vanishing pivots and are dropped (their equations
+ * still count in the residuals).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+#define IPM_MAX_ITER 80
+
+struct ipm {
+	const struct relax_problem *p;
+	size_t n, m, ng; /* variables, rows, groups */
+	double *x, *z, *w, *yg, *yr;
+	double *theta, *rho, *dx, *dz, *dw, *dyg, *dyr, *rg, *rr, *rc;
+	double *ax, *az, *aw; /* affine (predictor) directions */
+	double *M, *dg, *v;   /* Schur complement, group sums of theta, scratch */
+	uint8_t *dead;	      /* rows dropped as dependent */
+	size_t *touched;
+};
+
+static void ipm_free(struct ipm *s)
+{
+	double *all[] = {s->x,	s->z,  s->w,  s->yg,  s->yr,  s->theta, s->rho,
+			 s->dx, s->dz, s->dw, s->dyg, s->dyr, s->rg,	s->rr,
+			 s->rc, s->ax, s->az, s->aw,  s->M,   s->dg,	s->v};
+
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]);
+	free(s->dead);
+	free(s->touched);
+}
+
+static int ipm_alloc(struct ipm *s)
+{
+	size_t n = s->n + 1, m = s->m + 1, g = s->ng + 1;
+	double **vn[] = {&s->x,	 &s->z,	 &s->w,	 &s->theta, &s->rho, &s->dx,
+			 &s->dz, &s->dw, &s->rc, &s->ax,    &s->az,  &s->aw};
+	double **vm[] = {&s->yr, &s->dyr, &s->rr, &s->v};
+	double **vg[] = {&s->yg, &s->dyg, &s->rg, &s->dg};
+	int ok = 1;
+
+	for (size_t i = 0; i < sizeof vn / sizeof *vn; i++)
+		ok &= (*vn[i] = calloc(n, sizeof(double))) != NULL;
+	for (size_t i = 0; i < sizeof vm / sizeof *vm; i++)
+		ok &= (*vm[i] = calloc(m, sizeof(double))) != NULL;
+	for (size_t i = 0; i < sizeof vg / sizeof *vg; i++)
+		ok &= (*vg[i] = calloc(g, sizeof(double))) != NULL;
+	s->M = calloc(m * m, sizeof(double));
+	s->dead = calloc(m, 1);
+	s->touched = calloc(m, sizeof(size_t));
+	return ok && s->M && s->dead && s->touched;
+}
+
+/* Residuals rg = d - B x, rr = c - K x, rc = -(A^T y + z - w); returns
+ * the largest primal one. */
+static double residuals(struct ipm *s)
+{
+	const struct relax_problem *p = s->p;
+	double worst = 0;
+
+	memcpy(s->rg, p->d, s->ng * sizeof(double));
+	memcpy(s->rr, p->c, s->m * sizeof(double));
+	for (size_t j = 0; j < s->n; j++) {
+		double aty = s->yg[p->group[j]];
+
+		s->rg[p->group[j]] -= s->x[j];
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++) {
+			s->rr[p->var_row[e]] -= s->x[j];
+			aty += s->yr[p->var_row[e]];
+		}
+		s->rc[j] = -(aty + s->z[j] - s->w[j]);
+	}
+	for (size_t g = 0; g < s->ng; g++)
+		worst = fmax(worst, fabs(s->rg[g]));
+	for (size_t r = 0; r < s->m; r++)
+		worst = fmax(worst, fabs(s->rr[r]));
+	return worst;
+}
+
+/* M = K T K^T - sum_g (K T b_g)(K T b_g)^T / (b_g^T T b_g), T = diag(theta). */
+static void schur_form(struct ipm *s)
+{
+	const struct relax_problem *p = s->p;
+	size_t m = s->m;
+
+	memset(s->M, 0, m * m * sizeof(double));
+	memset(s->dg, 0, s->ng * sizeof(double));
+	for (size_t j = 0; j < s->n; j++) {
+		s->dg[p->group[j]] += s->theta[j];
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			for (size_t f = p->var_off[j]; f < p->var_off[j + 1]; f++)
+				s->M[p->var_row[e] * m + p->var_row[f]] += s->theta[j];
+	}
+	/* variables of a group are contiguous (relax_problem contract) */
+	for (size_t j = 0; j < s->n;) {
+		size_t g = p->group[j], nt = 0;
+
+		for (; j < s->n && p->group[j] == g; j++)
+			for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++) {
+				size_t r = p->var_row[e];
+
+				if (s->v[r] == 0)
+					s->touched[nt++] = r;
+				s->v[r] += s->theta[j];
+			}
+		for (size_t a = 0; a < nt; a++)
+			for (size_t b = 0; b < nt; b++)
+				s->M[s->touched[a] * m + s->touched[b]] -=
+				    s->v[s->touched[a]] * s->v[s->touched[b]] / s->dg[g];
+		for (size_t a = 0; a < nt; a++)
+			s->v[s->touched[a]] = 0;
+	}
+}
+
+/* In-place Cholesky (lower) of M; a pivot below tol times its diagonal
+ * marks the row dependent (with mark) or is skipped for this solve. */
+static void cholesky(struct ipm *s, double tol, int mark, uint8_t *skip)
+{
+	size_t m = s->m;
+	double *M = s->M;
+
+	for (size_t k = 0; k < m; k++) {
+		double d, diag = M[k * m + k];
+
+		skip[k] = s->dead[k];
+		for (size_t i = 0; i < k; i++)
+			M[k * m + k] -= M[k * m + i] * M[k * m + i];
+		d = M[k * m + k];
+		if (skip[k] || !(d > tol * diag) || !(d > 1e-300)) {
+			skip[k] = 1;
+			if (mark)
+				s->dead[k] = 1;
+			M[k * m + k] = 1;
+			for (size_t i = k + 1; i < m; i++)
+				M[i * m + k] = 0;
+			for (size_t i = 0; i < k; i++)
+				M[k * m + i] = 0;
+			continue;
+		}
+		d = sqrt(d);
+		M[k * m + k] = d;
+		for (size_t i = k + 1; i < m; i++) {
+			double t = M[i * m + k];
+			const double *ri = M + i * m, *rk = M + k * m;
+
+			for (size_t l = 0; l < k; l++)
+				t -= ri[l] * rk[l];
+			M[i * m + k] = t / d;
+		}
+	}
+}
+
+static void chol_solve(const struct ipm *s, const uint8_t *skip, double *b)
+{
+	size_t m = s->m;
+	const double *L = s->M;
+
+	for (size_t i = 0; i < m; i++) {
+		double t = skip[i] ? 0 : b[i];
+
+		for (size_t l = 0; !skip[i] && l < i; l++)
+			t -= L[i * m + l] * b[l];
+		b[i] = skip[i] ? 0 : t / L[i * m + i];
+	}
+	for (size_t i = m; i-- > 0;) {
+		double t = skip[i] ? 0 : b[i];
+
+		for (size_t l = i + 1; !skip[i] && l < m; l++)
+			t -= L[l * m + i] * b[l];
+		b[i] = skip[i] ? 0 : t / L[i * m + i];
+	}
+}
+
+/* Solves A T A^T dy = rhs (rg, rr parts given in dyg, dyr on entry). */
+static void normal_solve(struct ipm *s, const uint8_t *skip)
+{
+	const struct relax_problem *p = s->p;
+
+	/* eliminate the groups: rr -= K T B^T D^-1 rg */
+	for (size_t j = 0; j < s->n; j++) {
+		double t = s->theta[j] * s->dyg[p->group[j]] / s->dg[p->group[j]];
+
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			s->dyr[p->var_row[e]] -= t;
+	}
+	chol_solve(s, skip, s->dyr);
+	/* dyg = D^-1 (rg - B T K^T dyr) */
+	for (size_t j = 0; j < s->n; j++) {
+		double t = 0;
+
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			t += s->dyr[p->var_row[e]];
+		s->dyg[p->group[j]] -= s->theta[j] * t;
+	}
+	for (size_t g = 0; g < s->ng; g++)
+		s->dyg[g] /= s->dg[g];
+}
+
+/*
+ * One direction for complementarity targets t1 (x z) and t2 (s w), given
+ * as per-variable values by the callback-free form: t1[j] = a + b1[j],
+ * t2[j] = a + b2[j] (b NULL: 0). Writes dx, dz, dw, dyg, dyr.
+ */
+static void direction(struct ipm *s, double a, const double *b1, const double *b2,
+		      const uint8_t *skip)
+{
+	const struct relax_problem *p = s->p;
+
+	for (size_t j = 0; j < s->n; j++) {
+		double x = s->x[j], sl = p->u[j] - x;
+		double t1 = a + (b1 ? b1[j] : 0), t2 = a + (b2 ? b2[j] : 0);
+
+		s->rho[j] = s->rc[j] - (t1 - x * s->z[j]) / x + (t2 - sl * s->w[j]) / sl;
+	}
+	/* rhs: r + A T rho */
+	memcpy(s->dyg, s->rg, s->ng * sizeof(double));
+	memcpy(s->dyr, s->rr, s->m * sizeof(double));
+	for (size_t j = 0; j < s->n; j++) {
+		double t = s->theta[j] * s->rho[j];
+
+		s->dyg[p->group[j]] += t;
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			s->dyr[p->var_row[e]] += t;
+	}
+	normal_solve(s, skip);
+	for (size_t j = 0; j < s->n; j++) {
+		double x = s->x[j], sl = p->u[j] - x, aty = s->dyg[p->group[j]];
+		double t1 = a + (b1 ? b1[j] : 0), t2 = a + (b2 ? b2[j] : 0);
+
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			aty += s->dyr[p->var_row[e]];
+		s->dx[j] = s->theta[j] * (aty - s->rho[j]);
+		s->dz[j] = (t1 - x * s->z[j] - s->z[j] * s->dx[j]) / x;
+		s->dw[j] = (t2 - sl * s->w[j] + s->w[j] * s->dx[j]) / sl;
+	}
+}
+
+/* Largest steps keeping 0 < x < u and z, w > 0. */
+static void max_steps(const struct ipm *s, double *ap, double *ad)
+{
+	*ap = *ad = 1;
+	for (size_t j = 0; j < s->n; j++) {
+		double x = s->x[j], sl = s->p->u[j] - x;
+
+		if (s->dx[j] < 0)
+			*ap = fmin(*ap, -x / s->dx[j]);
+		if (s->dx[j] > 0)
+			*ap = fmin(*ap, sl / s->dx[j]);
+		if (s->dz[j] < 0)
+			*ad = fmin(*ad, -s->z[j] / s->dz[j]);
+		if (s->dw[j] < 0)
+			*ad = fmin(*ad, -s->w[j] / s->dw[j]);
+	}
+}
+
+static double mu_at(const struct ipm *s, double ap, double ad)
+{
+	double sum = 0;
+
+	for (size_t j = 0; j < s->n; j++) {
+		double x = s->x[j] + ap * s->dx[j], sl = s->p->u[j] - x;
+
+		sum += x * (s->z[j] + ad * s->dz[j]) + sl * (s->w[j] + ad * s->dw[j]);
+	}
+	return sum / (2.0 * (double)s->n);
+}
+
+/* One predictor-corrector step; returns the new mu. */
+static double ipm_step(struct ipm *s, uint8_t *skip, int first)
+{
+	double ap, ad, mu = mu_at(s, 0, 0), mua, sigma;
+
+	for (size_t j = 0; j < s->n; j++) {
+		double sl = s->p->u[j] - s->x[j];
+
+		s->theta[j] = 1 / (s->z[j] / s->x[j] + s->w[j] / sl);
+	}
+	schur_form(s);
+	cholesky(s, first ? 1e-9 : 1e-14, first, skip);
+	direction(s, 0, NULL, NULL, skip);
+	max_steps(s, &ap, &ad);
+	mua = mu_at(s, ap, ad);
+	sigma = pow(mua / mu, 3);
+	sigma = sigma > 1 ? 1 : sigma;
+	/* second-order terms: x z gets -dx dz, s w gets +dx dw (ds = -dx) */
+	for (size_t j = 0; j < s->n; j++) {
+		s->ax[j] = -s->dx[j] * s->dz[j];
+		s->aw[j] = s->dx[j] * s->dw[j];
+	}
+	direction(s, sigma * mu, s->ax, s->aw, skip);
+	max_steps(s, &ap, &ad);
+	ap = fmin(1, 0.995 * ap);
+	ad = fmin(1, 0.995 * ad);
+	for (size_t j = 0; j < s->n; j++) {
+		s->x[j] += ap * s->dx[j];
+		s->z[j] += ad * s->dz[j];
+		s->w[j] += ad * s->dw[j];
+	}
+	for (size_t g = 0; g < s->ng; g++)
+		s->yg[g] += ad * s->dyg[g];
+	for (size_t r = 0; r < s->m; r++)
+		s->yr[r] += ad * s->dyr[r];
+	return mu_at(s, 0, 0);
+}
+
+enum pm_status relax_ipm(const struct relax_problem *p, double *x, int *converged)
+{
+	struct ipm s = {.p = p, .n = p->n, .m = p->n_rows, .ng = p->n_groups};
+	uint8_t *skip = calloc(p->n_rows + 1, 1);
+	double scale = 1, mu = 1, viol = INFINITY;
+	enum pm_status st = PM_ERR_NOMEM;
+
+	*converged = 0;
+	if (!skip || !ipm_alloc(&s))
+		goto out;
+	for (size_t g = 0; g < s.ng; g++)
+		scale = fmax(scale, fabs(p->d[g]));
+	for (size_t j = 0; j < s.n; j++) {
+		s.x[j] = p->u[j] / 2;
+		s.z[j] = s.w[j] = 1;
+	}
+	for (int it = 0; it < IPM_MAX_ITER; it++) {
+		viol = residuals(&s);
+		if (viol <= 1e-10 * scale && mu <= 1e-13 * scale) {
+			*converged = 1;
+			break;
+		}
+		mu = ipm_step(&s, skip, it == 0);
+		if (!isfinite(mu))
+			break;
+	}
+	memcpy(x, s.x, s.n * sizeof(double));
+	st = PM_OK;
+out:
+	free(skip);
+	ipm_free(&s);
+	return st;
+}

@@ -1,0 +1,747 @@
+/*
+ * Forced zeros that no single row shows but a combination of the rows of
+ * one sensitive value does. On Adult with mined rules they come from sums
+ * and differences of rows: P(Prof-specialty | type_employer=t, Doctorate)
+ * over every t minus P(Prof-specialty | relationship=r, Doctorate) over
+ * every r but Other-relative is the count of Prof-specialty among the
+ * Doctorate Other-relatives, and that count fills every bucket that holds
+ * one (the upper bound of propagate.c's row argument, for a derived row).
+ *
+ * The relaxation for value s keeps the cells x[q,b] of value s in the
+ * buckets that s's open rows touch, with l <= x <= u from q's row of the
+ * bucket, sum over q of x[q,b] = n(s,b), and s's open rows; it forgets the
+ * rest of each bucket. Every solution of the whole system restricts to a
+ * solution of it, so whatever it forces is forced:
+ *  - x[q,b] held at 0: cell (q,s,b) is zero;
+ *  - x[q,b] held at u = n(q,b): q has no other value in b.
+ *
+ * Tuples of a bucket with the same rows (their "class") only ever appear
+ * summed, and so do buckets with the same demand and classes (the sum of
+ * m copies of a polytope is m times it): both are merged, exactly, before
+ * the program is set up. A small interior point method (boundary_ipm.c)
+ * suggests the variables held at a bound; a linear program (GLPK's
+ * simplex) maximises the distance from those bounds and only the claims
+ * it holds at 0 are used.
+ */
+#include <glpk.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+/* Interned lists of uint32 (signatures, bucket keys) -> dense ids. */
+struct intern {
+	size_t n, cap, pool_n, pool_cap;
+	int32_t *slot;
+	size_t *off; /* id -> pool offset, n + 1 entries */
+	uint32_t *pool;
+	uint64_t *hash;
+};
+
+static uint64_t hash_list(const uint32_t *a, size_t n)
+{
+	uint64_t h = 1469598103934665603u ^ n;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ a[i]) * 1099511628211u;
+	return h ^ (h >> 29);
+}
+
+static int intern_grow(struct intern *t)
+{
+	size_t cap = t->cap ? 2 * t->cap : 1024;
+	int32_t *slot = malloc(cap * sizeof *slot);
+
+	if (!slot)
+		return -1;
+	for (size_t i = 0; i < cap; i++)
+		slot[i] = -1;
+	for (size_t id = 0; id < t->n; id++) {
+		size_t i = t->hash[id] & (cap - 1);
+
+		while (slot[i] >= 0)
+			i = (i + 1) & (cap - 1);
+		slot[i] = (int32_t)id;
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->cap = cap;
+	return 0;
+}
+
+static int reserve(void **p, size_t *cap, size_t need, size_t size)
+{
+	size_t c = *cap ? *cap : 256;
+	void *q;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	q = realloc(*p, c * size);
+	if (!q)
+		return -1;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* Id of list a[0..n), new or not; -1 when out of memory. */
+static int32_t intern_get(struct intern *t, const uint32_t *a, size_t n)
+{
+	uint64_t h = hash_list(a, n);
+	size_t i, ids_cap = t->n + 2;
+
+	if ((t->n + 1) * 2 > t->cap && intern_grow(t))
+		return -1;
+	for (i = h & (t->cap - 1); t->slot[i] >= 0; i = (i + 1) & (t->cap - 1)) {
+		size_t id = (size_t)t->slot[i], len = t->off[id + 1] - t->off[id];
+
+		if (t->hash[id] == h && len == n && (!n || !memcmp(t->pool + t->off[id], a, n * 4)))
+			return (int32_t)id;
+	}
+	if (reserve((void **)&t->pool, &t->pool_cap, t->pool_n + n + 1, 4))
+		return -1;
+	{
+		size_t *off = realloc(t->off, (ids_cap + 1) * sizeof *off);
+		uint64_t *hs = off ? realloc(t->hash, ids_cap * sizeof *hs) : NULL;
+
+		if (off)
+			t->off = off;
+		if (!hs)
+			return -1;
+		t->hash = hs;
+	}
+	if (t->n == 0)
+		t->off[0] = 0;
+	if (n) /* a may be NULL for the empty list */
+		memcpy(t->pool + t->pool_n, a, n * 4);
+	t->pool_n += n;
+	t->off[t->n + 1] = t->pool_n;
+	t->hash[t->n] = h;
+	t->slot[i] = (int32_t)t->n;
+	return (int32_t)t->n++;
+}
+
+static void intern_free(struct intern *t)
+{
+	free(t->slot);
+	free(t->off);
+	free(t->pool);
+	free(t->hash);
+	memset(t, 0, sizeof *t);
+}
+
+/* Per-bucket layout and scratch shared by every value. */
+struct relax {
+	const struct invariants *inv;
+	const uint8_t *resolved;
+	uint8_t *zero;
+	size_t *h, *qi0, *sa0;
+	double *nb;
+	int32_t *cls;	/* per cell of the current value: class id, -1 none */
+	uint32_t *cnt;	/* per cell: rows of the current value holding it */
+	int32_t *rloc;	/* per row: local index for the current value */
+	int32_t *btype; /* per bucket: type id, -1 untouched */
+	size_t found;
+	int infeasible;
+};
+
+static size_t bucket_g(const struct relax *x, size_t b)
+{
+	size_t n = x->inv->cell_off[b + 1] - x->inv->cell_off[b];
+
+	return x->h[b] ? n / x->h[b] : 0;
+}
+
+static double row_total(const struct relax *x, size_t b, size_t i)
+{
+	return x->inv->rhs[x->qi0[b] + i];
+}
+
+static double col_total(const struct relax *x, size_t b, size_t j)
+{
+	double rest = 0;
+
+	if (j + 1 < x->h[b])
+		return x->inv->rhs[x->sa0[b] + j];
+	for (size_t k = 0; k + 1 < x->h[b]; k++)
+		rest += x->inv->rhs[x->sa0[b] + k];
+	return x->nb[b] - rest;
+}
+
+static enum pm_status relax_init(struct relax *x)
+{
+	const struct invariants *inv = x->inv;
+	size_t nb = inv->n_groups;
+
+	x->h = calloc(nb + 1, sizeof *x->h);
+	x->qi0 = calloc(nb + 1, sizeof *x->qi0);
+	x->sa0 = calloc(nb + 1, sizeof *x->sa0);
+	x->nb = calloc(nb + 1, sizeof *x->nb);
+	x->cls = malloc((inv->n_cells + 1) * sizeof *x->cls);
+	x->cnt = calloc(inv->n_cells + 1, sizeof *x->cnt);
+	x->rloc = malloc((inv->n_rows + 1) * sizeof *x->rloc);
+	x->btype = malloc((nb + 1) * sizeof *x->btype);
+	if (!x->h || !x->qi0 || !x->sa0 || !x->nb || !x->cls || !x->cnt || !x->rloc || !x->btype)
+		return PM_ERR_NOMEM;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		x->cls[c] = -1;
+	for (size_t r = 0; r < inv->n_rows; r++)
+		x->rloc[r] = -1;
+	for (size_t b = 0; b < nb; b++) {
+		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
+
+		x->btype[b] = -1;
+		while (lo + x->h[b] < hi && inv->cell_tuple[lo + x->h[b]] == inv->cell_tuple[lo])
+			x->h[b]++;
+	}
+	for (size_t b = 0, qi = 0, sa = inv->n_qi_rows; b < nb; b++) {
+		x->qi0[b] = qi;
+		x->sa0[b] = sa;
+		qi += bucket_g(x, b);
+		sa += x->h[b] ? x->h[b] - 1 : 0;
+		for (size_t i = 0; i < bucket_g(x, b); i++)
+			x->nb[b] += row_total(x, b, i);
+	}
+	return PM_OK;
+}
+
+static void relax_finish(struct relax *x)
+{
+	free(x->h);
+	free(x->qi0);
+	free(x->sa0);
+	free(x->nb);
+	free(x->cls);
+	free(x->cnt);
+	free(x->rloc);
+	free(x->btype);
+}
+
+/* The relaxation of one value: classes, bucket types, the program. */
+struct value {
+	struct relax *x;
+	const uint32_t *rows;
+	size_t nr;
+	uint32_t *tcells, *tlist, *buckets, *bcol, *mult;
+	size_t nt, n_buckets;
+	size_t *toff;
+	struct intern classes, types;
+	int32_t empty;
+	/* the program: variables per type, then rows */
+	struct relax_problem p;
+	double *u, *d, *c, *xs;
+	uint32_t *group, *var_row, *var_class;
+	size_t *var_off, *type_var; /* type -> first variable, n_types + 1 */
+	uint8_t *low, *high;
+};
+
+/* One entry of a bucket: the tuples of one class, their bounds summed. */
+struct entry {
+	uint32_t cls;
+	double lo, up;
+};
+
+static int cmp_entry(const void *a, const void *b)
+{
+	uint32_t x = ((const struct entry *)a)->cls, y = ((const struct entry *)b)->cls;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Bounds of x[q,b] for tuple row i of bucket b, value column js. */
+static void cell_bounds(const struct relax *x, size_t b, size_t i, size_t js, double *lo,
+			double *up)
+{
+	size_t off = x->inv->cell_off[b], h = x->h[b];
+	double nq = row_total(x, b, i), others = 0;
+
+	for (size_t j = 0; j < h; j++)
+		if (j != js && !x->zero[off + i * h + j])
+			others += col_total(x, b, j);
+	*up = fmin(nq, col_total(x, b, js));
+	*lo = fmax(0, nq - others);
+}
+
+/* Signatures (the value's rows holding a cell) and class ids. */
+static enum pm_status value_classes(struct value *v)
+{
+	const struct invariants *inv = v->x->inv;
+	struct relax *x = v->x;
+	size_t total = 0;
+
+	for (size_t k = 0; k < v->nr; k++)
+		for (size_t e = inv->row_off[v->rows[k]]; e < inv->row_off[v->rows[k] + 1]; e++) {
+			size_t c = inv->row_cell[e];
+
+			if (x->zero[c])
+				continue;
+			if (x->cnt[c]++ == 0) {
+				if (reserve((void **)&v->tcells, &total, v->nt + 1, 4))
+					return PM_ERR_NOMEM;
+				x->cls[c] = (int32_t)v->nt;
+				v->tcells[v->nt++] = (uint32_t)c;
+			}
+		}
+	v->toff = malloc((v->nt + 1) * sizeof *v->toff);
+	if (!v->toff)
+		return PM_ERR_NOMEM;
+	v->toff[0] = 0;
+	for (size_t t = 0; t < v->nt; t++)
+		v->toff[t + 1] = v->toff[t] + x->cnt[v->tcells[t]];
+	v->tlist = malloc((v->toff[v->nt] + 1) * sizeof *v->tlist);
+	if (!v->tlist)
+		return PM_ERR_NOMEM;
+	for (size_t t = 0; t < v->nt; t++)
+		x->cnt[v->tcells[t]] = 0; /* reused as the fill count */
+	for (size_t k = 0; k < v->nr; k++)
+		for (size_t e = inv->row_off[v->rows[k]]; e < inv->row_off[v->rows[k] + 1]; e++) {
+			size_t c = inv->row_cell[e], t;
+
+			if (x->zero[c])
+				continue;
+			t = (size_t)x->cls[c];
+			v->tlist[v->toff[t] + x->cnt[c]++] = (uint32_t)k;
+		}
+	v->empty = intern_get(&v->classes, NULL, 0);
+	for (size_t t = 0; t < v->nt; t++) {
+		int32_t id =
+		    intern_get(&v->classes, v->tlist + v->toff[t], v->toff[t + 1] - v->toff[t]);
+
+		if (id < 0 || v->empty < 0)
+			return PM_ERR_NOMEM;
+		x->cls[v->tcells[t]] = id;
+	}
+	return PM_OK;
+}
+
+/* Touched buckets, their merged entries and their types. */
+static enum pm_status value_buckets(struct value *v)
+{
+	const struct invariants *inv = v->x->inv;
+	struct relax *x = v->x;
+	size_t cap = 0, key_cap = 0;
+	struct entry *ent = NULL;
+	uint32_t *key = NULL;
+	enum pm_status st = PM_ERR_NOMEM;
+
+	for (size_t t = 0; t < v->nt; t++) {
+		size_t c = v->tcells[t], b = inv->cell_group[c];
+
+		if (x->btype[b] != -1)
+			continue;
+		x->btype[b] = -2;
+		if (reserve((void **)&v->buckets, &cap, v->n_buckets + 1, 4) ||
+		    !(v->bcol = realloc(v->bcol, cap * 4)))
+			goto out;
+		v->bcol[v->n_buckets] = (uint32_t)((c - inv->cell_off[b]) % x->h[b]);
+		v->buckets[v->n_buckets++] = (uint32_t)b;
+	}
+	for (size_t k = 0; k < v->n_buckets; k++) {
+		size_t b = v->buckets[k], js = v->bcol[k], g = bucket_g(x, b), n = 0, kn = 1;
+		size_t off = inv->cell_off[b];
+		int32_t id;
+
+		if (!(ent = realloc(ent, (g + 1) * sizeof *ent)) ||
+		    reserve((void **)&key, &key_cap, 3 * g + 2, 4))
+			goto out;
+		for (size_t i = 0; i < g; i++) {
+			size_t c = off + i * x->h[b] + js;
+			double lo, up;
+
+			if (x->zero[c])
+				continue;
+			if (x->cls[c] < 0)
+				x->cls[c] = v->empty;
+			cell_bounds(x, b, i, js, &lo, &up);
+			ent[n++] = (struct entry){(uint32_t)x->cls[c], lo, up};
+		}
+		qsort(ent, n, sizeof *ent, cmp_entry);
+		/* counts are whole records: the key is exact */
+		key[0] = (uint32_t)col_total(x, b, js);
+		for (size_t i = 0; i < n; i++) {
+			if (kn > 1 && key[kn - 3] == ent[i].cls) {
+				key[kn - 2] += (uint32_t)ent[i].lo;
+				key[kn - 1] += (uint32_t)ent[i].up;
+				continue;
+			}
+			key[kn++] = ent[i].cls;
+			key[kn++] = (uint32_t)ent[i].lo;
+			key[kn++] = (uint32_t)ent[i].up;
+		}
+		if ((id = intern_get(&v->types, key, kn)) < 0)
+			goto out;
+		x->btype[b] = id;
+	}
+	v->mult = calloc(v->types.n + 1, sizeof *v->mult);
+	if (!v->mult)
+		goto out;
+	for (size_t k = 0; k < v->n_buckets; k++)
+		v->mult[x->btype[v->buckets[k]]]++;
+	st = PM_OK;
+out:
+	free(ent);
+	free(key);
+	return st;
+}
+
+/* Key of type t: demand, then (class, lo, up) triples. */
+static const uint32_t *type_key(const struct value *v, size_t t, size_t *n)
+{
+	*n = v->types.off[t + 1] - v->types.off[t];
+	return v->types.pool + v->types.off[t];
+}
+
+static int near(double a, double b)
+{
+	return fabs(a - b) <= 1e-7 * fmax(1, fmax(fabs(a), fabs(b)));
+}
+
+/* The variables (entries with room between their bounds), groups and
+ * right-hand sides; fixed parts move to the right. */
+static enum pm_status value_program(struct value *v)
+{
+	size_t nty = v->types.n, nv = 0, nrow = 0, ng = 0;
+
+	for (size_t t = 0; t < nty; t++) {
+		size_t n;
+		const uint32_t *k = type_key(v, t, &n);
+
+		for (size_t i = 1; i < n; i += 3) {
+			nv += k[i + 2] > k[i + 1];
+			nrow += k[i + 2] > k[i + 1]
+				    ? v->classes.off[k[i] + 1] - v->classes.off[k[i]]
+				    : 0;
+		}
+	}
+	v->u = malloc((nv + 1) * sizeof *v->u);
+	v->xs = malloc((nv + 1) * sizeof *v->xs);
+	v->group = malloc((nv + 1) * sizeof *v->group);
+	v->var_class = malloc((nv + 1) * sizeof *v->var_class);
+	v->var_off = malloc((nv + 2) * sizeof *v->var_off);
+	v->var_row = malloc((nrow + 1) * sizeof *v->var_row);
+	v->type_var = malloc((nty + 2) * sizeof *v->type_var);
+	v->d = calloc(nty + 1, sizeof *v->d);
+	v->c = malloc((v->nr + 1) * sizeof *v->c);
+	v->low = calloc(nv + 1, 1);
+	v->high = calloc(nv + 1, 1);
+	if (!v->u || !v->xs || !v->group || !v->var_class || !v->var_off || !v->var_row ||
+	    !v->type_var || !v->d || !v->c || !v->low || !v->high)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < v->nr; k++)
+		v->c[k] = v->x->inv->rhs[v->rows[k]];
+	nv = nrow = 0;
+	v->var_off[0] = 0;
+	for (size_t t = 0; t < nty; t++) {
+		size_t n, g0 = nv;
+		const uint32_t *k = type_key(v, t, &n);
+		double m = v->mult[t], rest = m * k[0];
+
+		v->type_var[t] = nv;
+		for (size_t i = 1; i < n; i += 3) {
+			const uint32_t *rl = v->classes.pool + v->classes.off[k[i]];
+			size_t nl = v->classes.off[k[i] + 1] - v->classes.off[k[i]];
+
+			rest -= m * k[i + 1];
+			for (size_t e = 0; e < nl; e++)
+				v->c[rl[e]] -= m * k[i + 1];
+			if (k[i + 2] <= k[i + 1])
+				continue;
+			v->u[nv] = m * (k[i + 2] - k[i + 1]);
+			v->group[nv] = (uint32_t)ng;
+			v->var_class[nv] = k[i];
+			memcpy(v->var_row + nrow, rl, nl * sizeof *rl);
+			nrow += nl;
+			v->var_off[++nv] = nrow;
+		}
+		if (nv > g0)
+			v->d[ng++] = rest;
+		else if (!near(rest, 0))
+			v->x->infeasible = 1; /* a bucket whose bounds miss n(s,b) */
+	}
+	v->type_var[nty] = nv;
+	v->p = (struct relax_problem){.n = nv,
+				      .n_groups = ng,
+				      .n_rows = v->nr,
+				      .u = v->u,
+				      .group = v->group,
+				      .d = v->d,
+				      .var_off = v->var_off,
+				      .var_row = v->var_row,
+				      .c = v->c};
+	return PM_OK;
+}
+
+/* Drops duplicate rows (same variables; their right-hand sides must
+ * agree) and rows without variables (theirs must be 0). */
+static enum pm_status value_dedupe(struct value *v)
+{
+	size_t nr = v->nr, nv = v->p.n, kept = 0, ne = 0;
+	size_t *roff = calloc(nr + 2, sizeof *roff);
+	uint32_t *rvar = malloc((v->var_off[nv] + 1) * sizeof *rvar);
+	int32_t *map = malloc((nr + 1) * sizeof *map), *first = malloc((nr + 1) * sizeof *first);
+	struct intern seen = {0};
+	enum pm_status st = PM_ERR_NOMEM;
+
+	if (!roff || !rvar || !map || !first)
+		goto out;
+	for (size_t e = 0; e < v->var_off[nv]; e++)
+		roff[v->var_row[e] + 2]++;
+	for (size_t r = 0; r < nr; r++)
+		roff[r + 2] += roff[r + 1];
+	for (size_t j = 0; j < nv; j++)
+		for (size_t e = v->var_off[j]; e < v->var_off[j + 1]; e++)
+			rvar[roff[v->var_row[e] + 1]++] = (uint32_t)j;
+	for (size_t r = 0; r < nr; r++) {
+		size_t len = roff[r + 1] - roff[r], before = seen.n;
+		int32_t id;
+
+		map[r] = -1;
+		if (!len) {
+			v->x->infeasible |= !near(v->c[r], 0);
+			continue;
+		}
+		if ((id = intern_get(&seen, rvar + roff[r], len)) < 0)
+			goto out;
+		if (seen.n > before) {
+			first[id] = (int32_t)kept;
+			v->c[kept] = v->c[r]; /* kept <= r: in place */
+			map[r] = (int32_t)kept++;
+		} else if (!near(v->c[r], v->c[first[id]])) {
+			v->x->infeasible = 1;
+		}
+	}
+	for (size_t j = 0, e0 = 0; j < nv; j++) {
+		for (size_t e = e0; e < v->var_off[j + 1]; e++)
+			if (map[v->var_row[e]] >= 0)
+				v->var_row[ne++] = (uint32_t)map[v->var_row[e]];
+		e0 = v->var_off[j + 1];
+		v->var_off[j + 1] = ne;
+	}
+	v->p.n_rows = kept;
+	st = PM_OK;
+out:
+	intern_free(&seen);
+	free(roff);
+	free(rvar);
+	free(map);
+	free(first);
+	return st;
+}
+
+/* Does GLPK's optimum hold every remaining claim? Drops the claims it
+ * breaks; returns 1 when all hold, 0 to try again, -1 on failure. */
+static int verify_round(struct value *v, glp_prob *lp, int *first)
+{
+	glp_smcp parm;
+	int ret, held = 1;
+
+	for (size_t j = 0; j < v->p.n; j++)
+		glp_set_obj_coef(lp, (int)j + 1, v->low[j] ? 1.0 : v->high[j] ? -1.0 : 0.0);
+	glp_init_smcp(&parm);
+	parm.msg_lev = GLP_MSG_OFF;
+	parm.presolve = *first ? GLP_ON : GLP_OFF;
+	ret = glp_simplex(lp, &parm);
+	*first = 0;
+	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {
+		v->x->infeasible = 1;
+		return -1;
+	}
+	if (ret || glp_get_status(lp) != GLP_OPT)
+		return -1;
+	for (size_t j = 0; j < v->p.n; j++) {
+		double x = glp_get_col_prim(lp, (int)j + 1), tol = 1e-7 * fmax(1, v->u[j]);
+
+		if (v->low[j] && x > tol)
+			v->low[j] = 0, held = 0;
+		if (v->high[j] && v->u[j] - x > tol)
+			v->high[j] = 0, held = 0;
+	}
+	return held;
+}
+
+/* Proves the claims with the linear program max sum_low x - sum_high x:
+ * an optimum with every claim holding means each holds in every solution.
+ * Claims that the optimum breaks are dropped and the rest tried again. */
+static enum pm_status value_verify(struct value *v)
+{
+	glp_prob *lp = glp_create_prob();
+	const struct relax_problem *p = &v->p;
+	int *ia = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ia);
+	int *ja = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ja);
+	double *ar = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ar);
+	int nz = 0, first = 1, r = 0;
+
+	if (!ia || !ja || !ar) {
+		free(ia), free(ja), free(ar);
+		glp_delete_prob(lp);
+		return PM_ERR_NOMEM;
+	}
+	glp_set_obj_dir(lp, GLP_MAX);
+	glp_add_cols(lp, (int)p->n);
+	glp_add_rows(lp, (int)(p->n_groups + p->n_rows));
+	for (size_t g = 0; g < p->n_groups; g++)
+		glp_set_row_bnds(lp, (int)g + 1, GLP_FX, p->d[g], p->d[g]);
+	for (size_t k = 0; k < p->n_rows; k++)
+		glp_set_row_bnds(lp, (int)(p->n_groups + k) + 1, GLP_FX, p->c[k], p->c[k]);
+	for (size_t j = 0; j < p->n; j++) {
+		glp_set_col_bnds(lp, (int)j + 1, GLP_DB, 0, p->u[j]);
+		ia[++nz] = (int)p->group[j] + 1, ja[nz] = (int)j + 1, ar[nz] = 1;
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			ia[++nz] = (int)(p->n_groups + p->var_row[e]) + 1, ja[nz] = (int)j + 1,
+			ar[nz] = 1;
+	}
+	glp_load_matrix(lp, nz, ia, ja, ar);
+	free(ia), free(ja), free(ar);
+	for (int round = 0; round < 100 && (r = verify_round(v, lp, &first)) == 0; round++)
+		;
+	if (r != 1) { /* unproven: use nothing */
+		memset(v->low, 0, p->n);
+		memset(v->high, 0, p->n);
+	}
+	glp_delete_prob(lp);
+	return PM_OK;
+}
+
+/* Writes the proven zeros: a class held at its lower bound zeroes the
+ * cells whose own lower bound is 0; held at its upper bound, the tuples
+ * whose bound is their whole count have no other value in the bucket. */
+static enum pm_status value_apply(struct value *v)
+{
+	struct relax *x = v->x;
+	const struct invariants *inv = x->inv;
+	size_t n = 0, cap = 0;
+	uint32_t *out = NULL;
+
+	for (size_t k = 0; k < v->n_buckets; k++) {
+		size_t b = v->buckets[k], js = v->bcol[k], h = x->h[b], t = (size_t)x->btype[b];
+		size_t off = inv->cell_off[b];
+
+		for (size_t i = 0; i < bucket_g(x, b); i++) {
+			size_t c = off + i * h + js, j;
+			double lo, up;
+
+			if (x->zero[c])
+				continue;
+			for (j = v->type_var[t]; j < v->type_var[t + 1]; j++)
+				if (v->var_class[j] == (uint32_t)x->cls[c])
+					break;
+			if (j == v->type_var[t + 1] || !(v->low[j] || v->high[j]))
+				continue;
+			cell_bounds(x, b, i, js, &lo, &up);
+			if (reserve((void **)&out, &cap, n + h + 1, 4))
+				return PM_ERR_NOMEM;
+			if (v->low[j] && lo == 0)
+				out[n++] = (uint32_t)c;
+			for (size_t jj = 0; v->high[j] && up == row_total(x, b, i) && jj < h; jj++)
+				if (jj != js && !x->zero[off + i * h + jj])
+					out[n++] = (uint32_t)(off + i * h + jj);
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!x->zero[out[i]]) {
+			x->zero[out[i]] = 1;
+			x->found++;
+		}
+	free(out);
+	return PM_OK;
+}
+
+static void value_free(struct value *v)
+{
+	struct relax *x = v->x;
+	const struct invariants *inv = x->inv;
+
+	for (size_t t = 0; t < v->nt; t++) {
+		x->cnt[v->tcells[t]] = 0;
+		x->cls[v->tcells[t]] = -1;
+	}
+	for (size_t k = 0; k < v->n_buckets; k++) {
+		size_t b = v->buckets[k], h = x->h[b], off = inv->cell_off[b];
+
+		for (size_t i = 0; i < bucket_g(x, b); i++)
+			x->cls[off + i * h + v->bcol[k]] = -1;
+		x->btype[b] = -1;
+	}
+	free(v->tcells), free(v->tlist), free(v->buckets), free(v->bcol), free(v->mult);
+	free(v->toff);
+	intern_free(&v->classes);
+	intern_free(&v->types);
+	free(v->u), free(v->d), free(v->c), free(v->xs), free(v->group), free(v->var_row);
+	free(v->var_class), free(v->var_off), free(v->type_var), free(v->low), free(v->high);
+}
+
+/* The relaxation of the value of rows[0..nr) (all open, one value). */
+static enum pm_status relax_value(struct relax *x, const uint32_t *rows, size_t nr)
+{
+	struct value v = {.x = x, .rows = rows, .nr = nr};
+	enum pm_status st = value_classes(&v);
+	int converged = 0, claims = 0;
+
+	if (!st)
+		st = value_buckets(&v);
+	if (!st)
+		st = value_program(&v);
+	if (!st && !x->infeasible)
+		st = value_dedupe(&v);
+	if (!st && !x->infeasible && v.p.n)
+		st = relax_ipm(&v.p, v.xs, &converged);
+	for (size_t j = 0; !st && converged && j < v.p.n; j++) {
+		v.low[j] = v.xs[j] <= 1e-6 * v.u[j];
+		v.high[j] = v.u[j] - v.xs[j] <= 1e-6 * v.u[j];
+		claims |= v.low[j] | v.high[j];
+	}
+	if (!st && claims && !x->infeasible)
+		st = value_verify(&v);
+	if (!st && claims && !x->infeasible)
+		st = value_apply(&v);
+	value_free(&v);
+	return st;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
+			      size_t *found, int *infeasible)
+{
+	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero};
+	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;
+	uint64_t *key = malloc((nk + 1) * sizeof *key);
+	uint32_t *rows = malloc((nk + 1) * sizeof *rows);
+	enum pm_status st = key && rows ? relax_init(&x) : PM_ERR_NOMEM;
+
+	/* open rows with a free cell, grouped by their value */
+	for (size_t r = first; !st && r < inv->n_rows; r++) {
+		uint32_t s = UINT32_MAX;
+
+		for (size_t e = inv->row_off[r]; !resolved[r] && e < inv->row_off[r + 1]; e++)
+			if (!zero[inv->row_cell[e]]) {
+				s = inv->cell_sa[inv->row_cell[e]];
+				break;
+			}
+		if (s != UINT32_MAX)
+			key[n++] = (uint64_t)s << 32 | r;
+	}
+	if (!st)
+		qsort(key, n, sizeof *key, cmp_u64);
+	for (size_t i = 0; i < n; i++)
+		rows[i] = (uint32_t)key[i];
+	for (size_t i = 0, j; !st && i < n && !x.infeasible; i = j) {
+		for (j = i; j < n && key[j] >> 32 == key[i] >> 32;)
+			j++;
+		st = relax_value(&x, rows + i, j - i);
+	}
+	*found = x.found;
+	*infeasible = x.infeasible;
+	relax_finish(&x);
+	free(key);
+	free(rows);
+	return st;
+}
