@@ -10,10 +10,15 @@
 
 #include "constraints.h"
 
-/* Where each tuple occurs: (bucket, position of q in the bucket) pairs. */
+/* Where each tuple occurs: (bucket, position of q in the bucket) pairs;
+ * and, per QI value, the tuples holding it (ascending), so a rule scans
+ * the shortest list of its terms instead of every tuple. */
 struct occurrences {
 	size_t *off; /* n_tuples + 1 */
 	uint32_t *bucket, *pos;
+	size_t *key0;	 /* attribute a's values: keys key0[a] .. key0[a + 1) */
+	size_t *key_off; /* key k's tuples: with[key_off[k] .. key_off[k + 1]) */
+	uint32_t *with;
 };
 
 static void occurrences_finish(struct occurrences *o)
@@ -21,6 +26,37 @@ static void occurrences_finish(struct occurrences *o)
 	free(o->off);
 	free(o->bucket);
 	free(o->pos);
+	free(o->key0);
+	free(o->key_off);
+	free(o->with);
+}
+
+/* The per-value tuple lists of o (postings, built by counting). */
+static enum pm_status postings_init(const struct dataset *ds, struct occurrences *o)
+{
+	size_t na = ds->n_attrs, nk, *fill;
+
+	o->key0 = malloc((na + 1) * sizeof *o->key0);
+	if (!o->key0)
+		return PM_ERR_NOMEM;
+	o->key0[0] = 0;
+	for (size_t a = 0; a < na; a++)
+		o->key0[a + 1] = o->key0[a] + ds->attr_values[a].n;
+	nk = o->key0[na];
+	o->key_off = calloc(nk + 2, sizeof *o->key_off);
+	o->with = malloc((ds->n_tuples * na + 1) * sizeof *o->with);
+	if (!o->key_off || !o->with)
+		return PM_ERR_NOMEM;
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		for (size_t a = 0; a < na; a++)
+			o->key_off[o->key0[a] + ds->tuples[q * na + a] + 2]++;
+	for (size_t k = 0; k < nk; k++)
+		o->key_off[k + 2] += o->key_off[k + 1];
+	fill = o->key_off + 1;
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		for (size_t a = 0; a < na; a++)
+			o->with[fill[o->key0[a] + ds->tuples[q * na + a]]++] = (uint32_t)q;
+	return PM_OK;
 }
 
 static enum pm_status occurrences_init(const struct dataset *ds, struct occurrences *o)
@@ -50,7 +86,7 @@ static enum pm_status occurrences_init(const struct dataset *ds, struct occurren
 		}
 	}
 	free(fill);
-	return PM_OK;
+	return postings_init(ds, o);
 }
 
 /* Position of SA value s among the s of bucket b, or -1. */
@@ -108,10 +144,23 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 			 const struct occurrences *occ, const struct rule *r, uint32_t *cells,
 			 uint64_t *n_qv)
 {
-	size_t n = 0;
+	size_t n = 0, lo = 0, hi = ds->n_tuples;
+	const uint32_t *list = NULL; /* NULL: every tuple */
 
+	/* candidates: the shortest posting list of the rule's terms */
+	for (uint32_t i = 0; i < r->n_terms; i++) {
+		size_t k = occ->key0[r->attr[i]] + r->value[i];
+
+		if (!list || occ->key_off[k + 1] - occ->key_off[k] < hi - lo) {
+			list = occ->with;
+			lo = occ->key_off[k];
+			hi = occ->key_off[k + 1];
+		}
+	}
 	*n_qv = 0;
-	for (uint32_t q = 0; q < ds->n_tuples; q++) {
+	for (size_t at = lo; at < hi; at++) {
+		uint32_t q = list ? list[at] : (uint32_t)at;
+
 		if (!knowledge_matches(ds, r, q))
 			continue;
 		*n_qv += ds->tuple_count[q];

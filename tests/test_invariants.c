@@ -5,6 +5,7 @@
 
 #include "check.h"
 #include "constraints.h"
+#include "random_table.h"
 
 /* Figure 1 (tests/data/figure1.csv) built in code: group, gender, degree,
  * disease. */
@@ -136,6 +137,52 @@ static void test_knowledge_rows(const struct dataset *ds)
 	knowledge_finish(&k);
 }
 
+/* Knowledge rows on random tables and random rules (0 to all terms) equal
+ * the definition scanned tuple by tuple: every cell (q, s, b) with q
+ * matching the rule, in ascending q, and rhs = lo * n(Qv). */
+static void test_random_rows(uint64_t seed)
+{
+	uint64_t rng = seed;
+	struct dataset *ds = random_dataset(&rng);
+	struct knowledge k;
+	struct invariants inv;
+	struct pm_error err = {0};
+
+	knowledge_init(&k);
+	for (size_t i = 0; i < 6; i++) {
+		struct rule r = {.sa = (uint32_t)rng_in(&rng, 0, ds->sa_values.n - 1)};
+
+		for (uint32_t a = 0; a < ds->n_attrs; a++)
+			if (rng_in(&rng, 0, 1)) {
+				r.attr[r.n_terms] = a;
+				r.value[r.n_terms++] =
+				    (uint32_t)rng_in(&rng, 0, ds->attr_values[a].n - 1);
+			}
+		r.lo = r.hi = 0.25 * (double)rng_in(&rng, 0, 4);
+		r.n_qv = knowledge_count_qv(ds, &r);
+		CHECK(knowledge_append(&k, &r, &err) == PM_OK);
+	}
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	for (size_t i = 0; i < k.n; i++) {
+		size_t row = inv.n_qi_rows + inv.n_sa_rows + i, e = inv.row_off[row];
+		uint64_t n_qv = 0;
+
+		for (uint32_t q = 0; q < ds->n_tuples; q++) {
+			if (!knowledge_matches(ds, &k.rules[i], q))
+				continue;
+			n_qv += ds->tuple_count[q];
+			for (size_t c = 0; c < inv.n_cells; c++)
+				if (inv.cell_tuple[c] == q && inv.cell_sa[c] == k.rules[i].sa)
+					CHECK(e < inv.row_off[row + 1] && inv.row_cell[e++] == c);
+		}
+		CHECK(e == inv.row_off[row + 1]);
+		CHECK_NEAR(inv.rhs[row], k.rules[i].lo * (double)n_qv, 1e-12);
+	}
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	struct dataset *ds = figure1();
@@ -143,5 +190,7 @@ int main(void)
 	test_layout(ds);
 	test_knowledge_rows(ds);
 	dataset_destroy(ds);
+	for (uint64_t seed = 1; seed <= 300; seed++)
+		test_random_rows(0x1a7e0000 + seed);
 	return check_done();
 }
