@@ -27,6 +27,8 @@
 #define NEWTON_HALVINGS 30
 /* Cap on an exponent: a wild trial multiplier must not overflow. */
 #define EXP_CAP 600.0
+/* Exponents up to this size keep the kernel's expm1 form of excess(). */
+#define SMALL 0.5
 /* Sinkhorn sweeps after Newton stalls (total support: linear rate). */
 #define SCALING_SWEEPS 10000
 
@@ -34,10 +36,10 @@ enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h)
 {
 	size_t n = g * h + 1, m = (g > h ? g : h) + 1;
 
-	w->yt = malloc(2 * n * sizeof *w->yt);
+	w->yt = malloc(4 * n * sizeof *w->yt);
 	w->f = malloc((schur_size(g, h) + 1) * sizeof *w->f);
 	w->rs = malloc(4 * m * sizeof *w->rs);
-	w->da = malloc(6 * m * sizeof *w->da);
+	w->da = malloc(8 * m * sizeof *w->da);
 	if (!w->yt || !w->f || !w->rs || !w->da) {
 		scaling_work_finish(w);
 		return PM_ERR_NOMEM;
@@ -49,7 +51,11 @@ enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h)
 	w->ta = w->da + 2 * m;
 	w->tb = w->da + 3 * m;
 	w->ab = w->da + 4 * m;
+	w->xa = w->da + 6 * m;
+	w->xb = w->da + 7 * m;
 	w->y0 = w->yt + n;
+	w->kk = w->yt + 2 * n;
+	w->em = w->yt + 3 * n;
 	return PM_OK;
 }
 
@@ -62,26 +68,89 @@ void scaling_work_finish(struct scaling_work *w)
 	memset(w, 0, sizeof *w);
 }
 
+/*
+ * The kernel of the solve, kk = y0 exp(dm) per free cell (0 on zeros), so
+ * that a fill needs g + h exponentials, y = kk exp(a_i) exp(b_j), instead
+ * of one per cell. When every |dm| is at most SMALL, em = expm1(dm) too
+ * (and kk = y0 + y0 em, em >= -0.4: no cancellation), for excess().
+ * Returns the largest |dm|.
+ */
+static double kernel(const struct scaling_block *k, struct scaling_work *w)
+{
+	size_t n = k->g * k->h;
+	double top = 0;
+
+	for (size_t c = 0; k->dm && c < n; c++)
+		top = k->zero[c] || fabs(k->dm[c]) <= top ? top : fabs(k->dm[c]);
+	top = top < EXP_CAP ? top : EXP_CAP;
+	for (size_t c = 0; c < n; c++) {
+		double d = k->dm && !k->zero[c] ? k->dm[c] : 0;
+
+		d = d < EXP_CAP ? d > -EXP_CAP ? d : -EXP_CAP : EXP_CAP;
+		if (top <= SMALL) {
+			w->em[c] = d != 0 ? expm1(d) : 0;
+			w->kk[c] = k->y0[c] + k->y0[c] * w->em[c];
+		} else {
+			w->kk[c] = d != 0 ? k->y0[c] * exp(d) : k->y0[c];
+		}
+		w->kk[c] = k->zero[c] ? 0 : w->kk[c];
+	}
+	return top;
+}
+
+static double max_abs(const double *v, size_t n)
+{
+	double m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m = fabs(v[i]) > m || v[i] != v[i] ? fabs(v[i]) : m;
+	return m;
+}
+
+/*
+ * y = y0 exp(dm + a + b) on the free cells, as kk exp(a_i) exp(b_j) while
+ * every exponent stays within EXP_CAP (no overflow, nothing to cap), cell
+ * by cell (capped) otherwise.
+ */
+static void fill_cells(const struct scaling_block *k, struct scaling_work *w, const double *a,
+		       const double *b, double *y)
+{
+	size_t g = k->g, h = k->h;
+
+	if (w->dm_max + max_abs(a, g) + max_abs(b, h) <= EXP_CAP) {
+		for (size_t i = 0; i < g; i++)
+			w->xa[i] = exp(a[i]);
+		for (size_t j = 0; j < h; j++)
+			w->xb[j] = exp(b[j]);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++)
+				y[i * h + j] = w->kk[i * h + j] * w->xa[i] * w->xb[j];
+		return;
+	}
+	for (size_t c = 0; c < g * h; c++) {
+		double e = a[c / h] + b[c % h] + (k->dm ? k->dm[c] : 0);
+
+		y[c] = k->zero[c] ? 0 : k->y0[c] * exp(e < EXP_CAP ? e : EXP_CAP);
+	}
+}
+
 /* y = y0 exp(dm + a + b) on the free cells; row and column sums into rs,
  * cs; returns the largest violation, *ss the sum of squares. */
-static double fill(const struct scaling_block *k, const double *a, const double *b, double *y,
-		   double *rs, double *cs, double *ss)
+static double fill(const struct scaling_block *k, struct scaling_work *w, const double *a,
+		   const double *b, double *y, double *rs, double *cs, double *ss)
 {
 	size_t g = k->g, h = k->h;
 	double worst = 0;
 
+	fill_cells(k, w, a, b, y);
 	*ss = 0;
 	for (size_t j = 0; j < h; j++)
 		cs[j] = 0;
 	for (size_t i = 0; i < g; i++) {
 		rs[i] = 0;
 		for (size_t j = 0; j < h; j++) {
-			size_t c = i * h + j;
-			double e = a[i] + b[j] + (k->dm ? k->dm[c] : 0);
-
-			y[c] = k->zero[c] ? 0 : k->y0[c] * exp(fmin(e, EXP_CAP));
-			rs[i] += y[c];
-			cs[j] += y[c];
+			rs[i] += y[i * h + j];
+			cs[j] += y[i * h + j];
 		}
 	}
 	for (size_t i = 0; i < g; i++) {
@@ -115,7 +184,7 @@ static int newton_step(struct scaling_block *k, struct scaling_work *w, double *
 			w->ta[i] = k->a[i] + t * w->da[i];
 		for (size_t j = 0; j < h; j++)
 			w->tb[j] = k->b[j] + t * w->db[j];
-		worst1 = fill(k, w->ta, w->tb, w->yt, w->rs, w->cs, &ss1);
+		worst1 = fill(k, w, w->ta, w->tb, w->yt, w->rs, w->cs, &ss1);
 		if (ss1 < *ss) {
 			memcpy(k->a, w->ta, g * sizeof *k->a);
 			memcpy(k->b, w->tb, h * sizeof *k->b);
@@ -133,19 +202,55 @@ static int newton_step(struct scaling_block *k, struct scaling_work *w, double *
 static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double target,
 		       int max_sweeps)
 {
-	double ss, worst = fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+	double ss, worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 
 	for (int sweep = 0; sweep < max_sweeps && worst > target; sweep++) {
 		for (size_t i = 0; i < k->g; i++)
 			if (w->rs[i] + k->nq[i] > 0)
 				k->a[i] += log(k->nq[i] / (w->rs[i] + k->nq[i]));
-		fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+		fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 		for (size_t j = 0; j < k->h; j++)
 			if (w->cs[j] + k->ns[j] > 0)
 				k->b[j] += log(k->ns[j] / (w->cs[j] + k->ns[j]));
-		worst = fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+		worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 	}
 	return worst;
+}
+
+/*
+ * Σ y0 expm1(dm + a + b) over the free cells: Σ (y - y0) to full relative
+ * precision when the changes are tiny. While |dm| + |a| + |b| <= SMALL,
+ * from expm1(x + z) = X + Z + X Z (X = expm1(x), Z = expm1(z)): em and
+ * g + h expm1 of the scalings, each term at most e^SMALL - 1 in size, so
+ * the rounding stays at a few units of y0's last place however the terms
+ * cancel. Larger exponents (far from the optimum, where f is large) go
+ * cell by cell, where the terms could cancel catastrophically.
+ */
+static double excess(const struct scaling_block *k, struct scaling_work *w)
+{
+	size_t g = k->g, h = k->h;
+	double s = 0;
+
+	if (!(w->dm_max + max_abs(k->a, g) + max_abs(k->b, h) <= SMALL)) {
+		for (size_t c = 0; c < g * h; c++)
+			if (!k->zero[c])
+				s += k->y0[c] *
+				     expm1(k->a[c / h] + k->b[c % h] + (k->dm ? k->dm[c] : 0));
+		return s;
+	}
+	for (size_t i = 0; i < g; i++)
+		w->xa[i] = expm1(k->a[i]);
+	for (size_t j = 0; j < h; j++)
+		w->xb[j] = expm1(k->b[j]);
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++) {
+			size_t c = i * h + j;
+			double ab = w->xa[i] + w->xb[j] + w->xa[i] * w->xb[j];
+
+			if (!k->zero[c])
+				s += k->y0[c] * (w->em[c] + ab + w->em[c] * ab);
+		}
+	return s;
 }
 
 double scaling_solve(struct scaling_block *k, struct scaling_work *w, double target)
@@ -158,12 +263,14 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 	for (size_t j = 0; j < k->h; j++)
 		if (!isfinite(k->b[j]))
 			memset(k->b, 0, k->h * sizeof *k->b);
-	worst = fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+	w->dm_max = kernel(k, w);
+	worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 	for (int it = 0; it < NEWTON_STEPS && worst > target; it++)
 		if (!newton_step(k, w, &worst, &ss))
 			break;
 	if (worst > target) /* Newton stalled (rounding, or a bad start) */
 		worst = sinkhorn(k, w, target, SCALING_SWEEPS);
+	k->excess = excess(k, w);
 	return worst;
 }
 
