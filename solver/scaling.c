@@ -25,10 +25,6 @@
  * halvings of a step that does not reduce the residual. */
 #define NEWTON_STEPS	60
 #define NEWTON_HALVINGS 30
-/* Cap on an exponent: a wild trial multiplier must not overflow. */
-#define EXP_CAP 600.0
-/* Exponents up to this size keep the kernel's expm1 form of excess(). */
-#define SMALL 0.5
 /* Sinkhorn sweeps after Newton stalls (total support: linear rate). */
 #define SCALING_SWEEPS 10000
 
@@ -71,23 +67,28 @@ void scaling_work_finish(struct scaling_work *w)
 /*
  * The kernel of the solve, kk = y0 exp(dm) per free cell (0 on zeros), so
  * that a fill needs g + h exponentials, y = kk exp(a_i) exp(b_j), instead
- * of one per cell. When every |dm| is at most SMALL, em = expm1(dm) too
- * (and kk = y0 + y0 em, em >= -0.4: no cancellation), for excess().
- * Returns the largest |dm|.
+ * of one per cell. When every |dm| is at most SCALING_SMALL, em =
+ * expm1(dm) too (and kk = y0 + y0 em, em >= -0.4: no cancellation), for
+ * excess(). The caller's own kk and em are used when it has them. Sets
+ * w->kp, w->ep (NULL: no em) and w->dm_max, the largest |dm|.
  */
-static double kernel(const struct scaling_block *k, struct scaling_work *w)
+static void kernel(const struct scaling_block *k, struct scaling_work *w)
 {
 	size_t n = k->g * k->h;
 	double top = 0;
 
 	for (size_t c = 0; k->dm && c < n; c++)
 		top = k->zero[c] || fabs(k->dm[c]) <= top ? top : fabs(k->dm[c]);
-	top = top < EXP_CAP ? top : EXP_CAP;
+	w->dm_max = top < SCALING_CAP ? top : SCALING_CAP;
+	w->kp = k->kk && top <= SCALING_CAP ? k->kk : w->kk;
+	w->ep = top > SCALING_SMALL ? NULL : k->kk && k->em ? k->em : w->em;
+	if (w->kp == k->kk && (w->ep == k->em || !w->ep))
+		return;
 	for (size_t c = 0; c < n; c++) {
 		double d = k->dm && !k->zero[c] ? k->dm[c] : 0;
 
-		d = d < EXP_CAP ? d > -EXP_CAP ? d : -EXP_CAP : EXP_CAP;
-		if (top <= SMALL) {
+		d = d < SCALING_CAP ? d > -SCALING_CAP ? d : -SCALING_CAP : SCALING_CAP;
+		if (w->ep) {
 			w->em[c] = d != 0 ? expm1(d) : 0;
 			w->kk[c] = k->y0[c] + k->y0[c] * w->em[c];
 		} else {
@@ -95,7 +96,8 @@ static double kernel(const struct scaling_block *k, struct scaling_work *w)
 		}
 		w->kk[c] = k->zero[c] ? 0 : w->kk[c];
 	}
-	return top;
+	w->kp = w->kk;
+	w->ep = w->ep ? w->em : NULL;
 }
 
 static double max_abs(const double *v, size_t n)
@@ -109,7 +111,7 @@ static double max_abs(const double *v, size_t n)
 
 /*
  * y = y0 exp(dm + a + b) on the free cells, as kk exp(a_i) exp(b_j) while
- * every exponent stays within EXP_CAP (no overflow, nothing to cap), cell
+ * every exponent stays within SCALING_CAP (no overflow, nothing to cap), cell
  * by cell (capped) otherwise.
  */
 static void fill_cells(const struct scaling_block *k, struct scaling_work *w, const double *a,
@@ -117,20 +119,20 @@ static void fill_cells(const struct scaling_block *k, struct scaling_work *w, co
 {
 	size_t g = k->g, h = k->h;
 
-	if (w->dm_max + max_abs(a, g) + max_abs(b, h) <= EXP_CAP) {
+	if (w->dm_max + max_abs(a, g) + max_abs(b, h) <= SCALING_CAP) {
 		for (size_t i = 0; i < g; i++)
 			w->xa[i] = exp(a[i]);
 		for (size_t j = 0; j < h; j++)
 			w->xb[j] = exp(b[j]);
 		for (size_t i = 0; i < g; i++)
 			for (size_t j = 0; j < h; j++)
-				y[i * h + j] = w->kk[i * h + j] * w->xa[i] * w->xb[j];
+				y[i * h + j] = w->kp[i * h + j] * w->xa[i] * w->xb[j];
 		return;
 	}
 	for (size_t c = 0; c < g * h; c++) {
 		double e = a[c / h] + b[c % h] + (k->dm ? k->dm[c] : 0);
 
-		y[c] = k->zero[c] ? 0 : k->y0[c] * exp(e < EXP_CAP ? e : EXP_CAP);
+		y[c] = k->zero[c] ? 0 : k->y0[c] * exp(e < SCALING_CAP ? e : SCALING_CAP);
 	}
 }
 
@@ -219,9 +221,10 @@ static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double t
 
 /*
  * Σ y0 expm1(dm + a + b) over the free cells: Σ (y - y0) to full relative
- * precision when the changes are tiny. While |dm| + |a| + |b| <= SMALL,
+ * precision when the changes are tiny. While |dm| + |a| + |b| <=
+ * SCALING_SMALL,
  * from expm1(x + z) = X + Z + X Z (X = expm1(x), Z = expm1(z)): em and
- * g + h expm1 of the scalings, each term at most e^SMALL - 1 in size, so
+ * g + h expm1 of the scalings, each term at most e^SCALING_SMALL - 1, so
  * the rounding stays at a few units of y0's last place however the terms
  * cancel. Larger exponents (far from the optimum, where f is large) go
  * cell by cell, where the terms could cancel catastrophically.
@@ -231,7 +234,7 @@ static double excess(const struct scaling_block *k, struct scaling_work *w)
 	size_t g = k->g, h = k->h;
 	double s = 0;
 
-	if (!(w->dm_max + max_abs(k->a, g) + max_abs(k->b, h) <= SMALL)) {
+	if (!w->ep || !(w->dm_max + max_abs(k->a, g) + max_abs(k->b, h) <= SCALING_SMALL)) {
 		for (size_t c = 0; c < g * h; c++)
 			if (!k->zero[c])
 				s += k->y0[c] *
@@ -248,7 +251,7 @@ static double excess(const struct scaling_block *k, struct scaling_work *w)
 			double ab = w->xa[i] + w->xb[j] + w->xa[i] * w->xb[j];
 
 			if (!k->zero[c])
-				s += k->y0[c] * (w->em[c] + ab + w->em[c] * ab);
+				s += k->y0[c] * (w->ep[c] + ab + w->ep[c] * ab);
 		}
 	return s;
 }
@@ -263,7 +266,7 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 	for (size_t j = 0; j < k->h; j++)
 		if (!isfinite(k->b[j]))
 			memset(k->b, 0, k->h * sizeof *k->b);
-	w->dm_max = kernel(k, w);
+	kernel(k, w);
 	worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 	for (int it = 0; it < NEWTON_STEPS && worst > target; it++)
 		if (!newton_step(k, w, &worst, &ss))

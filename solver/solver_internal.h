@@ -121,17 +121,27 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 struct scaling_work {
 	double *yt, *f, *rs, *cs, *p, *q, *da, *db, *ta, *tb;
 	double *kk, *em, *xa, *xb; /* the kernel, and per row and column */
+	const double *kp, *ep;	   /* the kernel in use */
 	double dm_max;
 	double *y0, *ab; /* for scaling_bucket */
 };
 enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h);
 void scaling_work_finish(struct scaling_work *w);
 
+/* Cap on an exponent of the scaling: wild trial multipliers must not
+ * overflow. Up to SCALING_SMALL, the excess takes the expm1 form. */
+#define SCALING_CAP   600.0
+#define SCALING_SMALL 0.5
+
 /* One bucket's scaling problem: y = y0 exp(dm + a_i + b_j) on the cells
  * that are not zero, rows summing to nq and columns to ns. All borrowed. */
 struct scaling_block {
 	size_t g, h;
 	const double *y0, *dm; /* g x h; dm may be NULL (0) */
+	/* NULL or, precomputed by the caller (cheaper than g h exponentials),
+	 * kk = y0 exp(dm) (0 on zeros) if every |dm| <= SCALING_CAP, and
+	 * em = expm1(dm) (may be NULL) if every |dm| <= SCALING_SMALL */
+	const double *kk, *em;
 	const uint8_t *zero;
 	const uint32_t *nq, *ns;
 	double *a, *b; /* log-scalings: start (warm) and result */
@@ -164,7 +174,8 @@ enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants 
 /* Per part of the thread pool: scratch and partial results. */
 struct twolevel_part {
 	struct scaling_work w;
-	double *dm, *t, *u;    /* cells of the widest bucket */
+	double *dm, *kk, *em;  /* cells of the widest bucket: the kernel, */
+	double *t, *u;	       /* and for products */
 	double *vec;	       /* r: partial gradient or H v */
 	uint64_t *stamp, tick; /* r: distinct rows of a bucket */
 	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
@@ -193,8 +204,10 @@ struct twolevel {
 	size_t r;
 	uint32_t *row; /* open knowledge rows (inv rows) */
 	double *rhs, *scale, *mu, *mu0;
-	size_t *ck_off; /* per cell: the open rows through it (local) */
+	double *ex, *xm, dmu_max; /* exp and expm1 of μ - μ0; max |μ - μ0| */
+	size_t *ck_off;		  /* per cell: the open rows through it (local) */
 	uint32_t *ck;
+	size_t ck_max;	     /* most open rows through a cell */
 	double *y0, *y;	     /* per cell of the system */
 	double inner_target; /* records */
 	struct parallel *pool;

@@ -35,8 +35,6 @@
 
 #include "solver_internal.h"
 
-/* Cap on a kernel exponent: keeps trial points of line searches finite. */
-#define EXP_CAP 600.0
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)
 
@@ -47,6 +45,8 @@ void twolevel_finish(struct twolevel *t)
 
 		scaling_work_finish(&pt->w);
 		free(pt->dm);
+		free(pt->kk);
+		free(pt->em);
 		free(pt->t);
 		free(pt->u);
 		free(pt->vec);
@@ -78,6 +78,8 @@ void twolevel_finish(struct twolevel *t)
 	free(t->scale);
 	free(t->mu);
 	free(t->mu0);
+	free(t->ex);
+	free(t->xm);
 	free(t->ck_off);
 	free(t->ck);
 	free(t->y0);
@@ -129,6 +131,39 @@ static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, doub
 }
 
 /*
+ * Bucket k's kernel exponents dm (the change of μ summed over the open
+ * rows through each cell, capped) and, when no cell can exceed the caps
+ * (the largest change times the most rows through a cell), the scaling's
+ * kernel from the rows' exponentials: y0 exp(dm) as y0 Π exp(Δμ_r), and
+ * expm1(dm) from expm1(x + z) = X + Z + X Z over the rows, each partial
+ * sum within SCALING_SMALL, so as precise as expm1 itself. One
+ * exponential per open row instead of one per cell.
+ */
+static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
+		   struct scaling_block *blk)
+{
+	size_t off, g, h;
+	double reach = t->dmu_max * (double)t->ck_max;
+	int with_kk = reach <= SCALING_CAP, with_em = reach <= SCALING_SMALL;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	for (size_t c = 0; c < g * h; c++) {
+		double s = 0, kk = blk->y0[c], em = 0;
+
+		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++) {
+			s += t->mu[t->ck[x]] - t->mu0[t->ck[x]];
+			kk *= t->ex[t->ck[x]];
+			em += t->xm[t->ck[x]] + em * t->xm[t->ck[x]];
+		}
+		pt->dm[c] = s < SCALING_CAP ? s > -SCALING_CAP ? s : -SCALING_CAP : SCALING_CAP;
+		pt->kk[c] = t->zero[off + c] ? 0 : kk;
+		pt->em[c] = em;
+	}
+	blk->kk = with_kk ? pt->kk : NULL;
+	blk->em = with_em ? pt->em : NULL;
+}
+
+/*
  * Scales coupled bucket k exactly for the current μ and adds its share of
  * G(μ) - G(μ0) to pt->f: Σ y0 expm1(Δm + α + β) - Σ n(q,b) α - Σ n(s,b) β,
  * stationary in (α, β), so an inner residual r moves it by O(r²); and its
@@ -141,13 +176,6 @@ static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k)
 	struct scaling_block blk;
 
 	twolevel_shape(t, k, &off, &g, &h);
-	for (size_t c = 0; c < g * h; c++) {
-		double s = 0;
-
-		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-			s += t->mu[t->ck[x]] - t->mu0[t->ck[x]];
-		pt->dm[c] = s < EXP_CAP ? s > -EXP_CAP ? s : -EXP_CAP : EXP_CAP;
-	}
 	blk = (struct scaling_block){.g = g,
 				     .h = h,
 				     .y0 = t->y0 + off,
@@ -158,6 +186,7 @@ static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k)
 				     .a = t->alpha + t->qoff[k],
 				     .b = t->beta + t->soff[k],
 				     .y = t->y + off};
+	kernel(t, pt, k, &blk);
 	if (t->factored)
 		predict(t, pt, k, blk.a, blk.b);
 	pt->worst = fmax(pt->worst, scaling_solve(&blk, &pt->w, t->inner_target));
@@ -189,6 +218,14 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 {
 	double f = 0, worst = 0;
 
+	t->dmu_max = 0;
+	for (size_t k = 0; k < t->r; k++) {
+		double d = t->mu[k] - t->mu0[k];
+
+		t->ex[k] = exp(d);
+		t->xm[k] = expm1(d);
+		t->dmu_max = fabs(d) > t->dmu_max || d != d ? fabs(d) : t->dmu_max;
+	}
 	parallel_run(t->pool, eval_part, t);
 	for (int p = 0; p < t->parts; p++) {
 		f += t->part[p].f;
@@ -377,8 +414,10 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, cons
 	t->scale = malloc((n + 1) * sizeof *t->scale);
 	t->mu = calloc(n + 1, sizeof *t->mu);
 	t->mu0 = calloc(n + 1, sizeof *t->mu0);
+	t->ex = malloc((n + 1) * sizeof *t->ex);
+	t->xm = malloc((n + 1) * sizeof *t->xm);
 	t->ck_off = calloc(inv->n_cells + 2, sizeof *t->ck_off);
-	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ck_off)
+	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ex || !t->xm || !t->ck_off)
 		return PM_ERR_NOMEM;
 	for (size_t r = first; r < inv->n_rows; r++) {
 		/* open rows of the coupled buckets (a row lies in one component) */
@@ -392,8 +431,10 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, cons
 			t->ck_off[inv->row_cell[e] + 2]++;
 		t->r++;
 	}
-	for (size_t c = 0; c < inv->n_cells; c++)
+	for (size_t c = 0; c < inv->n_cells; c++) {
+		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
 		t->ck_off[c + 2] += t->ck_off[c + 1];
+	}
 	t->ck = malloc((t->ck_off[inv->n_cells + 1] + 1) * sizeof *t->ck);
 	if (!t->ck)
 		return PM_ERR_NOMEM;
@@ -420,6 +461,8 @@ static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, 
 		if (scaling_work_init(&pt->w, g_max, h_max))
 			return PM_ERR_NOMEM;
 		pt->dm = malloc(cells * sizeof *pt->dm);
+		pt->kk = malloc(cells * sizeof *pt->kk);
+		pt->em = malloc(cells * sizeof *pt->em);
 		pt->t = malloc(cells * sizeof *pt->t);
 		pt->u = malloc(cells * sizeof *pt->u);
 		pt->vec = calloc(t->r + 1, sizeof *pt->vec);
@@ -431,8 +474,8 @@ static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, 
 		pt->pq_cap = (t->r + 1) * (g_max + h_max);
 		pt->pq_cap = pt->pq_cap < PQ_MAX ? pt->pq_cap : PQ_MAX;
 		pt->pq = malloc(pt->pq_cap * sizeof *pt->pq);
-		if (!pt->dm || !pt->t || !pt->u || !pt->vec || !pt->stamp || !pt->loc ||
-		    !pt->rows || !pt->acc || !pt->pq)
+		if (!pt->dm || !pt->kk || !pt->em || !pt->t || !pt->u || !pt->vec || !pt->stamp ||
+		    !pt->loc || !pt->rows || !pt->acc || !pt->pq)
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;

@@ -4,7 +4,8 @@
  * a block), the square root R of M^+ (R v . R v' = v^T M^+ v'), the dense
  * L D L^T of a semidefinite matrix (full rank or not), scaling_solve
  * against plain Sinkhorn and its excess Σ y0 expm1(dm + a + b) against
- * the sum cell by cell, and the two-level Hessian formula
+ * the sum cell by cell (also with the kernel from the caller), and the
+ * two-level Hessian formula
  * H v = A (Y w - Y E M^+ E^T Y w), w = A^T v, against central differences
  * of the inner-solved gradient A y(μ).
  */
@@ -118,7 +119,7 @@ static double test_solve(const struct block *k)
 	return worst / scale;
 }
 
-static double worst_excess;
+static double worst_excess, worst_kernel;
 
 /*
  * scaling_solve to 1e-13, and its excess against Σ y0 expm1(dm + a + b)
@@ -164,9 +165,31 @@ static double inner(const struct block *k, const double *mu, double *y, double *
 		for (size_t x = 0; x < k->r; x++)
 			dm[c] += k->in_row[x][c] * mu[x];
 	}
+	double kk[MAXG * MAXH], em[MAXG * MAXH], y2[MAXG * MAXH], a2[MAXG], b2[MAXH], worst;
+	double top = 0, excess;
+
 	memset(a, 0, k->g * sizeof *a);
 	memset(b, 0, k->h * sizeof *b);
-	return scaling_solve_excess(&blk, w);
+	worst = scaling_solve_excess(&blk, w);
+	/* again with the kernel from the caller: the same scaling */
+	for (size_t c = 0; c < k->g * k->h; c++) {
+		kk[c] = k->zero[c] ? 0 : k->y0[c] * exp(dm[c]);
+		em[c] = expm1(dm[c]);
+		top = k->zero[c] ? top : fmax(top, fabs(dm[c]));
+	}
+	excess = blk.excess;
+	blk.kk = kk;
+	blk.em = top <= SCALING_SMALL ? em : NULL;
+	blk.y = y2;
+	blk.a = a2;
+	blk.b = b2;
+	memset(a2, 0, k->g * sizeof *a2);
+	memset(b2, 0, k->h * sizeof *b2);
+	scaling_solve_excess(&blk, w);
+	for (size_t c = 0; c < k->g * k->h; c++)
+		worst_kernel = fmax(worst_kernel, fabs(y[c] - y2[c]));
+	worst_kernel = fmax(worst_kernel, fabs(excess - blk.excess) / (1e-300 + fabs(excess)));
+	return worst;
 }
 
 /* Plain Sinkhorn from the same kernel, many sweeps. */
@@ -397,13 +420,15 @@ int main(void)
 	}
 	fprintf(stderr,
 		"worst: M x - v %.3g; R v . R v' - v M^+ v' %.3g; dense L D L^T %.3g; scaling "
-		"residual %.3g; vs Sinkhorn %.3g; excess %.3g; Hessian vs differences %.3g\n",
+		"residual %.3g; vs Sinkhorn %.3g; excess %.3g; caller's kernel %.3g; Hessian vs "
+		"differences %.3g\n",
 		worst_solve, worst_root, worst_dense, worst_scaling, worst_ref, worst_excess,
-		worst_hess);
+		worst_kernel, worst_hess);
 	CHECK(worst_solve <= 1e-10);
 	CHECK(worst_root <= 1e-10);
 	CHECK(worst_dense <= 1e-9);
 	CHECK(worst_excess <= 1e-13);
+	CHECK(worst_kernel <= 1e-12);
 	CHECK(worst_scaling <= 1e-13);
 	CHECK(worst_ref <= 1e-9);
 	CHECK(worst_hess <= 1e-6);
