@@ -100,72 +100,81 @@ static void kernel(const struct scaling_block *k, struct scaling_work *w)
 	w->ep = w->ep ? w->em : NULL;
 }
 
+/* The largest |v_i|; NaN if any is NaN. */
 static double max_abs(const double *v, size_t n)
 {
 	double m = 0;
 
 	for (size_t i = 0; i < n; i++)
-		m = fabs(v[i]) > m || v[i] != v[i] ? fabs(v[i]) : m;
+		m = !(fabs(v[i]) <= m) ? fabs(v[i]) : m;
 	return m;
 }
 
 /*
  * y = y0 exp(dm + a + b) on the free cells, as kk exp(a_i) exp(b_j) while
- * every exponent stays within SCALING_CAP (no overflow, nothing to cap), cell
- * by cell (capped) otherwise.
+ * every exponent stays within SCALING_CAP (no overflow, nothing to cap),
+ * cell by cell (capped) otherwise; row sums into rs.
  */
 static void fill_cells(const struct scaling_block *k, struct scaling_work *w, const double *a,
-		       const double *b, double *y)
+		       const double *b, double *y, double *rs)
 {
 	size_t g = k->g, h = k->h;
 
 	if (w->dm_max + max_abs(a, g) + max_abs(b, h) <= SCALING_CAP) {
-		for (size_t i = 0; i < g; i++)
-			w->xa[i] = exp(a[i]);
 		for (size_t j = 0; j < h; j++)
 			w->xb[j] = exp(b[j]);
-		for (size_t i = 0; i < g; i++)
-			for (size_t j = 0; j < h; j++)
-				y[i * h + j] = w->kp[i * h + j] * w->xa[i] * w->xb[j];
+		for (size_t i = 0; i < g; i++) {
+			double ea = exp(a[i]), sum = 0;
+
+			for (size_t j = 0; j < h; j++) {
+				double v = w->kp[i * h + j] * ea * w->xb[j];
+
+				y[i * h + j] = v;
+				sum += v;
+			}
+			rs[i] = sum;
+		}
 		return;
 	}
-	for (size_t c = 0; c < g * h; c++) {
-		double e = a[c / h] + b[c % h] + (k->dm ? k->dm[c] : 0);
+	for (size_t i = 0; i < g; i++) {
+		double sum = 0;
 
-		y[c] = k->zero[c] ? 0 : k->y0[c] * exp(e < SCALING_CAP ? e : SCALING_CAP);
+		for (size_t j = 0; j < h; j++) {
+			size_t c = i * h + j;
+			double e = a[i] + b[j] + (k->dm ? k->dm[c] : 0);
+
+			y[c] = k->zero[c] ? 0 : k->y0[c] * exp(e < SCALING_CAP ? e : SCALING_CAP);
+			sum += y[c];
+		}
+		rs[i] = sum;
 	}
 }
 
-/* y = y0 exp(dm + a + b) on the free cells; row and column sums into rs,
- * cs; returns the largest violation, *ss the sum of squares. */
+/* y = y0 exp(dm + a + b) on the free cells; row and column residuals
+ * into rs, cs; returns the largest violation, *ss the sum of squares. */
 static double fill(const struct scaling_block *k, struct scaling_work *w, const double *a,
 		   const double *b, double *y, double *rs, double *cs, double *ss)
 {
 	size_t g = k->g, h = k->h;
-	double worst = 0;
+	double worst = 0, sq = 0;
 
-	fill_cells(k, w, a, b, y);
-	*ss = 0;
-	for (size_t j = 0; j < h; j++)
-		cs[j] = 0;
-	for (size_t i = 0; i < g; i++) {
-		rs[i] = 0;
-		for (size_t j = 0; j < h; j++) {
-			rs[i] += y[i * h + j];
-			cs[j] += y[i * h + j];
-		}
+	fill_cells(k, w, a, b, y, rs);
+	for (size_t j = 0; j < h; j++) {
+		double sum = 0;
+
+		for (size_t i = 0; i < g; i++)
+			sum += y[i * h + j];
+		cs[j] = sum - k->ns[j];
+		sq += cs[j] * cs[j];
+		worst = fabs(cs[j]) > worst ? fabs(cs[j]) : worst;
 	}
 	for (size_t i = 0; i < g; i++) {
 		rs[i] -= k->nq[i];
-		*ss += rs[i] * rs[i];
-		worst = fmax(worst, fabs(rs[i]));
+		sq += rs[i] * rs[i];
+		worst = fabs(rs[i]) > worst ? fabs(rs[i]) : worst;
 	}
-	for (size_t j = 0; j < h; j++) {
-		cs[j] -= k->ns[j];
-		*ss += cs[j] * cs[j];
-		worst = fmax(worst, fabs(cs[j]));
-	}
-	return isfinite(*ss) ? worst : INFINITY;
+	*ss = sq;
+	return isfinite(sq) ? worst : INFINITY;
 }
 
 /* One damped Newton step on (a, b); 0 if no step reduced the residual. */

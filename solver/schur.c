@@ -54,7 +54,7 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 	}
 	/* L D L^T, lower triangle; D on the diagonal, 0 for a null pivot */
 	for (size_t j = 0; j < h; j++) {
-		double d = s[j * h + j], scale = 0;
+		double d = s[j * h + j], scale = 0, di;
 
 		for (size_t l = 0; l < j; l++)
 			d -= s[j * h + l] * s[j * h + l] * s[l * h + l];
@@ -64,12 +64,13 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 			scale += y[i * h + j];
 		d = d > PIVOT_EPS * scale ? d : 0;
 		s[j * h + j] = d;
+		di = d > 0 ? 1 / d : 0;
 		for (size_t k = j + 1; k < h; k++) {
 			double v = s[k * h + j];
 
 			for (size_t l = 0; l < j; l++)
 				v -= s[k * h + l] * s[j * h + l] * s[l * h + l];
-			s[k * h + j] = d > 0 ? v / d : 0;
+			s[k * h + j] = v * di;
 		}
 	}
 }

@@ -215,11 +215,12 @@ struct twolevel {
 	struct twolevel_part *part;
 	const double *vin; /* input of the H v pass */
 	/* H is formed (worth it, and the scratch fits); then per coupled
-	 * bucket its open rows ascending (lrows[lr_off[k] ..]) and per entry
-	 * of ck its number among them */
+	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
+	 * patterns (lpat: rows with the same cells share one; npat[k] of
+	 * them), and per cell its patterns (pk[pk_off[c] ..], ascending) */
 	int dense;
-	size_t *lr_off;
-	uint32_t *lrows, *ckl;
+	size_t *lr_off, *pk_off;
+	uint32_t *lrows, *lpat, *npat, *pk;
 };
 
 /* For the coupled buckets (coupled[b]), the open rows (knowledge rows not

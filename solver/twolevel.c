@@ -85,7 +85,10 @@ void twolevel_finish(struct twolevel *t)
 	free(t->y0);
 	free(t->lr_off);
 	free(t->lrows);
-	free(t->ckl);
+	free(t->lpat);
+	free(t->npat);
+	free(t->pk_off);
+	free(t->pk);
 	memset(t, 0, sizeof *t);
 }
 

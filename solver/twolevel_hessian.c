@@ -242,10 +242,9 @@ static void gram(const double *x, size_t np, size_t h, double *lm)
 
 /*
  * The first g entries' part of the Gram matrix, p_l^T Dq^-1 p_m, from
- * bucket row i: over the ordered pairs of entries of ck in the row's
- * cells. lm[l][m] gets every pair whose first entry is in open row l,
- * which for l >= m is the whole sum (the pairs in the other order land
- * above the diagonal, never read).
+ * bucket row i: over the ordered pairs of the patterns' entries in the
+ * row's cells. lm[l][m] gets every pair whose first entry is in pattern l
+ * and second in pattern m: the whole sum, in both triangles.
  */
 static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t i,
 		   size_t np, double *lm)
@@ -256,8 +255,8 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 	twolevel_shape(t, k, &off, &g, &h);
 	y = t->y + off;
 	for (size_t c = i * h; c < i * h + h; c++)
-		for (size_t e = t->ck_off[off + c]; e < t->ck_off[off + c + 1]; e++) {
-			pt->pi[cnt] = t->ckl[e];
+		for (size_t e = t->pk_off[off + c]; e < t->pk_off[off + c + 1]; e++) {
+			pt->pi[cnt] = t->pk[e];
 			pt->pv[cnt++] = y[c];
 		}
 	for (size_t a = 0; a < cnt; a++) {
@@ -275,18 +274,18 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k,
  *
  *     H_b[l][m] = a_l^T Y a_m - z_l^T M^+ z_m = a_l^T Y a_m - R z_l . R z_m,
  *
- * the y of the cells the two rows share, less a Gram matrix. The first g
- * entries of R z are Dq^-1/2 p, whose products are summed per bucket row
- * over its few entries of ck (gram_p); the last h, x_l = Σ_{c in a_l} y_c
- * (R_i + R_j) with R_i, R_j the columns of c's row and column, are dense
- * (gram). The local matrix (lower triangle; local numbers follow the
- * global ones, so it maps onto H's lower triangle) is added to the
- * part's share.
+ * the y of the cells the two rows share, less a Gram matrix. Both depend
+ * on the rows' cells alone, so they are computed once per pattern (rows
+ * with the same cells in the bucket; pk lists each cell's patterns) and
+ * added for every pair of rows. The first g entries of R z are
+ * Dq^-1/2 p, whose products are summed per bucket row over its few
+ * entries (gram_p); the last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i,
+ * R_j the columns of c's row and column, are dense (gram).
  */
 static void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k)
 {
-	size_t off, g, h, n = t->lr_off[k + 1] - t->lr_off[k], np = n + (n & 1);
-	const uint32_t *rows = t->lrows + t->lr_off[k];
+	size_t off, g, h, n = t->lr_off[k + 1] - t->lr_off[k], np = t->npat[k] + (t->npat[k] & 1);
+	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
 	const double *y;
 	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt;
 
@@ -298,23 +297,27 @@ static void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k)
 	for (size_t c = 0; c < g * h; c++) {
 		const double *ri = rt + (c / h) * h, *rj = rt + (g + c % h) * h;
 
-		for (size_t e = t->ck_off[off + c]; e < t->ck_off[off + c + 1]; e++) {
-			size_t l = t->ckl[e];
+		for (size_t e = t->pk_off[off + c]; e < t->pk_off[off + c + 1]; e++) {
+			size_t l = t->pk[e];
 
 			for (size_t j = 0; j < h; j++)
 				x[l * h + j] += y[c] * (ri[j] + rj[j]);
-			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
-				lm[l * np + t->ckl[e2]] += y[c]; /* ckl rises along a cell */
+			for (size_t e2 = t->pk_off[off + c]; e2 <= e; e2++)
+				lm[l * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
 		}
 	}
 	for (size_t i = 0; i < g; i++)
 		gram_p(t, pt, k, i, np, lm);
 	gram(x, np, h, lm);
+	for (size_t l = 0; l < np; l++) /* both triangles, for any pattern order */
+		for (size_t m = 0; m < l; m++)
+			lm[m * np + l] = lm[l * np + m];
 	for (size_t l = 0; l < n; l++) {
 		double *hl = pt->hmat + rows[l] * t->r;
+		const double *ml = lm + pat[l] * np;
 
 		for (size_t m = 0; m <= l; m++)
-			hl[rows[m]] += lm[l * np + m];
+			hl[rows[m]] += ml[pat[m]];
 	}
 }
 
@@ -363,14 +366,68 @@ static size_t local_rows(const struct twolevel *t, struct twolevel_part *pt, siz
 	return n;
 }
 
-/* Bucket k's open rows in ascending order after those of the buckets
- * before it, and the local number of each of its entries of ck. */
-static void local_numbers(struct twolevel *t, struct twolevel_part *pt, size_t k)
+/* Cell c's patterns, ascending and distinct, after the previous cell's
+ * (pk_off[c] is set; sets pk_off[c + 1]). */
+static void cell_patterns(struct twolevel *t, const uint32_t *pat, const uint32_t *loc, size_t c)
 {
-	size_t off, g, h, n = local_rows(t, pt, k);
-	uint32_t *rows = t->lrows + t->lr_off[k];
+	size_t n = t->pk_off[c];
+
+	for (size_t e = t->ck_off[c]; e < t->ck_off[c + 1]; e++) {
+		uint32_t v = pat[loc[t->ck[e]]];
+		size_t m = n;
+
+		for (size_t d = t->pk_off[c]; d < n; d++)
+			if (t->pk[d] == v)
+				m = SIZE_MAX;
+		if (m == SIZE_MAX)
+			continue;
+		for (; m > t->pk_off[c] && t->pk[m - 1] > v; m--)
+			t->pk[m] = t->pk[m - 1];
+		t->pk[m] = v;
+		n++;
+	}
+	t->pk_off[c + 1] = n;
+}
+
+/* Whether local rows l and m have the same cells (lists from cell_lists). */
+static int same_cells(const size_t *lo, const uint32_t *cells, size_t l, size_t m)
+{
+	return lo[l + 1] - lo[l] == lo[m + 1] - lo[m] &&
+	       !memcmp(cells + lo[l], cells + lo[m], (lo[l + 1] - lo[l]) * sizeof *cells);
+}
+
+/* Per local row of bucket k (numbers in pt->loc), its cells ascending:
+ * cells[lo[l] .. lo[l + 1]). */
+static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t n,
+		       size_t *lo, uint32_t *cells)
+{
+	size_t off, g, h;
 
 	twolevel_shape(t, k, &off, &g, &h);
+	memset(lo, 0, (n + 2) * sizeof *lo);
+	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++)
+		lo[pt->loc[t->ck[e]] + 2]++;
+	for (size_t l = 0; l < n; l++)
+		lo[l + 2] += lo[l + 1];
+	for (size_t c = 0; c < g * h; c++)
+		for (size_t e = t->ck_off[off + c]; e < t->ck_off[off + c + 1]; e++)
+			cells[lo[pt->loc[t->ck[e]] + 1]++] = (uint32_t)c;
+}
+
+/*
+ * Bucket k's open rows in ascending order after those of the buckets
+ * before it, each with its pattern (rows with the same cells share one,
+ * numbered in order of first row), and per cell the patterns through it,
+ * ascending (pk, rows through the cell counted once per pattern).
+ */
+static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t *lo,
+			   uint32_t *cells, size_t *used)
+{
+	size_t off, g, h, n = local_rows(t, pt, k), np = 0;
+	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+
+	twolevel_shape(t, k, &off, &g, &h);
+	t->pk_off[off] = *used;
 	for (size_t l = 0; l < n; l++) { /* insertion sort: a few dozen rows */
 		uint32_t v = pt->rows[l];
 		size_t m = l;
@@ -381,15 +438,26 @@ static void local_numbers(struct twolevel *t, struct twolevel_part *pt, size_t k
 	}
 	for (size_t l = 0; l < n; l++)
 		pt->loc[rows[l]] = (uint32_t)l;
-	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++)
-		t->ckl[e] = pt->loc[t->ck[e]];
+	cell_lists(t, pt, k, n, lo, cells);
+	for (size_t l = 0; l < n; l++) {
+		size_t m = 0;
+
+		while (m < l && !same_cells(lo, cells, l, m))
+			m++;
+		pat[l] = m < l ? pat[m] : (uint32_t)np++;
+	}
+	for (size_t c = off; c < off + g * h; c++)
+		cell_patterns(t, pat, pt->loc, c);
+	*used = t->pk_off[off + g * h];
+	t->npat[k] = (uint32_t)np;
 	t->lr_off[k + 1] = t->lr_off[k] + n;
 }
 
-/* Scratch of bucket_form for the largest bucket of each kind, the open
- * rows over all buckets, and the pairs of them that share a bucket. */
+/* Scratch of bucket_form for the largest bucket of each kind (and of
+ * local_patterns: open rows and entries of ck of a bucket), the open rows
+ * over all buckets, and the pairs of them that share a bucket. */
 struct form_sizes {
-	size_t x, lm, rt, inc, rows;
+	size_t x, lm, rt, inc, n, entries, rows;
 	double pairs;
 };
 
@@ -397,14 +465,17 @@ struct form_sizes {
  * each bucket's scratch within DENSE_SCRATCH. */
 static int form_sizes(const struct twolevel *t, struct form_sizes *z)
 {
-	*z = (struct form_sizes){1, 1, 1, 1, 0, 0};
+	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
 	for (size_t k = 0; t->r <= DENSE_ROWS && k < t->nb; k++) {
-		size_t off, g, h, n = local_rows(t, &t->part[0], k), np = n + 1;
+		size_t off, g, h, n = local_rows(t, &t->part[0], k), np = n + 1, entries;
 
 		twolevel_shape(t, k, &off, &g, &h);
+		entries = t->ck_off[off + g * h] - t->ck_off[off];
 		z->x = np * h > z->x ? np * h : z->x;
 		z->lm = np * np > z->lm ? np * np : z->lm;
 		z->rt = (g + h) * h > z->rt ? (g + h) * h : z->rt;
+		z->n = np > z->n ? np : z->n;
+		z->entries = entries > z->entries ? entries : z->entries;
 		for (size_t i = 0; i < g; i++) {
 			size_t inc = t->ck_off[off + i * h + h] - t->ck_off[off + i * h];
 
@@ -427,6 +498,28 @@ static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
 	return r * r * r / 6 + DENSE_PAIR * z->pairs <= DENSE_CG * DENSE_CELL * (cells + entries);
 }
 
+/* Every bucket's open rows, patterns and per cell patterns. */
+static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes *z)
+{
+	size_t *lo = malloc((z->n + 2) * sizeof *lo), used = 0;
+	uint32_t *cells = malloc(z->entries * sizeof *cells);
+
+	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
+	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
+	t->lpat = malloc((z->rows + 1) * sizeof *t->lpat);
+	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
+	t->pk_off = malloc((t->inv->n_cells + 1) * sizeof *t->pk_off);
+	t->pk = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->pk);
+	if (lo && cells && t->lr_off && t->lrows && t->lpat && t->npat && t->pk_off && t->pk) {
+		t->lr_off[0] = 0;
+		for (size_t k = 0; k < t->nb; k++)
+			local_patterns(t, &t->part[0], k, lo, cells, &used);
+	}
+	free(lo);
+	free(cells);
+	return t->pk ? PM_OK : PM_ERR_NOMEM;
+}
+
 enum pm_status twolevel_hessian_init(struct twolevel *t)
 {
 	struct form_sizes z;
@@ -434,14 +527,8 @@ enum pm_status twolevel_hessian_init(struct twolevel *t)
 	t->dense = form_sizes(t, &z) && worth_forming(t, &z);
 	if (!t->dense)
 		return PM_OK;
-	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
-	t->lrows = malloc((z.rows + 1) * sizeof *t->lrows);
-	t->ckl = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->ckl);
-	if (!t->lr_off || !t->lrows || !t->ckl)
+	if (init_patterns(t, &z))
 		return PM_ERR_NOMEM;
-	t->lr_off[0] = 0;
-	for (size_t k = 0; k < t->nb; k++)
-		local_numbers(t, &t->part[0], k);
 	for (int p = 0; p < t->parts; p++) {
 		struct twolevel_part *pt = &t->part[p];
 
