@@ -366,6 +366,15 @@ static size_t local_rows(const struct twolevel *t, struct twolevel_part *pt, siz
 	return n;
 }
 
+/* Scratch of local_patterns, for the bucket with the most open rows (n)
+ * and entries of ck: per local row where its cells start (n + 2), its key
+ * (n), per pattern its first row (n), and the cells. */
+struct pattern_scratch {
+	size_t *lo;
+	uint64_t *key;
+	uint32_t *first, *cells;
+};
+
 /* Cell c's patterns, ascending and distinct, after the previous cell's
  * (pk_off[c] is set; sets pk_off[c + 1]). */
 static void cell_patterns(struct twolevel *t, const uint32_t *pat, const uint32_t *loc, size_t c)
@@ -420,9 +429,11 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
  * numbered in order of first row), and per cell the patterns through it,
  * ascending (pk, rows through the cell counted once per pattern).
  */
-static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t *lo,
-			   uint32_t *cells, size_t *used)
+static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
+			   struct pattern_scratch *sc, size_t *used)
 {
+	size_t *lo = sc->lo;
+	uint32_t *cells = sc->cells;
 	size_t off, g, h, n = local_rows(t, pt, k), np = 0;
 	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
 
@@ -439,12 +450,22 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
 	for (size_t l = 0; l < n; l++)
 		pt->loc[rows[l]] = (uint32_t)l;
 	cell_lists(t, pt, k, n, lo, cells);
-	for (size_t l = 0; l < n; l++) {
-		size_t m = 0;
+	for (size_t l = 0; l < n; l++) { /* key: a hash of the cells */
+		uint64_t key = lo[l + 1] - lo[l];
 
-		while (m < l && !same_cells(lo, cells, l, m))
-			m++;
-		pat[l] = m < l ? pat[m] : (uint32_t)np++;
+		for (size_t e = lo[l]; e < lo[l + 1]; e++)
+			key = key * UINT64_C(0x100000001b3) ^ cells[e];
+		sc->key[l] = key;
+	}
+	for (size_t l = 0; l < n; l++) { /* against each pattern's first row */
+		size_t p = 0;
+
+		while (p < np && !(sc->key[sc->first[p]] == sc->key[l] &&
+				   same_cells(lo, cells, l, sc->first[p])))
+			p++;
+		pat[l] = (uint32_t)p;
+		if (p == np)
+			sc->first[np++] = (uint32_t)l;
 	}
 	for (size_t c = off; c < off + g * h; c++)
 		cell_patterns(t, pat, pt->loc, c);
@@ -501,8 +522,11 @@ static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
 /* Every bucket's open rows, patterns and per cell patterns. */
 static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes *z)
 {
-	size_t *lo = malloc((z->n + 2) * sizeof *lo), used = 0;
-	uint32_t *cells = malloc(z->entries * sizeof *cells);
+	struct pattern_scratch sc = {malloc((z->n + 2) * sizeof *sc.lo),
+				     malloc(z->n * sizeof *sc.key), malloc(z->n * sizeof *sc.first),
+				     malloc(z->entries * sizeof *sc.cells)};
+	size_t used = 0;
+	int ok;
 
 	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
 	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
@@ -510,14 +534,18 @@ static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes 
 	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
 	t->pk_off = malloc((t->inv->n_cells + 1) * sizeof *t->pk_off);
 	t->pk = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->pk);
-	if (lo && cells && t->lr_off && t->lrows && t->lpat && t->npat && t->pk_off && t->pk) {
+	ok = sc.lo && sc.key && sc.first && sc.cells && t->lr_off && t->lrows && t->lpat &&
+	     t->npat && t->pk_off && t->pk;
+	if (ok) {
 		t->lr_off[0] = 0;
 		for (size_t k = 0; k < t->nb; k++)
-			local_patterns(t, &t->part[0], k, lo, cells, &used);
+			local_patterns(t, &t->part[0], k, &sc, &used);
 	}
-	free(lo);
-	free(cells);
-	return t->pk ? PM_OK : PM_ERR_NOMEM;
+	free(sc.lo);
+	free(sc.key);
+	free(sc.first);
+	free(sc.cells);
+	return ok ? PM_OK : PM_ERR_NOMEM;
 }
 
 enum pm_status twolevel_hessian_init(struct twolevel *t)
