@@ -230,13 +230,13 @@ static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double t
 
 /*
  * Σ y0 expm1(dm + a + b) over the free cells: Σ (y - y0) to full relative
- * precision when the changes are tiny. While |dm| + |a| + |b| <=
- * SCALING_SMALL,
- * from expm1(x + z) = X + Z + X Z (X = expm1(x), Z = expm1(z)): em and
- * g + h expm1 of the scalings, each term at most e^SCALING_SMALL - 1, so
- * the rounding stays at a few units of y0's last place however the terms
- * cancel. Larger exponents (far from the optimum, where f is large) go
- * cell by cell, where the terms could cancel catastrophically.
+ * precision when the changes are tiny. While |dm| + |a| + |b| stays
+ * within SCALING_SMALL, from expm1(x + z) = X + Z + X Z (X = expm1(x),
+ * Z = expm1(z)): em and g + h expm1 of the scalings, each term at most
+ * e^SCALING_SMALL - 1, so the rounding stays at a few units of y0's last
+ * place however the terms cancel. Larger exponents (far from the optimum,
+ * where f is large) go cell by cell: there the terms could cancel
+ * catastrophically.
  */
 static double excess(const struct scaling_block *k, struct scaling_work *w)
 {
@@ -282,7 +282,7 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 			break;
 	if (worst > target) /* Newton stalled (rounding, or a bad start) */
 		worst = sinkhorn(k, w, target, SCALING_SWEEPS);
-	k->excess = excess(k, w);
+	k->excess = k->dm ? excess(k, w) : 0;
 	return worst;
 }
 

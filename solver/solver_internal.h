@@ -146,7 +146,7 @@ struct scaling_block {
 	const uint32_t *nq, *ns;
 	double *a, *b; /* log-scalings: start (warm) and result */
 	double *y;     /* result, g x h */
-	double excess; /* result: Σ y0 expm1(dm + a + b), to full precision */
+	double excess; /* result with dm: Σ y0 expm1(dm + a + b), precise */
 };
 
 /* Solves k until the largest row or column violation is at most target

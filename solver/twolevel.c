@@ -38,31 +38,33 @@
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)
 
+static void part_finish(struct twolevel_part *pt)
+{
+	scaling_work_finish(&pt->w);
+	free(pt->dm);
+	free(pt->kk);
+	free(pt->em);
+	free(pt->t);
+	free(pt->u);
+	free(pt->vec);
+	free(pt->stamp);
+	free(pt->loc);
+	free(pt->rows);
+	free(pt->pq);
+	free(pt->acc);
+	free(pt->hmat);
+	free(pt->dx);
+	free(pt->dl);
+	free(pt->rt);
+	free(pt->sc);
+	free(pt->pv);
+	free(pt->pi);
+}
+
 void twolevel_finish(struct twolevel *t)
 {
-	for (int p = 0; t->part && p < t->parts; p++) {
-		struct twolevel_part *pt = &t->part[p];
-
-		scaling_work_finish(&pt->w);
-		free(pt->dm);
-		free(pt->kk);
-		free(pt->em);
-		free(pt->t);
-		free(pt->u);
-		free(pt->vec);
-		free(pt->stamp);
-		free(pt->loc);
-		free(pt->rows);
-		free(pt->pq);
-		free(pt->acc);
-		free(pt->hmat);
-		free(pt->dx);
-		free(pt->dl);
-		free(pt->rt);
-		free(pt->sc);
-		free(pt->pv);
-		free(pt->pi);
-	}
+	for (int p = 0; t->part && p < t->parts; p++)
+		part_finish(&t->part[p]);
 	free(t->part);
 	parallel_destroy(t->pool);
 	free(t->bk);
