@@ -217,9 +217,10 @@ struct twolevel {
 	/* H is formed (worth it, and the scratch fits); then per coupled
 	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
 	 * patterns (lpat: rows with the same cells share one; npat[k] of
-	 * them), and per cell its patterns (pk[pk_off[c] ..], ascending) */
+	 * them), and per cell its patterns, ascending, where its entries of
+	 * ck start (pk[ck_off[c] .. pk_end[c])) */
 	int dense;
-	size_t *lr_off, *pk_off;
+	size_t *lr_off, *pk_end;
 	uint32_t *lrows, *lpat, *npat, *pk;
 };
 

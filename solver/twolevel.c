@@ -89,7 +89,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->lrows);
 	free(t->lpat);
 	free(t->npat);
-	free(t->pk_off);
+	free(t->pk_end);
 	free(t->pk);
 	memset(t, 0, sizeof *t);
 }

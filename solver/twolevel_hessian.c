@@ -255,7 +255,7 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 	twolevel_shape(t, k, &off, &g, &h);
 	y = t->y + off;
 	for (size_t c = i * h; c < i * h + h; c++)
-		for (size_t e = t->pk_off[off + c]; e < t->pk_off[off + c + 1]; e++) {
+		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
 			pt->pi[cnt] = t->pk[e];
 			pt->pv[cnt++] = y[c];
 		}
@@ -297,12 +297,12 @@ static void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k)
 	for (size_t c = 0; c < g * h; c++) {
 		const double *ri = rt + (c / h) * h, *rj = rt + (g + c % h) * h;
 
-		for (size_t e = t->pk_off[off + c]; e < t->pk_off[off + c + 1]; e++) {
+		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
 			size_t l = t->pk[e];
 
 			for (size_t j = 0; j < h; j++)
 				x[l * h + j] += y[c] * (ri[j] + rj[j]);
-			for (size_t e2 = t->pk_off[off + c]; e2 <= e; e2++)
+			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
 				lm[l * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
 		}
 	}
@@ -375,27 +375,27 @@ struct pattern_scratch {
 	uint32_t *first, *cells;
 };
 
-/* Cell c's patterns, ascending and distinct, after the previous cell's
- * (pk_off[c] is set; sets pk_off[c + 1]). */
+/* Cell c's patterns, ascending and distinct, where its entries of ck
+ * start: pk[ck_off[c] .. pk_end[c]). */
 static void cell_patterns(struct twolevel *t, const uint32_t *pat, const uint32_t *loc, size_t c)
 {
-	size_t n = t->pk_off[c];
+	size_t n = t->ck_off[c];
 
 	for (size_t e = t->ck_off[c]; e < t->ck_off[c + 1]; e++) {
 		uint32_t v = pat[loc[t->ck[e]]];
 		size_t m = n;
 
-		for (size_t d = t->pk_off[c]; d < n; d++)
+		for (size_t d = t->ck_off[c]; d < n; d++)
 			if (t->pk[d] == v)
 				m = SIZE_MAX;
 		if (m == SIZE_MAX)
 			continue;
-		for (; m > t->pk_off[c] && t->pk[m - 1] > v; m--)
+		for (; m > t->ck_off[c] && t->pk[m - 1] > v; m--)
 			t->pk[m] = t->pk[m - 1];
 		t->pk[m] = v;
 		n++;
 	}
-	t->pk_off[c + 1] = n;
+	t->pk_end[c] = n;
 }
 
 /* Whether local rows l and m have the same cells (lists from cell_lists). */
@@ -424,21 +424,18 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 }
 
 /*
- * Bucket k's open rows in ascending order after those of the buckets
- * before it, each with its pattern (rows with the same cells share one,
- * numbered in order of first row), and per cell the patterns through it,
- * ascending (pk, rows through the cell counted once per pattern).
+ * Bucket k's open rows in ascending order (at lr_off[k], which
+ * form_sizes set), each with its pattern (rows with the same cells share
+ * one, numbered in order of first row), and per cell the patterns through
+ * it (cell_patterns). Buckets are independent: any part may do any.
  */
 static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
-			   struct pattern_scratch *sc, size_t *used)
+			   struct pattern_scratch *sc)
 {
-	size_t *lo = sc->lo;
-	uint32_t *cells = sc->cells;
-	size_t off, g, h, n = local_rows(t, pt, k), np = 0;
-	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+	size_t off, g, h, n = local_rows(t, pt, k), np = 0, *lo = sc->lo;
+	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k], *cells = sc->cells;
 
 	twolevel_shape(t, k, &off, &g, &h);
-	t->pk_off[off] = *used;
 	for (size_t l = 0; l < n; l++) { /* insertion sort: a few dozen rows */
 		uint32_t v = pt->rows[l];
 		size_t m = l;
@@ -469,9 +466,7 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
 	}
 	for (size_t c = off; c < off + g * h; c++)
 		cell_patterns(t, pat, pt->loc, c);
-	*used = t->pk_off[off + g * h];
 	t->npat[k] = (uint32_t)np;
-	t->lr_off[k + 1] = t->lr_off[k] + n;
 }
 
 /* Scratch of bucket_form for the largest bucket of each kind (and of
@@ -482,11 +477,13 @@ struct form_sizes {
 	double pairs;
 };
 
-/* The sizes; returns whether H can be formed at all: few open rows, and
- * each bucket's scratch within DENSE_SCRATCH. */
-static int form_sizes(const struct twolevel *t, struct form_sizes *z)
+/* The sizes, and where each bucket's rows go (lr_off); returns whether
+ * H can be formed at all: few open rows, and each bucket's scratch within
+ * DENSE_SCRATCH. */
+static int form_sizes(struct twolevel *t, struct form_sizes *z)
 {
 	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
+	t->lr_off[0] = 0;
 	for (size_t k = 0; t->r <= DENSE_ROWS && k < t->nb; k++) {
 		size_t off, g, h, n = local_rows(t, &t->part[0], k), np = n + 1, entries;
 
@@ -504,6 +501,7 @@ static int form_sizes(const struct twolevel *t, struct form_sizes *z)
 		}
 		z->rows += n;
 		z->pairs += 0.5 * (double)n * (double)(n + 1);
+		t->lr_off[k + 1] = z->rows;
 	}
 	return t->r <= DENSE_ROWS && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH &&
 	       z->rt <= DENSE_SCRATCH && z->inc <= DENSE_SCRATCH;
@@ -519,39 +517,63 @@ static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
 	return r * r * r / 6 + DENSE_PAIR * z->pairs <= DENSE_CG * DENSE_CELL * (cells + entries);
 }
 
-/* Every bucket's open rows, patterns and per cell patterns. */
+/* init_patterns' pass: the buckets of part p, with its scratch. */
+struct pattern_pass {
+	struct twolevel *t;
+	struct pattern_scratch *sc;
+	int failed;
+};
+
+static void patterns_part(void *ctx, int p, int parts)
+{
+	struct pattern_pass *pp = ctx;
+	size_t lo, hi;
+
+	if (pp->failed)
+		return;
+	twolevel_range(pp->t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+		local_patterns(pp->t, &pp->t->part[p], k, &pp->sc[p]);
+}
+
+/* Every bucket's open rows, patterns and per cell patterns, on the pool. */
 static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes *z)
 {
-	struct pattern_scratch sc = {malloc((z->n + 2) * sizeof *sc.lo),
-				     malloc(z->n * sizeof *sc.key), malloc(z->n * sizeof *sc.first),
-				     malloc(z->entries * sizeof *sc.cells)};
-	size_t used = 0;
-	int ok;
+	struct pattern_pass pp = {t, calloc((size_t)t->parts, sizeof *pp.sc), 0};
 
-	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
 	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
 	t->lpat = malloc((z->rows + 1) * sizeof *t->lpat);
 	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
-	t->pk_off = malloc((t->inv->n_cells + 1) * sizeof *t->pk_off);
+	t->pk_end = malloc((t->inv->n_cells + 1) * sizeof *t->pk_end);
 	t->pk = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->pk);
-	ok = sc.lo && sc.key && sc.first && sc.cells && t->lr_off && t->lrows && t->lpat &&
-	     t->npat && t->pk_off && t->pk;
-	if (ok) {
-		t->lr_off[0] = 0;
-		for (size_t k = 0; k < t->nb; k++)
-			local_patterns(t, &t->part[0], k, &sc, &used);
+	pp.failed = !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->pk_end || !t->pk;
+	for (int p = 0; !pp.failed && p < t->parts; p++) {
+		struct pattern_scratch *sc = &pp.sc[p];
+
+		sc->lo = malloc((z->n + 2) * sizeof *sc->lo);
+		sc->key = malloc(z->n * sizeof *sc->key);
+		sc->first = malloc(z->n * sizeof *sc->first);
+		sc->cells = malloc(z->entries * sizeof *sc->cells);
+		pp.failed = !sc->lo || !sc->key || !sc->first || !sc->cells;
 	}
-	free(sc.lo);
-	free(sc.key);
-	free(sc.first);
-	free(sc.cells);
-	return ok ? PM_OK : PM_ERR_NOMEM;
+	parallel_run(t->pool, patterns_part, &pp);
+	for (int p = 0; pp.sc && p < t->parts; p++) {
+		free(pp.sc[p].lo);
+		free(pp.sc[p].key);
+		free(pp.sc[p].first);
+		free(pp.sc[p].cells);
+	}
+	free(pp.sc);
+	return pp.failed ? PM_ERR_NOMEM : PM_OK;
 }
 
 enum pm_status twolevel_hessian_init(struct twolevel *t)
 {
 	struct form_sizes z;
 
+	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
+	if (!t->lr_off)
+		return PM_ERR_NOMEM;
 	t->dense = form_sizes(t, &z) && worth_forming(t, &z);
 	if (!t->dense)
 		return PM_OK;
