@@ -25,8 +25,6 @@
  * halvings of a step that does not reduce the residual. */
 #define NEWTON_STEPS	60
 #define NEWTON_HALVINGS 30
-/* Cap on an exponent: a wild trial multiplier must not overflow. */
-#define EXP_CAP 600.0
 /* Sinkhorn sweeps after Newton stalls (total support: linear rate). */
 #define SCALING_SWEEPS 10000
 
@@ -34,10 +32,10 @@ enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h)
 {
 	size_t n = g * h + 1, m = (g > h ? g : h) + 1;
 
-	w->yt = malloc(2 * n * sizeof *w->yt);
+	w->yt = malloc(4 * n * sizeof *w->yt);
 	w->f = malloc((schur_size(g, h) + 1) * sizeof *w->f);
 	w->rs = malloc(4 * m * sizeof *w->rs);
-	w->da = malloc(6 * m * sizeof *w->da);
+	w->da = malloc(8 * m * sizeof *w->da);
 	if (!w->yt || !w->f || !w->rs || !w->da) {
 		scaling_work_finish(w);
 		return PM_ERR_NOMEM;
@@ -49,7 +47,11 @@ enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h)
 	w->ta = w->da + 2 * m;
 	w->tb = w->da + 3 * m;
 	w->ab = w->da + 4 * m;
+	w->xa = w->da + 6 * m;
+	w->xb = w->da + 7 * m;
 	w->y0 = w->yt + n;
+	w->kk = w->yt + 2 * n;
+	w->em = w->yt + 3 * n;
 	return PM_OK;
 }
 
@@ -62,39 +64,117 @@ void scaling_work_finish(struct scaling_work *w)
 	memset(w, 0, sizeof *w);
 }
 
-/* y = y0 exp(dm + a + b) on the free cells; row and column sums into rs,
- * cs; returns the largest violation, *ss the sum of squares. */
-static double fill(const struct scaling_block *k, const double *a, const double *b, double *y,
-		   double *rs, double *cs, double *ss)
+/*
+ * The kernel of the solve, kk = y0 exp(dm) per free cell (0 on zeros), so
+ * that a fill needs g + h exponentials, y = kk exp(a_i) exp(b_j), instead
+ * of one per cell. When every |dm| is at most SCALING_SMALL, em =
+ * expm1(dm) too (and kk = y0 + y0 em, em >= -0.4: no cancellation), for
+ * excess(). The caller's own kk and em are used when it has them. Sets
+ * w->kp, w->ep (NULL: no em) and w->dm_max, the largest |dm|.
+ */
+static void kernel(const struct scaling_block *k, struct scaling_work *w)
+{
+	size_t n = k->g * k->h;
+	double top = 0;
+
+	for (size_t c = 0; k->dm && c < n; c++)
+		top = k->zero[c] || fabs(k->dm[c]) <= top ? top : fabs(k->dm[c]);
+	w->dm_max = top < SCALING_CAP ? top : SCALING_CAP;
+	w->kp = k->kk && top <= SCALING_CAP ? k->kk : w->kk;
+	w->ep = top > SCALING_SMALL ? NULL : k->kk && k->em ? k->em : w->em;
+	if (w->kp == k->kk && (w->ep == k->em || !w->ep))
+		return;
+	for (size_t c = 0; c < n; c++) {
+		double d = k->dm && !k->zero[c] ? k->dm[c] : 0;
+
+		d = d < SCALING_CAP ? d > -SCALING_CAP ? d : -SCALING_CAP : SCALING_CAP;
+		if (w->ep) {
+			w->em[c] = d != 0 ? expm1(d) : 0;
+			w->kk[c] = k->y0[c] + k->y0[c] * w->em[c];
+		} else {
+			w->kk[c] = d != 0 ? k->y0[c] * exp(d) : k->y0[c];
+		}
+		w->kk[c] = k->zero[c] ? 0 : w->kk[c];
+	}
+	w->kp = w->kk;
+	w->ep = w->ep ? w->em : NULL;
+}
+
+/* The largest |v_i|; NaN if any is NaN. */
+static double max_abs(const double *v, size_t n)
+{
+	double m = 0;
+
+	for (size_t i = 0; i < n; i++)
+		m = !(fabs(v[i]) <= m) ? fabs(v[i]) : m;
+	return m;
+}
+
+/*
+ * y = y0 exp(dm + a + b) on the free cells, as kk exp(a_i) exp(b_j) while
+ * every exponent stays within SCALING_CAP (no overflow, nothing to cap),
+ * cell by cell (capped) otherwise; row sums into rs.
+ */
+static void fill_cells(const struct scaling_block *k, struct scaling_work *w, const double *a,
+		       const double *b, double *y, double *rs)
 {
 	size_t g = k->g, h = k->h;
-	double worst = 0;
 
-	*ss = 0;
-	for (size_t j = 0; j < h; j++)
-		cs[j] = 0;
+	if (w->dm_max + max_abs(a, g) + max_abs(b, h) <= SCALING_CAP) {
+		for (size_t j = 0; j < h; j++)
+			w->xb[j] = exp(b[j]);
+		for (size_t i = 0; i < g; i++) {
+			double ea = exp(a[i]), sum = 0;
+
+			for (size_t j = 0; j < h; j++) {
+				double v = w->kp[i * h + j] * ea * w->xb[j];
+
+				y[i * h + j] = v;
+				sum += v;
+			}
+			rs[i] = sum;
+		}
+		return;
+	}
 	for (size_t i = 0; i < g; i++) {
-		rs[i] = 0;
+		double sum = 0;
+
 		for (size_t j = 0; j < h; j++) {
 			size_t c = i * h + j;
 			double e = a[i] + b[j] + (k->dm ? k->dm[c] : 0);
 
-			y[c] = k->zero[c] ? 0 : k->y0[c] * exp(fmin(e, EXP_CAP));
-			rs[i] += y[c];
-			cs[j] += y[c];
+			y[c] = k->zero[c] ? 0 : k->y0[c] * exp(e < SCALING_CAP ? e : SCALING_CAP);
+			sum += y[c];
 		}
+		rs[i] = sum;
+	}
+}
+
+/* y = y0 exp(dm + a + b) on the free cells; row and column residuals
+ * into rs, cs; returns the largest violation, *ss the sum of squares. */
+static double fill(const struct scaling_block *k, struct scaling_work *w, const double *a,
+		   const double *b, double *y, double *rs, double *cs, double *ss)
+{
+	size_t g = k->g, h = k->h;
+	double worst = 0, sq = 0;
+
+	fill_cells(k, w, a, b, y, rs);
+	for (size_t j = 0; j < h; j++) {
+		double sum = 0;
+
+		for (size_t i = 0; i < g; i++)
+			sum += y[i * h + j];
+		cs[j] = sum - k->ns[j];
+		sq += cs[j] * cs[j];
+		worst = fabs(cs[j]) > worst ? fabs(cs[j]) : worst;
 	}
 	for (size_t i = 0; i < g; i++) {
 		rs[i] -= k->nq[i];
-		*ss += rs[i] * rs[i];
-		worst = fmax(worst, fabs(rs[i]));
+		sq += rs[i] * rs[i];
+		worst = fabs(rs[i]) > worst ? fabs(rs[i]) : worst;
 	}
-	for (size_t j = 0; j < h; j++) {
-		cs[j] -= k->ns[j];
-		*ss += cs[j] * cs[j];
-		worst = fmax(worst, fabs(cs[j]));
-	}
-	return isfinite(*ss) ? worst : INFINITY;
+	*ss = sq;
+	return isfinite(sq) ? worst : INFINITY;
 }
 
 /* One damped Newton step on (a, b); 0 if no step reduced the residual. */
@@ -115,7 +195,7 @@ static int newton_step(struct scaling_block *k, struct scaling_work *w, double *
 			w->ta[i] = k->a[i] + t * w->da[i];
 		for (size_t j = 0; j < h; j++)
 			w->tb[j] = k->b[j] + t * w->db[j];
-		worst1 = fill(k, w->ta, w->tb, w->yt, w->rs, w->cs, &ss1);
+		worst1 = fill(k, w, w->ta, w->tb, w->yt, w->rs, w->cs, &ss1);
 		if (ss1 < *ss) {
 			memcpy(k->a, w->ta, g * sizeof *k->a);
 			memcpy(k->b, w->tb, h * sizeof *k->b);
@@ -133,19 +213,56 @@ static int newton_step(struct scaling_block *k, struct scaling_work *w, double *
 static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double target,
 		       int max_sweeps)
 {
-	double ss, worst = fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+	double ss, worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 
 	for (int sweep = 0; sweep < max_sweeps && worst > target; sweep++) {
 		for (size_t i = 0; i < k->g; i++)
 			if (w->rs[i] + k->nq[i] > 0)
 				k->a[i] += log(k->nq[i] / (w->rs[i] + k->nq[i]));
-		fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+		fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 		for (size_t j = 0; j < k->h; j++)
 			if (w->cs[j] + k->ns[j] > 0)
 				k->b[j] += log(k->ns[j] / (w->cs[j] + k->ns[j]));
-		worst = fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+		worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 	}
 	return worst;
+}
+
+/*
+ * Σ y0 expm1(dm + a + b) over the free cells: Σ (y - y0) to full relative
+ * precision when the changes are tiny. While |dm| + |a| + |b| stays
+ * within SCALING_SMALL, from expm1(x + z) = X + Z + X Z (X = expm1(x),
+ * Z = expm1(z)): em and g + h expm1 of the scalings, each term at most
+ * e^SCALING_SMALL - 1, so the rounding stays at a few units of y0's last
+ * place however the terms cancel. Larger exponents (far from the optimum,
+ * where f is large) go cell by cell: there the terms could cancel
+ * catastrophically.
+ */
+static double excess(const struct scaling_block *k, struct scaling_work *w)
+{
+	size_t g = k->g, h = k->h;
+	double s = 0;
+
+	if (!w->ep || !(w->dm_max + max_abs(k->a, g) + max_abs(k->b, h) <= SCALING_SMALL)) {
+		for (size_t c = 0; c < g * h; c++)
+			if (!k->zero[c])
+				s += k->y0[c] *
+				     expm1(k->a[c / h] + k->b[c % h] + (k->dm ? k->dm[c] : 0));
+		return s;
+	}
+	for (size_t i = 0; i < g; i++)
+		w->xa[i] = expm1(k->a[i]);
+	for (size_t j = 0; j < h; j++)
+		w->xb[j] = expm1(k->b[j]);
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++) {
+			size_t c = i * h + j;
+			double ab = w->xa[i] + w->xb[j] + w->xa[i] * w->xb[j];
+
+			if (!k->zero[c])
+				s += k->y0[c] * (w->ep[c] + ab + w->ep[c] * ab);
+		}
+	return s;
 }
 
 double scaling_solve(struct scaling_block *k, struct scaling_work *w, double target)
@@ -158,12 +275,14 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 	for (size_t j = 0; j < k->h; j++)
 		if (!isfinite(k->b[j]))
 			memset(k->b, 0, k->h * sizeof *k->b);
-	worst = fill(k, k->a, k->b, k->y, w->rs, w->cs, &ss);
+	kernel(k, w);
+	worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
 	for (int it = 0; it < NEWTON_STEPS && worst > target; it++)
 		if (!newton_step(k, w, &worst, &ss))
 			break;
 	if (worst > target) /* Newton stalled (rounding, or a bad start) */
 		worst = sinkhorn(k, w, target, SCALING_SWEEPS);
+	k->excess = k->dm ? excess(k, w) : 0;
 	return worst;
 }
 

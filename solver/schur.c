@@ -54,7 +54,7 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 	}
 	/* L D L^T, lower triangle; D on the diagonal, 0 for a null pivot */
 	for (size_t j = 0; j < h; j++) {
-		double d = s[j * h + j], scale = 0;
+		double d = s[j * h + j], scale = 0, di;
 
 		for (size_t l = 0; l < j; l++)
 			d -= s[j * h + l] * s[j * h + l] * s[l * h + l];
@@ -64,12 +64,13 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 			scale += y[i * h + j];
 		d = d > PIVOT_EPS * scale ? d : 0;
 		s[j * h + j] = d;
+		di = d > 0 ? 1 / d : 0;
 		for (size_t k = j + 1; k < h; k++) {
 			double v = s[k * h + j];
 
 			for (size_t l = 0; l < j; l++)
 				v -= s[k * h + l] * s[j * h + l] * s[l * h + l];
-			s[k * h + j] = d > 0 ? v / d : 0;
+			s[k * h + j] = v * di;
 		}
 	}
 }
@@ -85,6 +86,82 @@ static void ldl_solve(const double *s, size_t h, double *t)
 	for (size_t j = h; j-- > 0;)
 		for (size_t k = j + 1; k < h; k++)
 			t[j] -= s[k * h + j] * t[k];
+}
+
+/*
+ * A square root of M^+ for forming the outer Hessian: R with
+ * v^T M^+ v' = (R v) . (R v') for v, v' in M's range. By the block
+ * elimination of schur_solve, v^T M^+ v' = p^T Dq^-1 p' + u^T S^+ u' with
+ * u = q - Y^T Dq^-1 p and S^+ = L^-T D^+ L^-1 (null pivots: D^+ = 0), so
+ *
+ *     R = [ Dq^-1/2          0 ]     W = D^+1/2 L^-1  (h x h, lower).
+ *         [ -W Y^T Dq^-1     W ]
+ *
+ * rt ((g + h) x h) receives the lower block by columns: row e of rt is
+ * the last h entries of R e_e; sc (g) the diagonal Dq^-1/2.
+ */
+void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt, double *sc)
+{
+	const double *dqi = f, *s = f + g;
+
+	for (size_t j = 0; j < h; j++) { /* column j of L^-1, then of W */
+		double *w = rt + (g + j) * h;
+
+		for (size_t k = 0; k < h; k++)
+			w[k] = k == j;
+		for (size_t k = j + 1; k < h; k++)
+			for (size_t l = j; l < k; l++)
+				w[k] -= s[k * h + l] * w[l];
+		for (size_t k = j; k < h; k++)
+			w[k] = s[k * h + k] > 0 ? w[k] / sqrt(s[k * h + k]) : 0;
+	}
+	for (size_t i = 0; i < g; i++) {
+		double *w = rt + i * h;
+
+		sc[i] = sqrt(dqi[i]);
+		memset(w, 0, h * sizeof *w);
+		for (size_t j = 0; j < h; j++) {
+			const double *wj = rt + (g + j) * h;
+			double v = y[i * h + j] * dqi[i];
+
+			for (size_t k = j; k < h; k++)
+				w[k] -= v * wj[k];
+		}
+	}
+}
+
+/*
+ * The outer Hessian H, itself a Schur complement, when it is small enough
+ * to form: left-looking L D L^T in place, row by row, so the inner loops
+ * run along rows; w[l] = L[j][l] D[l] is kept for the row being
+ * eliminated. A pivot at most PIVOT_EPS times H's own diagonal entry is a
+ * null direction (rows dependent once the invariants are eliminated):
+ * D = 0 and L's column 0, as in schur_factor.
+ */
+void schur_dense_factor(double *a, size_t n, double *w)
+{
+	for (size_t j = 0; j < n; j++) {
+		double *aj = a + j * n, d = aj[j], scale = aj[j];
+
+		for (size_t l = 0; l < j; l++) {
+			w[l] = aj[l] * a[l * n + l];
+			d -= aj[l] * w[l];
+		}
+		d = d > PIVOT_EPS * scale ? d : 0;
+		aj[j] = d;
+		for (size_t k = j + 1; k < n; k++) {
+			double *ak = a + k * n, v = ak[j];
+
+			for (size_t l = 0; l < j; l++)
+				v -= ak[l] * w[l];
+			ak[j] = d > 0 ? v / d : 0;
+		}
+	}
+}
+
+void schur_dense_solve(const double *a, size_t n, double *x)
+{
+	ldl_solve(a, n, x);
 }
 
 void schur_solve(const double *f, const double *y, size_t g, size_t h, const double *p,

@@ -75,6 +75,18 @@ void schur_factor(const double *y, size_t g, size_t h, double *f);
 void schur_solve(const double *f, const double *y, size_t g, size_t h, const double *p,
 		 const double *q, double *a, double *b);
 
+/* A square root R of M^+ (v^T M^+ v' = (R v) . (R v') for v, v' in M's
+ * range) from the factorization f of y: sc (g values) the diagonal of
+ * its first g rows, which act on p alone; rt ((g + h) x h) the last h
+ * entries of R's column e in its row e. */
+void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt, double *sc);
+/* The outer Hessian H, when it is small enough to form: a (n x n, lower
+ * triangle, row major) factored in place as L D L^T, pivots that vanish
+ * against H's diagonal skipped (w: n doubles of scratch); the solve
+ * overwrites x with H^+ x, exact for x in H's range. */
+void schur_dense_factor(double *a, size_t n, double *w);
+void schur_dense_solve(const double *a, size_t n, double *x);
+
 /* ---- newton.c ----------------------------------------------------------- */
 
 /* A smooth convex function of n variables for newton_minimize. */
@@ -89,6 +101,9 @@ struct newton_problem {
 	void (*prepare)(void *ctx, const double *x);
 	void (*diag)(void *ctx, double *out);		     /* diag(H) */
 	void (*hv)(void *ctx, const double *v, double *out); /* H v */
+	/* H itself (lower triangle, n x n row major), or NULL: then the
+	 * direction comes from products alone */
+	void (*hessian)(void *ctx, double *out);
 	/* stop (*stalled) on linear convergence, the mark of a minimum at
 	 * infinity: for probes */
 	int linear_stop;
@@ -105,20 +120,33 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 /* Scratch for scaling_solve on blocks up to g x h (init/finish). */
 struct scaling_work {
 	double *yt, *f, *rs, *cs, *p, *q, *da, *db, *ta, *tb;
+	double *kk, *em, *xa, *xb; /* the kernel, and per row and column */
+	const double *kp, *ep;	   /* the kernel in use */
+	double dm_max;
 	double *y0, *ab; /* for scaling_bucket */
 };
 enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h);
 void scaling_work_finish(struct scaling_work *w);
+
+/* Cap on an exponent of the scaling: wild trial multipliers must not
+ * overflow. Up to SCALING_SMALL, the excess takes the expm1 form. */
+#define SCALING_CAP   600.0
+#define SCALING_SMALL 0.5
 
 /* One bucket's scaling problem: y = y0 exp(dm + a_i + b_j) on the cells
  * that are not zero, rows summing to nq and columns to ns. All borrowed. */
 struct scaling_block {
 	size_t g, h;
 	const double *y0, *dm; /* g x h; dm may be NULL (0) */
+	/* NULL or, precomputed by the caller (cheaper than g h exponentials),
+	 * kk = y0 exp(dm) (0 on zeros) if every |dm| <= SCALING_CAP, and
+	 * em = expm1(dm) (may be NULL) if every |dm| <= SCALING_SMALL */
+	const double *kk, *em;
 	const uint8_t *zero;
 	const uint32_t *nq, *ns;
 	double *a, *b; /* log-scalings: start (warm) and result */
 	double *y;     /* result, g x h */
+	double excess; /* result with dm: Σ y0 expm1(dm + a + b), precise */
 };
 
 /* Solves k until the largest row or column violation is at most target
@@ -134,5 +162,95 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
 			      const uint8_t *zero, double *y, double target,
 			      struct scaling_work *w);
+
+/* ---- twolevel.c, twolevel_hessian.c ------------------------------------ */
+
+/*
+ * The outer problem of the two-level dual (twolevel.c explains it): G over
+ * the multipliers μ of the open knowledge rows, every coupled bucket
+ * scaled exactly for the current μ. Relative to a base point (μ0, y0).
+ */
+
+/* Per part of the thread pool: scratch and partial results. */
+struct twolevel_part {
+	struct scaling_work w;
+	double *dm, *kk, *em;  /* cells of the widest bucket: the kernel, */
+	double *t, *u;	       /* and for products */
+	double *vec;	       /* r: partial gradient or H v */
+	uint64_t *stamp, tick; /* r: distinct rows of a bucket */
+	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
+	double *pq, *acc;      /* per local row: g + h sums, and the total */
+	size_t pq_cap;	       /* doubles in pq */
+	double f, worst;
+	/* forming H: this part's share (r x r), per local row the dense part
+	 * of R z (twolevel_hessian.c), the local matrix, R, and per entry
+	 * of ck in a bucket row its y and local row */
+	double *hmat, *dx, *dl, *rt, *sc, *pv;
+	uint32_t *pi;
+};
+
+struct twolevel {
+	const struct dataset *ds;
+	const struct invariants *inv;
+	const uint8_t *zero;
+	size_t nb;
+	uint32_t *bk;	      /* coupled buckets */
+	size_t *qoff, *soff;  /* per coupled bucket: its α and β */
+	size_t *coff;	      /* cells before coupled bucket k (balancing) */
+	size_t *foff;	      /* its factorization in fac */
+	double *alpha, *beta; /* log-scalings since the base */
+	double *fac;	      /* every bucket's M factored at the base */
+	int factored;	      /* fac is current */
+	size_t r;
+	uint32_t *row; /* open knowledge rows (inv rows) */
+	double *rhs, *scale, *mu, *mu0;
+	double *ex, *xm, dmu_max; /* exp and expm1 of μ - μ0; max |μ - μ0| */
+	size_t *ck_off;		  /* per cell: the open rows through it (local) */
+	uint32_t *ck;
+	size_t ck_max;	     /* most open rows through a cell */
+	double *y0, *y;	     /* per cell of the system */
+	double inner_target; /* records */
+	struct parallel *pool;
+	int parts;
+	struct twolevel_part *part;
+	const double *vin; /* input of the H v pass */
+	/* H is formed (worth it, and the scratch fits); then per coupled
+	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
+	 * patterns (lpat: rows with the same cells share one; npat[k] of
+	 * them), and per cell its patterns, ascending, where its entries of
+	 * ck start (pk[ck_off[c] .. pk_end[c])) */
+	int dense;
+	size_t *lr_off, *pk_end;
+	uint32_t *lrows, *lpat, *npat, *pk;
+};
+
+/* For the coupled buckets (coupled[b]), the open rows (knowledge rows not
+ * implied[]): the problem at μ = 0, every bucket scaled alone. y (the
+ * system's cells) receives the coupled buckets' estimate. Free with
+ * twolevel_finish, also after a failure. */
+enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
+			     const struct invariants *inv, const uint8_t *zero,
+			     const uint8_t *implied, const uint8_t *coupled, int threads,
+			     double *y);
+void twolevel_finish(struct twolevel *t);
+/* G(μ) - G(μ0), the gradient (records) into g (may be NULL), the largest
+ * violation of any row, inner ones included. */
+double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation);
+/* μ, which the last twolevel_eval evaluated, becomes the base point; every
+ * bucket's M is factored there. */
+void twolevel_prepare(struct twolevel *t, const double *mu);
+/* Shape of coupled bucket k: its first cell, rows and columns. */
+void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, size_t *h);
+/* The coupled buckets [*lo, *hi) of part p, balanced by cells. */
+void twolevel_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi);
+
+/* After twolevel_init's setup: whether H can and should be formed, and the
+ * structure and scratch for forming it. */
+enum pm_status twolevel_hessian_init(struct twolevel *t);
+/* At the prepared point: H v, diag(H), and H formed (lower triangle of
+ * r x r, row major; only if t->dense). */
+void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out);
+void twolevel_hessian_diag(struct twolevel *t, double *out);
+void twolevel_hessian_form(struct twolevel *t, double *out);
 
 #endif

@@ -9,19 +9,18 @@
  *
  * a smooth convex function of μ alone whose gradient is the violation of
  * the open rows, A_K y(μ) - c_K (envelope theorem), and whose Hessian is
- * the Schur complement of the invariants' block in the full dual's:
- *
- *     H = Σ_b A_b (Y - Y E M_b^+ E^T Y) A_b^T,
- *
- * with M_b = E^T Y E the Hessian of bucket b's scaling problem (schur.c).
- * The outer problem is minimised by Newton's method, the direction from
- * preconditioned conjugate gradients on H d = -∇G: a product H v costs one
- * pass over the coupled cells and one small solve per bucket, so H is
- * never formed and the method scales with the number of open rows. The
- * inner problems are solved by Newton too (scaling.c), warm-started, to
- * rounding accuracy, as the Hessian and the line search assume. Every
- * per-bucket pass runs on all cores (parallel.c). L-BFGS on the same
- * function (maxent_lbfgs) takes over should Newton fail to make progress.
+ * the Schur complement of the invariants' block in the full dual's
+ * (twolevel_hessian.c). The outer problem is minimised by Newton's method
+ * (newton.c): with H formed and factored when the open rows are few, by
+ * conjugate gradients on products H v otherwise. The inner problems are
+ * solved by Newton too (scaling.c), to rounding accuracy, as the Hessian
+ * and the line search assume, each from the first-order prediction of
+ * its log-scalings at the trial point (predict): M (dα, dβ) =
+ * -E^T Y Δm, with M factored at the base point for the Hessian anyway,
+ * leaves an error of second order in the step, and an inner solve near
+ * the optimum takes one Newton step or none. Every per-bucket pass runs
+ * on all cores (parallel.c). L-BFGS on the same function (maxent_lbfgs)
+ * takes over should Newton fail to make progress.
  *
  * Everything is relative to a base point (μ0, y0): K = y0 exp(Δm) and
  * α, β are the log-scalings since the base, so G(μ) - G(μ0) =
@@ -36,61 +35,36 @@
 
 #include "solver_internal.h"
 
-/* Cap on a kernel exponent: keeps trial points of line searches finite. */
-#define EXP_CAP 600.0
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)
 
-/* Per part scratch and partial results. */
-struct part {
-	struct scaling_work w;
-	double *dm, *t, *u;    /* cells of the widest bucket */
-	double *vec;	       /* r: partial gradient or H v */
-	uint64_t *stamp, tick; /* r: distinct rows of a bucket */
-	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
-	double *pq, *acc;      /* per local row: g + h sums, and the total */
-	size_t pq_cap;	       /* doubles in pq */
-	double f, worst;
-};
-
-struct twolevel {
-	const struct dataset *ds;
-	const struct invariants *inv;
-	const uint8_t *zero;
-	size_t nb;
-	uint32_t *bk;	      /* coupled buckets */
-	size_t *qoff, *soff;  /* per coupled bucket: its α and β */
-	size_t *coff;	      /* cells before coupled bucket k (balancing) */
-	size_t *foff;	      /* its factorization in fac */
-	double *alpha, *beta; /* log-scalings since the base */
-	double *fac;
-	size_t r;
-	uint32_t *row; /* open knowledge rows (inv rows) */
-	double *rhs, *scale, *mu, *mu0;
-	size_t *ck_off; /* per cell: the open rows through it (local) */
-	uint32_t *ck;
-	double *y0, *y; /* per cell of the system */
-	double inner_target;
-	struct parallel *pool;
-	int parts;
-	struct part *part;
-	const double *vin; /* input of the H v pass */
-};
-
-static void twolevel_finish(struct twolevel *t)
+static void part_finish(struct twolevel_part *pt)
 {
-	for (int p = 0; t->part && p < t->parts; p++) {
-		scaling_work_finish(&t->part[p].w);
-		free(t->part[p].dm);
-		free(t->part[p].t);
-		free(t->part[p].u);
-		free(t->part[p].vec);
-		free(t->part[p].stamp);
-		free(t->part[p].loc);
-		free(t->part[p].rows);
-		free(t->part[p].pq);
-		free(t->part[p].acc);
-	}
+	scaling_work_finish(&pt->w);
+	free(pt->dm);
+	free(pt->kk);
+	free(pt->em);
+	free(pt->t);
+	free(pt->u);
+	free(pt->vec);
+	free(pt->stamp);
+	free(pt->loc);
+	free(pt->rows);
+	free(pt->pq);
+	free(pt->acc);
+	free(pt->hmat);
+	free(pt->dx);
+	free(pt->dl);
+	free(pt->rt);
+	free(pt->sc);
+	free(pt->pv);
+	free(pt->pi);
+}
+
+void twolevel_finish(struct twolevel *t)
+{
+	for (int p = 0; t->part && p < t->parts; p++)
+		part_finish(&t->part[p]);
 	free(t->part);
 	parallel_destroy(t->pool);
 	free(t->bk);
@@ -106,13 +80,21 @@ static void twolevel_finish(struct twolevel *t)
 	free(t->scale);
 	free(t->mu);
 	free(t->mu0);
+	free(t->ex);
+	free(t->xm);
 	free(t->ck_off);
 	free(t->ck);
 	free(t->y0);
+	free(t->lr_off);
+	free(t->lrows);
+	free(t->lpat);
+	free(t->npat);
+	free(t->pk_end);
+	free(t->pk);
+	memset(t, 0, sizeof *t);
 }
 
-/* Shape of coupled bucket k. */
-static void shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, size_t *h)
+void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, size_t *h)
 {
 	size_t b = t->bk[k];
 
@@ -121,10 +103,69 @@ static void shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, si
 	*h = t->ds->bs_off[b + 1] - t->ds->bs_off[b];
 }
 
-/* Buckets [*lo, *hi) of part p, balanced by cells. */
-static void part_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi)
+void twolevel_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi)
 {
 	parallel_range(t->nb, t->coff, p, parts, lo, hi);
+}
+
+/* ---- G ------------------------------------------------------------------- */
+
+/*
+ * The first-order change of bucket k's log-scalings when the kernel
+ * exponent moves by dm from the base, where M is factored: the scaling
+ * condition E^T y = n differentiated gives M (dα, dβ) = -E^T Y0 dm. As
+ * the inner solve's start it leaves an error of second order in dm.
+ */
+static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, double *a, double *b)
+{
+	size_t off, g, h;
+	const double *y0;
+	struct scaling_work *s = &pt->w;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	y0 = t->y0 + off;
+	memset(s->q, 0, h * sizeof *s->q);
+	for (size_t i = 0; i < g; i++) {
+		s->p[i] = 0;
+		for (size_t j = 0; j < h; j++) {
+			s->p[i] -= y0[i * h + j] * pt->dm[i * h + j];
+			s->q[j] -= y0[i * h + j] * pt->dm[i * h + j];
+		}
+	}
+	schur_solve(t->fac + t->foff[k], y0, g, h, s->p, s->q, a, b);
+}
+
+/*
+ * Bucket k's kernel exponents dm (the change of μ summed over the open
+ * rows through each cell, capped) and, when no cell can exceed the caps
+ * (the largest change times the most rows through a cell), the scaling's
+ * kernel from the rows' exponentials: y0 exp(dm) as y0 Π exp(Δμ_r), and
+ * expm1(dm) from expm1(x + z) = X + Z + X Z over the rows, each partial
+ * sum within SCALING_SMALL, so as precise as expm1 itself. One
+ * exponential per open row instead of one per cell.
+ */
+static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
+		   struct scaling_block *blk)
+{
+	size_t off, g, h;
+	double reach = t->dmu_max * (double)t->ck_max;
+	int with_kk = reach <= SCALING_CAP, with_em = reach <= SCALING_SMALL;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	for (size_t c = 0; c < g * h; c++) {
+		double s = 0, kk = blk->y0[c], em = 0;
+
+		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++) {
+			s += t->mu[t->ck[x]] - t->mu0[t->ck[x]];
+			kk *= t->ex[t->ck[x]];
+			em += t->xm[t->ck[x]] + em * t->xm[t->ck[x]];
+		}
+		pt->dm[c] = s < SCALING_CAP ? s > -SCALING_CAP ? s : -SCALING_CAP : SCALING_CAP;
+		pt->kk[c] = t->zero[off + c] ? 0 : kk;
+		pt->em[c] = em;
+	}
+	blk->kk = with_kk ? pt->kk : NULL;
+	blk->em = with_em ? pt->em : NULL;
 }
 
 /*
@@ -133,20 +174,13 @@ static void part_range(const struct twolevel *t, int p, int parts, size_t *lo, s
  * stationary in (α, β), so an inner residual r moves it by O(r²); and its
  * cells' values to the partial gradient.
  */
-static void inner_bucket(struct twolevel *t, struct part *pt, size_t k)
+static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k)
 {
 	const struct dataset *ds = t->ds;
 	size_t off, g, h, b = t->bk[k];
 	struct scaling_block blk;
 
-	shape(t, k, &off, &g, &h);
-	for (size_t c = 0; c < g * h; c++) {
-		double s = 0;
-
-		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-			s += t->mu[t->ck[x]] - t->mu0[t->ck[x]];
-		pt->dm[c] = fmin(fmax(s, -EXP_CAP), EXP_CAP);
-	}
+	twolevel_shape(t, k, &off, &g, &h);
 	blk = (struct scaling_block){.g = g,
 				     .h = h,
 				     .y0 = t->y0 + off,
@@ -157,14 +191,13 @@ static void inner_bucket(struct twolevel *t, struct part *pt, size_t k)
 				     .a = t->alpha + t->qoff[k],
 				     .b = t->beta + t->soff[k],
 				     .y = t->y + off};
+	kernel(t, pt, k, &blk);
+	if (t->factored)
+		predict(t, pt, k, blk.a, blk.b);
 	pt->worst = fmax(pt->worst, scaling_solve(&blk, &pt->w, t->inner_target));
-	for (size_t i = 0; i < g; i++) {
+	pt->f += blk.excess;
+	for (size_t i = 0; i < g; i++)
 		pt->f -= blk.nq[i] * blk.a[i];
-		for (size_t j = 0; j < h; j++)
-			if (!blk.zero[i * h + j])
-				pt->f += blk.y0[i * h + j] *
-					 expm1(pt->dm[i * h + j] + blk.a[i] + blk.b[j]);
-	}
 	for (size_t j = 0; j < h; j++)
 		pt->f -= blk.ns[j] * blk.b[j];
 	for (size_t c = off; c < off + g * h; c++)
@@ -175,31 +208,29 @@ static void inner_bucket(struct twolevel *t, struct part *pt, size_t k)
 static void eval_part(void *ctx, int p, int parts)
 {
 	struct twolevel *t = ctx;
-	struct part *pt = &t->part[p];
+	struct twolevel_part *pt = &t->part[p];
 	size_t lo, hi;
 
 	pt->f = pt->worst = 0;
 	memset(pt->vec, 0, t->r * sizeof *pt->vec);
-	part_range(t, p, parts, &lo, &hi);
+	twolevel_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++)
 		inner_bucket(t, pt, k);
 }
 
-/* Sums the parts' vectors into out (in part order: deterministic). */
-static void reduce(const struct twolevel *t, double *out)
-{
-	memcpy(out, t->part[0].vec, t->r * sizeof *out);
-	for (int p = 1; p < t->parts; p++)
-		for (size_t k = 0; k < t->r; k++)
-			out[k] += t->part[p].vec[k];
-}
-
-/* G(μ) - G(μ0) at t->mu; gradient (records) into g (may be NULL); the
- * largest violation of any row, inner ones included. */
+/* G(μ) - G(μ0) at t->mu, as twolevel_eval. */
 static double eval_mu(struct twolevel *t, double *g, double *violation)
 {
 	double f = 0, worst = 0;
 
+	t->dmu_max = 0;
+	for (size_t k = 0; k < t->r; k++) {
+		double d = t->mu[k] - t->mu0[k];
+
+		t->ex[k] = exp(d);
+		t->xm[k] = expm1(d);
+		t->dmu_max = fabs(d) > t->dmu_max || d != d ? fabs(d) : t->dmu_max;
+	}
 	parallel_run(t->pool, eval_part, t);
 	for (int p = 0; p < t->parts; p++) {
 		f += t->part[p].f;
@@ -219,218 +250,75 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 	return f;
 }
 
-/* The current point becomes the base: y0 = y, μ0 = μ, α = β = 0. */
+double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation)
+{
+	memcpy(t->mu, mu, t->r * sizeof *t->mu);
+	return eval_mu(t, g, violation);
+}
+
+/* The current point becomes the base: y0 = y, μ0 = μ, α = β = 0; the
+ * factorizations at the old base no longer apply. */
 static void rebase(struct twolevel *t)
 {
 	for (size_t k = 0; k < t->nb; k++) {
 		size_t off, g, h;
 
-		shape(t, k, &off, &g, &h);
+		twolevel_shape(t, k, &off, &g, &h);
 		memcpy(t->y0 + off, t->y + off, g * h * sizeof *t->y);
 	}
 	memcpy(t->mu0, t->mu, t->r * sizeof *t->mu);
 	memset(t->alpha, 0, t->qoff[t->nb] * sizeof *t->alpha);
 	memset(t->beta, 0, t->soff[t->nb] * sizeof *t->beta);
+	t->factored = 0;
 }
-
-/* ---- Hessian products ---------------------------------------------------- */
 
 static void factor_part(void *ctx, int p, int parts)
 {
 	struct twolevel *t = ctx;
 	size_t lo, hi;
 
-	part_range(t, p, parts, &lo, &hi);
+	twolevel_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++) {
 		size_t off, g, h;
 
-		shape(t, k, &off, &g, &h);
+		twolevel_shape(t, k, &off, &g, &h);
 		schur_factor(t->y + off, g, h, t->fac + t->foff[k]);
 	}
 }
 
-/*
- * Bucket k's part of H applied to a vector given per cell as w (the sum
- * of v over the open rows through the cell): u = Y w - Y E M^+ E^T Y w,
- * the change of y along v once the bucket's scalings have followed.
- */
-static void bucket_apply(struct twolevel *t, struct part *pt, size_t k, const double *w, double *u)
+void twolevel_prepare(struct twolevel *t, const double *mu)
 {
-	size_t off, g, h;
-	struct scaling_work *s = &pt->w;
-	const double *y;
-
-	shape(t, k, &off, &g, &h);
-	y = t->y + off;
-	memset(s->q, 0, h * sizeof *s->q);
-	for (size_t i = 0; i < g; i++) {
-		s->p[i] = 0;
-		for (size_t j = 0; j < h; j++) {
-			u[i * h + j] = y[i * h + j] * w[i * h + j];
-			s->p[i] += u[i * h + j];
-			s->q[j] += u[i * h + j];
-		}
-	}
-	schur_solve(t->fac + t->foff[k], y, g, h, s->p, s->q, s->da, s->db);
-	for (size_t i = 0; i < g; i++)
-		for (size_t j = 0; j < h; j++)
-			u[i * h + j] -= y[i * h + j] * (s->da[i] + s->db[j]);
-}
-
-static void hv_part(void *ctx, int p, int parts)
-{
-	struct twolevel *t = ctx;
-	struct part *pt = &t->part[p];
-	size_t lo, hi;
-
-	memset(pt->vec, 0, t->r * sizeof *pt->vec);
-	part_range(t, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++) {
-		size_t off, g, h;
-
-		shape(t, k, &off, &g, &h);
-		for (size_t c = 0; c < g * h; c++) {
-			pt->t[c] = 0;
-			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-				pt->t[c] += t->vin[t->ck[x]];
-		}
-		bucket_apply(t, pt, k, pt->t, pt->u);
-		for (size_t c = 0; c < g * h; c++)
-			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-				pt->vec[t->ck[x]] += pt->u[c];
-	}
-}
-
-/* H v into out. */
-static void hessian_apply(struct twolevel *t, const double *v, double *out)
-{
-	t->vin = v;
-	parallel_run(t->pool, hv_part, t);
-	reduce(t, out);
-}
-
-/* The bucket's distinct open rows: loc[row] their local number, pt->rows
- * the list; with P (row sums) and Q (column sums) of y over each row's
- * cells and A (their total), as long as they fit the scratch (else 0). */
-static size_t bucket_rows(struct twolevel *t, struct part *pt, size_t k)
-{
-	size_t off, g, h, n = 0;
-
-	shape(t, k, &off, &g, &h);
-	pt->tick++;
-	for (size_t c = 0; c < g * h; c++) {
-		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++) {
-			uint32_t row = t->ck[x];
-			double v = t->y[off + c];
-
-			if (pt->stamp[row] != pt->tick) {
-				if ((n + 1) * (g + h) > pt->pq_cap)
-					return 0;
-				pt->stamp[row] = pt->tick;
-				pt->loc[row] = (uint32_t)n;
-				pt->rows[n] = row;
-				pt->acc[n] = 0;
-				memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
-				n++;
-			}
-			pt->acc[pt->loc[row]] += v;
-			pt->pq[pt->loc[row] * (g + h) + c / h] += v;
-			pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
-		}
-	}
-	return n;
-}
-
-/* Row `row`'s diagonal entry from bucket k, one row at a time (buckets
- * too large for the scratch of bucket_rows). */
-static double diag_slow(struct twolevel *t, struct part *pt, size_t k, uint32_t row)
-{
-	size_t off, g, h;
-	double s = 0;
-
-	shape(t, k, &off, &g, &h);
-	for (size_t d = 0; d < g * h; d++) {
-		pt->t[d] = 0;
-		for (size_t z = t->ck_off[off + d]; z < t->ck_off[off + d + 1]; z++)
-			pt->t[d] += t->ck[z] == row;
-	}
-	bucket_apply(t, pt, k, pt->t, pt->u);
-	for (size_t d = 0; d < g * h; d++)
-		s += pt->u[d] * pt->t[d];
-	return s;
-}
-
-/*
- * diag(H): bucket k adds to row x's entry a^T Y a - v^T M^+ v with
- * v = E^T Y a (a the row's cells in the bucket): one small solve per row
- * and bucket.
- */
-static void diag_part(void *ctx, int p, int parts)
-{
-	struct twolevel *t = ctx;
-	struct part *pt = &t->part[p];
-	size_t lo, hi;
-
-	memset(pt->vec, 0, t->r * sizeof *pt->vec);
-	part_range(t, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++) {
-		size_t off, g, h, n = bucket_rows(t, pt, k);
-
-		shape(t, k, &off, &g, &h);
-		for (size_t l = 0; l < n; l++) {
-			const double *v = pt->pq + l * (g + h);
-			double corr = 0;
-
-			schur_solve(t->fac + t->foff[k], t->y + off, g, h, v, v + g, pt->w.da,
-				    pt->w.db);
-			for (size_t i = 0; i < g; i++)
-				corr += v[i] * pt->w.da[i];
-			for (size_t j = 0; j < h; j++)
-				corr += v[g + j] * pt->w.db[j];
-			pt->vec[pt->rows[l]] += pt->acc[l] - corr;
-		}
-		if (n > 0 || t->ck_off[off] == t->ck_off[off + g * h])
-			continue;
-		pt->tick++; /* too large for the scratch: row by row */
-		for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
-			if (pt->stamp[t->ck[x]] != pt->tick) {
-				pt->stamp[t->ck[x]] = pt->tick;
-				pt->vec[t->ck[x]] += diag_slow(t, pt, k, t->ck[x]);
-			}
-	}
+	memcpy(t->mu, mu, t->r * sizeof *t->mu);
+	rebase(t);
+	parallel_run(t->pool, factor_part, t);
+	t->factored = 1;
 }
 
 /* ---- the outer problem as a newton_problem ------------------------------- */
 
 static double nt_eval(void *ctx, const double *x, double *g, double *violation)
 {
-	struct twolevel *t = ctx;
-
-	memcpy(t->mu, x, t->r * sizeof *t->mu);
-	return eval_mu(t, g, violation);
+	return twolevel_eval(ctx, x, g, violation);
 }
 
-/* x becomes the base point; every bucket's M is factored there. */
 static void nt_prepare(void *ctx, const double *x)
 {
-	struct twolevel *t = ctx;
-
-	memcpy(t->mu, x, t->r * sizeof *t->mu);
-	rebase(t);
-	parallel_run(t->pool, factor_part, t);
+	twolevel_prepare(ctx, x);
 }
 
 static void nt_diag(void *ctx, double *out)
 {
-	struct twolevel *t = ctx;
-
-	parallel_run(t->pool, diag_part, t);
-	reduce(t, out);
+	twolevel_hessian_diag(ctx, out);
 }
 
 static void nt_hv(void *ctx, const double *v, double *out)
 {
-	hessian_apply(ctx, v, out);
+	twolevel_hessian_apply(ctx, v, out);
+}
+
+static void nt_hessian(void *ctx, double *out)
+{
+	twolevel_hessian_form(ctx, out);
 }
 
 /* ---- L-BFGS fallback ---------------------------------------------------- */
@@ -531,8 +419,10 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, cons
 	t->scale = malloc((n + 1) * sizeof *t->scale);
 	t->mu = calloc(n + 1, sizeof *t->mu);
 	t->mu0 = calloc(n + 1, sizeof *t->mu0);
+	t->ex = malloc((n + 1) * sizeof *t->ex);
+	t->xm = malloc((n + 1) * sizeof *t->xm);
 	t->ck_off = calloc(inv->n_cells + 2, sizeof *t->ck_off);
-	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ck_off)
+	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ex || !t->xm || !t->ck_off)
 		return PM_ERR_NOMEM;
 	for (size_t r = first; r < inv->n_rows; r++) {
 		/* open rows of the coupled buckets (a row lies in one component) */
@@ -546,8 +436,10 @@ static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, cons
 			t->ck_off[inv->row_cell[e] + 2]++;
 		t->r++;
 	}
-	for (size_t c = 0; c < inv->n_cells; c++)
+	for (size_t c = 0; c < inv->n_cells; c++) {
+		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
 		t->ck_off[c + 2] += t->ck_off[c + 1];
+	}
 	t->ck = malloc((t->ck_off[inv->n_cells + 1] + 1) * sizeof *t->ck);
 	if (!t->ck)
 		return PM_ERR_NOMEM;
@@ -569,11 +461,13 @@ static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, 
 	if (!t->part)
 		return PM_ERR_NOMEM;
 	for (int p = 0; p < t->parts; p++) {
-		struct part *pt = &t->part[p];
+		struct twolevel_part *pt = &t->part[p];
 
 		if (scaling_work_init(&pt->w, g_max, h_max))
 			return PM_ERR_NOMEM;
 		pt->dm = malloc(cells * sizeof *pt->dm);
+		pt->kk = malloc(cells * sizeof *pt->kk);
+		pt->em = malloc(cells * sizeof *pt->em);
 		pt->t = malloc(cells * sizeof *pt->t);
 		pt->u = malloc(cells * sizeof *pt->u);
 		pt->vec = calloc(t->r + 1, sizeof *pt->vec);
@@ -585,8 +479,8 @@ static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, 
 		pt->pq_cap = (t->r + 1) * (g_max + h_max);
 		pt->pq_cap = pt->pq_cap < PQ_MAX ? pt->pq_cap : PQ_MAX;
 		pt->pq = malloc(pt->pq_cap * sizeof *pt->pq);
-		if (!pt->dm || !pt->t || !pt->u || !pt->vec || !pt->stamp || !pt->loc ||
-		    !pt->rows || !pt->acc || !pt->pq)
+		if (!pt->dm || !pt->kk || !pt->em || !pt->t || !pt->u || !pt->vec || !pt->stamp ||
+		    !pt->loc || !pt->rows || !pt->acc || !pt->pq)
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;
@@ -605,7 +499,7 @@ static enum pm_status init_start(struct twolevel *t)
 	for (size_t k = 0; k < t->nb; k++) {
 		size_t off, g, h;
 
-		shape(t, k, &off, &g, &h);
+		twolevel_shape(t, k, &off, &g, &h);
 		metrics_closed_form(t->ds, inv, t->bk[k], t->y0);
 		for (size_t c = off; c < off + g * h; c++)
 			t->y0[c] = t->zero[c] ? 0 : t->y0[c];
@@ -616,33 +510,67 @@ static enum pm_status init_start(struct twolevel *t)
 	return PM_OK;
 }
 
+enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
+			     const struct invariants *inv, const uint8_t *zero,
+			     const uint8_t *implied, const uint8_t *coupled, int threads, double *y)
+{
+	size_t g_max, h_max;
+	enum pm_status ret;
+
+	*t = (struct twolevel){.ds = ds, .inv = inv, .zero = zero, .y = y};
+	ret = init_buckets(t, coupled, &g_max, &h_max);
+	if (!ret)
+		ret = init_rows(t, implied, coupled);
+	if (!ret)
+		ret = init_parts(t, threads, g_max, h_max);
+	if (!ret)
+		ret = init_start(t);
+	if (!ret)
+		ret = twolevel_hessian_init(t);
+	return ret;
+}
+
+/* The outcome in st once Newton (and L-BFGS) stopped; prev gets the last
+ * base point. */
+static void finish_stats(const struct twolevel *t, const struct solver_options *o, double *prev,
+			 struct maxent_stats *st)
+{
+	for (size_t k = 0; prev && k < t->nb; k++) {
+		size_t off, g, h;
+
+		twolevel_shape(t, k, &off, &g, &h);
+		memcpy(prev + off, t->y0 + off, g * h * sizeof *prev);
+	}
+	st->converged = st->max_violation <= o->tolerance;
+	if (!st->converged && st->iterations >= o->max_iterations)
+		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
+			 o->max_iterations);
+	else if (!st->converged)
+		snprintf(st->reason, sizeof st->reason, "%s",
+			 "the Newton line search and L-BFGS made no further progress");
+}
+
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
 			      const struct solver_options *o, double *y, double *prev,
 			      struct maxent_stats *st, struct pm_error *err)
 {
-	struct twolevel t = {.ds = ds, .inv = inv, .zero = zero, .y = y};
+	struct twolevel t;
 	struct newton_problem np = {
 	    .ctx = &t, .eval = nt_eval, .prepare = nt_prepare, .diag = nt_diag, .hv = nt_hv};
 	double *x = NULL;
 	double max_rhs = 1, target;
-	size_t g_max, h_max;
 	int stalled = 0;
 	enum pm_status ret;
 
 	memset(st, 0, sizeof *st);
-	ret = init_buckets(&t, coupled, &g_max, &h_max);
-	if (!ret)
-		ret = init_rows(&t, implied, coupled);
-	if (!ret)
-		ret = init_parts(&t, o->threads, g_max, h_max);
-	if (!ret)
-		ret = init_start(&t);
+	ret = twolevel_init(&t, ds, inv, zero, implied, coupled, o->threads, y);
 	if (!ret && !(x = calloc(t.r + 1, sizeof *x)))
 		ret = PM_ERR_NOMEM;
 	if (ret)
 		goto out;
 	np.n = t.r;
+	np.hessian = t.dense ? nt_hessian : NULL;
 	for (size_t k = 0; k < t.r; k++)
 		max_rhs = fmax(max_rhs, t.rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
@@ -652,21 +580,8 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 	if (!ret && stalled && !prev && st->max_violation > target &&
 	    st->iterations < o->max_iterations)
 		ret = lbfgs_run(&t, o, target, st);
-	if (ret)
-		goto out;
-	for (size_t k = 0; prev && k < t.nb; k++) {
-		size_t off, g, h;
-
-		shape(&t, k, &off, &g, &h);
-		memcpy(prev + off, t.y0 + off, g * h * sizeof *prev); /* the last base point */
-	}
-	st->converged = st->max_violation <= o->tolerance;
-	if (!st->converged && st->iterations >= o->max_iterations)
-		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
-			 o->max_iterations);
-	else if (!st->converged)
-		snprintf(st->reason, sizeof st->reason, "%s",
-			 "the Newton line search and L-BFGS made no further progress");
+	if (!ret)
+		finish_stats(&t, o, prev, st);
 out:
 	if (ret == PM_ERR_NOMEM)
 		error_set(err, ret, "", "out of memory in the two-level solver");

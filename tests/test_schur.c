@@ -1,9 +1,13 @@
 /*
  * schur.c and the Newton scaling of scaling.c on random blocks: M x = v
  * solved exactly for right-hand sides in M's range (also when zeros split
- * a block), scaling_solve against plain Sinkhorn, and the two-level
- * Hessian formula H v = A (Y w - Y E M^+ E^T Y w), w = A^T v, against
- * central differences of the inner-solved gradient A y(μ).
+ * a block), the square root R of M^+ (R v . R v' = v^T M^+ v'), the dense
+ * L D L^T of a semidefinite matrix (full rank or not), scaling_solve
+ * against plain Sinkhorn and its excess Σ y0 expm1(dm + a + b) against
+ * the sum cell by cell (also with the kernel from the caller), and the
+ * two-level Hessian formula
+ * H v = A (Y w - Y E M^+ E^T Y w), w = A^T v, against central differences
+ * of the inner-solved gradient A y(μ).
  */
 #include "check.h"
 #include "solver_internal.h"
@@ -115,6 +119,31 @@ static double test_solve(const struct block *k)
 	return worst / scale;
 }
 
+static double worst_excess, worst_kernel;
+
+/*
+ * scaling_solve to 1e-13, and its excess against Σ y0 expm1(dm + a + b)
+ * cell by cell (worst_excess: relative to Σ y0 |expm1|, which is tiny
+ * when the multipliers are).
+ */
+static double scaling_solve_excess(struct scaling_block *blk, struct scaling_work *w)
+{
+	double worst = scaling_solve(blk, w, 1e-13), s = 0, scale = 1e-300;
+
+	for (size_t i = 0; i < blk->g; i++)
+		for (size_t j = 0; j < blk->h; j++) {
+			size_t c = i * blk->h + j;
+			double e = blk->y0[c] * expm1(blk->dm[c] + blk->a[i] + blk->b[j]);
+
+			if (blk->zero[c])
+				continue;
+			s += e;
+			scale += fabs(e);
+		}
+	worst_excess = fmax(worst_excess, fabs(blk->excess - s) / scale);
+	return worst;
+}
+
 /* Inner solve of block k for multipliers mu; y, a, b out. */
 static double inner(const struct block *k, const double *mu, double *y, double *a, double *b,
 		    struct scaling_work *w)
@@ -136,9 +165,31 @@ static double inner(const struct block *k, const double *mu, double *y, double *
 		for (size_t x = 0; x < k->r; x++)
 			dm[c] += k->in_row[x][c] * mu[x];
 	}
+	double kk[MAXG * MAXH], em[MAXG * MAXH], y2[MAXG * MAXH], a2[MAXG], b2[MAXH], worst;
+	double top = 0, excess;
+
 	memset(a, 0, k->g * sizeof *a);
 	memset(b, 0, k->h * sizeof *b);
-	return scaling_solve(&blk, w, 1e-13);
+	worst = scaling_solve_excess(&blk, w);
+	/* again with the kernel from the caller: the same scaling */
+	for (size_t c = 0; c < k->g * k->h; c++) {
+		kk[c] = k->zero[c] ? 0 : k->y0[c] * exp(dm[c]);
+		em[c] = expm1(dm[c]);
+		top = k->zero[c] ? top : fmax(top, fabs(dm[c]));
+	}
+	excess = blk.excess;
+	blk.kk = kk;
+	blk.em = top <= SCALING_SMALL ? em : NULL;
+	blk.y = y2;
+	blk.a = a2;
+	blk.b = b2;
+	memset(a2, 0, k->g * sizeof *a2);
+	memset(b2, 0, k->h * sizeof *b2);
+	scaling_solve_excess(&blk, w);
+	for (size_t c = 0; c < k->g * k->h; c++)
+		worst_kernel = fmax(worst_kernel, fabs(y[c] - y2[c]));
+	worst_kernel = fmax(worst_kernel, fabs(excess - blk.excess) / (1e-300 + fabs(excess)));
+	return worst;
 }
 
 /* Plain Sinkhorn from the same kernel, many sweeps. */
@@ -178,6 +229,108 @@ static void grad(const struct block *k, const double *y, double *gr)
 		for (size_t c = 0; c < k->g * k->h; c++)
 			gr[x] += k->in_row[x][c] * y[c];
 	}
+}
+
+/* v = E^T Y w for random w: a right-hand side in M's range. */
+static void range_vector(const struct block *k, const double *y, double *p, double *q)
+{
+	memset(p, 0, MAXG * sizeof *p);
+	memset(q, 0, MAXH * sizeof *q);
+	for (size_t i = 0; i < k->g; i++)
+		for (size_t j = 0; j < k->h; j++) {
+			double w = 2 * rnd() - 1;
+
+			p[i] += y[i * k->h + j] * w;
+			q[j] += y[i * k->h + j] * w;
+		}
+}
+
+/* R v with R from schur_root: the first g entries sc p, the last h
+ * Σ_e v_e rt[e]. */
+static void root_apply(const double *rt, const double *sc, size_t g, size_t h, const double *p,
+		       const double *q, double *x)
+{
+	for (size_t i = 0; i < g; i++)
+		x[i] = sc[i] * p[i];
+	for (size_t j = 0; j < h; j++) {
+		x[g + j] = 0;
+		for (size_t i = 0; i < g; i++)
+			x[g + j] += p[i] * rt[i * h + j];
+		for (size_t l = 0; l < h; l++)
+			x[g + j] += q[l] * rt[(g + l) * h + j];
+	}
+}
+
+/* |R v . R v' - v^T M^+ v'| relative to |v| |M^+ v'| + 1e-300. */
+static double test_root(const struct block *k)
+{
+	double y[MAXG * MAXH], f[MAXG + MAXH * MAXH], rt[(MAXG + MAXH) * MAXH], sc[MAXG];
+	double p[MAXG], q[MAXH], p2[MAXG], q2[MAXH], a[MAXG], b[MAXH];
+	double x[MAXG + MAXH], x2[MAXG + MAXH], lhs = 0, rhs = 0, norm = 0;
+
+	for (size_t c = 0; c < k->g * k->h; c++)
+		y[c] = k->zero[c] ? 0 : 0.1 + 3 * rnd();
+	schur_factor(y, k->g, k->h, f);
+	schur_root(f, y, k->g, k->h, rt, sc);
+	range_vector(k, y, p, q);
+	range_vector(k, y, p2, q2);
+	schur_solve(f, y, k->g, k->h, p2, q2, a, b);
+	root_apply(rt, sc, k->g, k->h, p, q, x);
+	root_apply(rt, sc, k->g, k->h, p2, q2, x2);
+	for (size_t i = 0; i < k->g; i++) {
+		rhs += p[i] * a[i];
+		norm += fabs(p[i] * a[i]);
+	}
+	for (size_t j = 0; j < k->h; j++) {
+		rhs += q[j] * b[j];
+		norm += fabs(q[j] * b[j]);
+	}
+	for (size_t e = 0; e < k->g + k->h; e++)
+		lhs += x[e] * x2[e];
+	return fabs(lhs - rhs) / (norm + 1e-300);
+}
+
+#define MAXN 40
+
+/* The dense L D L^T on A = B B^T (n x n, rank m <= n): |A x - v| for
+ * v = A w, relative to |v|. */
+static double test_dense(void)
+{
+	static double bm[MAXN * MAXN], a[MAXN * MAXN], f[MAXN * MAXN];
+	double w[MAXN], v[MAXN], x[MAXN], scratch[MAXN], worst = 0, norm = 0;
+	size_t n = 1 + rnd_int(MAXN), m = 1 + rnd_int(n);
+
+	for (size_t i = 0; i < n * m; i++)
+		bm[i] = 2 * rnd() - 1;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++) {
+			a[i * n + j] = 0;
+			for (size_t l = 0; l < m; l++)
+				a[i * n + j] += bm[i * m + l] * bm[j * m + l];
+		}
+	for (size_t i = 0; i < n; i++)
+		w[i] = 2 * rnd() - 1;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = 0;
+		for (size_t j = 0; j < n; j++)
+			v[i] += a[i * n + j] * w[j];
+		x[i] = v[i];
+		norm = fmax(norm, fabs(v[i]));
+	}
+	memcpy(f, a, n * n * sizeof *f);
+	for (size_t i = 0; i < n; i++) /* the upper triangle must not be read */
+		for (size_t j = i + 1; j < n; j++)
+			f[i * n + j] = NAN;
+	schur_dense_factor(f, n, scratch);
+	schur_dense_solve(f, n, x);
+	for (size_t i = 0; i < n; i++) {
+		double s = 0;
+
+		for (size_t j = 0; j < n; j++)
+			s += a[i * n + j] * x[j];
+		worst = fmax(worst, fabs(s - v[i]));
+	}
+	return worst / (norm + 1e-300);
 }
 
 /* |H v - finite difference| relative to |H v| + 1. */
@@ -226,10 +379,27 @@ static double test_hessian(const struct block *k, struct scaling_work *w)
 	return worst / norm;
 }
 
+/* Scalings from tiny, small and large multipliers: their excess against
+ * the cell-by-cell sum, with and without the caller's kernel (inner). */
+static void test_excess(struct scaling_work *w)
+{
+	for (int n = 0; n < 300; n++) {
+		struct block k;
+		double mu[MAXR], y[MAXG * MAXH], a[MAXG], b[MAXH];
+		double size = n % 3 == 0 ? 1e-9 : n % 3 == 1 ? 0.1 : 3;
+
+		block_random(&k, n % 4 == 0);
+		for (size_t x = 0; x < k.r; x++)
+			mu[x] = size * (2 * rnd() - 1);
+		inner(&k, mu, y, a, b, w);
+	}
+}
+
 int main(void)
 {
 	struct scaling_work w = {0};
-	double worst_solve = 0, worst_scaling = 0, worst_ref = 0, worst_hess = 0;
+	double worst_solve = 0, worst_scaling = 0, worst_ref = 0, worst_hess = 0, worst_root = 0;
+	double worst_dense = 0;
 
 	CHECK(scaling_work_init(&w, MAXG, MAXH) == PM_OK);
 	for (int n = 0; n < 2000; n++) {
@@ -237,7 +407,11 @@ int main(void)
 
 		block_random(&k, n % 4 == 0);
 		worst_solve = fmax(worst_solve, test_solve(&k));
+		worst_root = fmax(worst_root, test_root(&k));
 	}
+	for (int n = 0; n < 500; n++)
+		worst_dense = fmax(worst_dense, test_dense());
+	test_excess(&w);
 	for (int n = 0; n < 300; n++) {
 		struct block k;
 		double mu[MAXR], y[MAXG * MAXH], yr[MAXG * MAXH], a[MAXG], b[MAXH];
@@ -252,10 +426,16 @@ int main(void)
 		worst_hess = fmax(worst_hess, test_hessian(&k, &w));
 	}
 	fprintf(stderr,
-		"worst: M x - v %.3g; scaling residual %.3g; vs Sinkhorn %.3g; Hessian vs "
+		"worst: M x - v %.3g; R v . R v' - v M^+ v' %.3g; dense L D L^T %.3g; scaling "
+		"residual %.3g; vs Sinkhorn %.3g; excess %.3g; caller's kernel %.3g; Hessian vs "
 		"differences %.3g\n",
-		worst_solve, worst_scaling, worst_ref, worst_hess);
+		worst_solve, worst_root, worst_dense, worst_scaling, worst_ref, worst_excess,
+		worst_kernel, worst_hess);
 	CHECK(worst_solve <= 1e-10);
+	CHECK(worst_root <= 1e-10);
+	CHECK(worst_dense <= 1e-9);
+	CHECK(worst_excess <= 1e-13);
+	CHECK(worst_kernel <= 1e-12);
 	CHECK(worst_scaling <= 1e-13);
 	CHECK(worst_ref <= 1e-9);
 	CHECK(worst_hess <= 1e-6);

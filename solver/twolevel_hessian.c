@@ -1,0 +1,596 @@
+/*
+ * The Hessian of the two-level dual's outer function G (twolevel.c):
+ *
+ *     H = Σ_b A_b (Y - Y E M_b^+ E^T Y) A_b^T,
+ *
+ * the Schur complement of the invariants' block in the full dual's
+ * Hessian, M_b = E^T Y E the Hessian of bucket b's scaling problem
+ * (schur.c), factored at the base point by twolevel_prepare.
+ *
+ * newton.c uses it in one of two ways. Products H v (one pass over the
+ * coupled cells, one small solve per bucket) and diag(H) feed Jacobi-
+ * preconditioned conjugate gradients, never forming H: that scales with
+ * the number r of open rows. Or, when r is small, H is formed (one pass
+ * per bucket over the pairs of its open rows, through a square root of
+ * M_b^+) and factored, and the Newton step is exact: a formed H costs
+ * about r^3/6 multiply-adds to factor plus a few per pair of rows that
+ * share a bucket, CG about twenty products per step, and
+ * twolevel_hessian_init picks the cheaper.
+ *
+ * Every per-bucket pass runs on the thread pool; the parts' partial sums
+ * are added in part order, so the result does not depend on scheduling.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+/* Open rows up to which H may be formed (r^2 doubles per part). */
+#define DENSE_ROWS 1024
+/* Cap (doubles) on a part's per-bucket scratch for forming H. */
+#define DENSE_SCRATCH ((size_t)1 << 22)
+/*
+ * The cost model, in multiply-adds of the factorization (about 0.6 ns
+ * each, measured on Adult): forming H costs about DENSE_PAIR of them per
+ * pair of open rows sharing a bucket (the pass over the pairs, R, the
+ * scatter: 7 ns), a product H v about DENSE_CELL per coupled cell and
+ * per entry of ck (5 to 9 ns), and CG takes about DENSE_CG products per
+ * Newton step (14 to 24 seen with Jacobi).
+ */
+#define DENSE_PAIR 12.0
+#define DENSE_CELL 12.0
+#define DENSE_CG   20.0
+
+/* Sums the parts' vectors into out (in part order: deterministic). */
+static void reduce(const struct twolevel *t, double *out)
+{
+	memcpy(out, t->part[0].vec, t->r * sizeof *out);
+	for (int p = 1; p < t->parts; p++)
+		for (size_t k = 0; k < t->r; k++)
+			out[k] += t->part[p].vec[k];
+}
+
+/* ---- products and the diagonal ------------------------------------------ */
+
+/*
+ * Bucket k's part of H applied to a vector given per cell as w (the sum
+ * of v over the open rows through the cell): u = Y w - Y E M^+ E^T Y w,
+ * the change of y along v once the bucket's scalings have followed.
+ */
+static void bucket_apply(struct twolevel *t, struct twolevel_part *pt, size_t k, const double *w,
+			 double *u)
+{
+	size_t off, g, h;
+	struct scaling_work *s = &pt->w;
+	const double *y;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	y = t->y + off;
+	memset(s->q, 0, h * sizeof *s->q);
+	for (size_t i = 0; i < g; i++) {
+		s->p[i] = 0;
+		for (size_t j = 0; j < h; j++) {
+			u[i * h + j] = y[i * h + j] * w[i * h + j];
+			s->p[i] += u[i * h + j];
+			s->q[j] += u[i * h + j];
+		}
+	}
+	schur_solve(t->fac + t->foff[k], y, g, h, s->p, s->q, s->da, s->db);
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++)
+			u[i * h + j] -= y[i * h + j] * (s->da[i] + s->db[j]);
+}
+
+static void apply_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	struct twolevel_part *pt = &t->part[p];
+	size_t lo, hi;
+
+	memset(pt->vec, 0, t->r * sizeof *pt->vec);
+	twolevel_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t off, g, h;
+
+		twolevel_shape(t, k, &off, &g, &h);
+		for (size_t c = 0; c < g * h; c++) {
+			pt->t[c] = 0;
+			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
+				pt->t[c] += t->vin[t->ck[x]];
+		}
+		bucket_apply(t, pt, k, pt->t, pt->u);
+		for (size_t c = 0; c < g * h; c++)
+			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
+				pt->vec[t->ck[x]] += pt->u[c];
+	}
+}
+
+void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out)
+{
+	t->vin = v;
+	parallel_run(t->pool, apply_part, t);
+	reduce(t, out);
+}
+
+/* The bucket's distinct open rows: loc[row] their local number, pt->rows
+ * the list; with P (row sums) and Q (column sums) of y over each row's
+ * cells and A (their total), as long as they fit the scratch (else 0). */
+static size_t bucket_rows(struct twolevel *t, struct twolevel_part *pt, size_t k)
+{
+	size_t off, g, h, n = 0;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	pt->tick++;
+	for (size_t c = 0; c < g * h; c++) {
+		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++) {
+			uint32_t row = t->ck[x];
+			double v = t->y[off + c];
+
+			if (pt->stamp[row] != pt->tick) {
+				if ((n + 1) * (g + h) > pt->pq_cap)
+					return 0;
+				pt->stamp[row] = pt->tick;
+				pt->loc[row] = (uint32_t)n;
+				pt->rows[n] = row;
+				pt->acc[n] = 0;
+				memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
+				n++;
+			}
+			pt->acc[pt->loc[row]] += v;
+			pt->pq[pt->loc[row] * (g + h) + c / h] += v;
+			pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
+		}
+	}
+	return n;
+}
+
+/* Row `row`'s diagonal entry from bucket k, one row at a time (buckets
+ * too large for the scratch of bucket_rows). */
+static double diag_slow(struct twolevel *t, struct twolevel_part *pt, size_t k, uint32_t row)
+{
+	size_t off, g, h;
+	double s = 0;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	for (size_t d = 0; d < g * h; d++) {
+		pt->t[d] = 0;
+		for (size_t z = t->ck_off[off + d]; z < t->ck_off[off + d + 1]; z++)
+			pt->t[d] += t->ck[z] == row;
+	}
+	bucket_apply(t, pt, k, pt->t, pt->u);
+	for (size_t d = 0; d < g * h; d++)
+		s += pt->u[d] * pt->t[d];
+	return s;
+}
+
+/*
+ * diag(H): bucket k adds to row x's entry a^T Y a - v^T M^+ v with
+ * v = E^T Y a (a the row's cells in the bucket): one small solve per row
+ * and bucket.
+ */
+static void diag_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	struct twolevel_part *pt = &t->part[p];
+	size_t lo, hi;
+
+	memset(pt->vec, 0, t->r * sizeof *pt->vec);
+	twolevel_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t off, g, h, n = bucket_rows(t, pt, k);
+
+		twolevel_shape(t, k, &off, &g, &h);
+		for (size_t l = 0; l < n; l++) {
+			const double *v = pt->pq + l * (g + h);
+			double corr = 0;
+
+			schur_solve(t->fac + t->foff[k], t->y + off, g, h, v, v + g, pt->w.da,
+				    pt->w.db);
+			for (size_t i = 0; i < g; i++)
+				corr += v[i] * pt->w.da[i];
+			for (size_t j = 0; j < h; j++)
+				corr += v[g + j] * pt->w.db[j];
+			pt->vec[pt->rows[l]] += pt->acc[l] - corr;
+		}
+		if (n > 0 || t->ck_off[off] == t->ck_off[off + g * h])
+			continue;
+		pt->tick++; /* too large for the scratch: row by row */
+		for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
+			if (pt->stamp[t->ck[x]] != pt->tick) {
+				pt->stamp[t->ck[x]] = pt->tick;
+				pt->vec[t->ck[x]] += diag_slow(t, pt, k, t->ck[x]);
+			}
+	}
+}
+
+void twolevel_hessian_diag(struct twolevel *t, double *out)
+{
+	parallel_run(t->pool, diag_part, t);
+	reduce(t, out);
+}
+
+/* ---- H formed ------------------------------------------------------------ */
+
+/*
+ * lm -= X X^T (lower triangle) for the np rows of x (h entries each, np
+ * even, lm of stride np): 2 x 2 blocks of rows, four independent sums
+ * that share their loads.
+ */
+static void gram(const double *x, size_t np, size_t h, double *lm)
+{
+	for (size_t l = 0; l < np; l += 2) {
+		const double *x0 = x + l * h, *x1 = x0 + h;
+
+		for (size_t m = 0; m <= l; m += 2) {
+			const double *y0 = x + m * h, *y1 = y0 + h;
+			double a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+
+			for (size_t e = 0; e < h; e++) {
+				a00 += x0[e] * y0[e];
+				a01 += x0[e] * y1[e];
+				a10 += x1[e] * y0[e];
+				a11 += x1[e] * y1[e];
+			}
+			lm[l * np + m] -= a00;
+			lm[l * np + m + 1] -= a01;
+			lm[(l + 1) * np + m] -= a10;
+			lm[(l + 1) * np + m + 1] -= a11;
+		}
+	}
+}
+
+/*
+ * The first g entries' part of the Gram matrix, p_l^T Dq^-1 p_m, from
+ * bucket row i: over the ordered pairs of the patterns' entries in the
+ * row's cells. lm[l][m] gets every pair whose first entry is in pattern l
+ * and second in pattern m: the whole sum, in both triangles.
+ */
+static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t i,
+		   size_t np, double *lm)
+{
+	size_t off, g, h, cnt = 0;
+	const double *dqi = t->fac + t->foff[k], *y;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	y = t->y + off;
+	for (size_t c = i * h; c < i * h + h; c++)
+		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
+			pt->pi[cnt] = t->pk[e];
+			pt->pv[cnt++] = y[c];
+		}
+	for (size_t a = 0; a < cnt; a++) {
+		double v = dqi[i] * pt->pv[a], *la = lm + pt->pi[a] * np;
+
+		for (size_t b = 0; b < cnt; b++)
+			la[pt->pi[b]] -= v * pt->pv[b];
+	}
+}
+
+/*
+ * Bucket k's share of H, formed. With z_l = E^T Y a_l = (p_l, q_l) (a_l
+ * the cells of its open row l: row and column sums of y over them, in
+ * M's range) and R a square root of M^+ (schur_root),
+ *
+ *     H_b[l][m] = a_l^T Y a_m - z_l^T M^+ z_m = a_l^T Y a_m - R z_l . R z_m,
+ *
+ * the y of the cells the two rows share, less a Gram matrix. Both depend
+ * on the rows' cells alone, so they are computed once per pattern (rows
+ * with the same cells in the bucket; pk lists each cell's patterns) and
+ * added for every pair of rows. The first g entries of R z are
+ * Dq^-1/2 p, whose products are summed per bucket row over its few
+ * entries (gram_p); the last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i,
+ * R_j the columns of c's row and column, are dense (gram).
+ */
+static void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k)
+{
+	size_t off, g, h, n = t->lr_off[k + 1] - t->lr_off[k], np = t->npat[k] + (t->npat[k] & 1);
+	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+	const double *y;
+	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	y = t->y + off;
+	schur_root(t->fac + t->foff[k], y, g, h, rt, pt->sc);
+	memset(x, 0, np * h * sizeof *x);
+	memset(lm, 0, np * np * sizeof *lm);
+	for (size_t c = 0; c < g * h; c++) {
+		const double *ri = rt + (c / h) * h, *rj = rt + (g + c % h) * h;
+
+		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
+			size_t l = t->pk[e];
+
+			for (size_t j = 0; j < h; j++)
+				x[l * h + j] += y[c] * (ri[j] + rj[j]);
+			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
+				lm[l * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
+		}
+	}
+	for (size_t i = 0; i < g; i++)
+		gram_p(t, pt, k, i, np, lm);
+	gram(x, np, h, lm);
+	for (size_t l = 0; l < np; l++) /* both triangles, for any pattern order */
+		for (size_t m = 0; m < l; m++)
+			lm[m * np + l] = lm[l * np + m];
+	for (size_t l = 0; l < n; l++) {
+		double *hl = pt->hmat + rows[l] * t->r;
+		const double *ml = lm + pat[l] * np;
+
+		for (size_t m = 0; m <= l; m++)
+			hl[rows[m]] += ml[pat[m]];
+	}
+}
+
+static void form_part(void *ctx, int p, int parts)
+{
+	struct twolevel *t = ctx;
+	struct twolevel_part *pt = &t->part[p];
+	size_t lo, hi;
+
+	memset(pt->hmat, 0, t->r * t->r * sizeof *pt->hmat);
+	twolevel_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+		bucket_form(t, pt, k);
+}
+
+void twolevel_hessian_form(struct twolevel *t, double *out)
+{
+	size_t r = t->r;
+
+	parallel_run(t->pool, form_part, t);
+	for (size_t i = 0; i < r; i++) {
+		double *o = out + i * r;
+
+		memcpy(o, t->part[0].hmat + i * r, (i + 1) * sizeof *o);
+		for (int p = 1; p < t->parts; p++)
+			for (size_t j = 0; j <= i; j++)
+				o[j] += t->part[p].hmat[i * r + j];
+	}
+}
+
+/* ---- setup --------------------------------------------------------------- */
+
+/* Bucket k's distinct open rows in pt->rows (first seen first); returns
+ * how many. */
+static size_t local_rows(const struct twolevel *t, struct twolevel_part *pt, size_t k)
+{
+	size_t off, g, h, n = 0;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	pt->tick++;
+	for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
+		if (pt->stamp[t->ck[x]] != pt->tick) {
+			pt->stamp[t->ck[x]] = pt->tick;
+			pt->rows[n++] = t->ck[x];
+		}
+	return n;
+}
+
+/* Scratch of local_patterns, for the bucket with the most open rows (n)
+ * and entries of ck: per local row where its cells start (n + 2), its key
+ * (n), per pattern its first row (n), and the cells. */
+struct pattern_scratch {
+	size_t *lo;
+	uint64_t *key;
+	uint32_t *first, *cells;
+};
+
+/* Cell c's patterns, ascending and distinct, where its entries of ck
+ * start: pk[ck_off[c] .. pk_end[c]). */
+static void cell_patterns(struct twolevel *t, const uint32_t *pat, const uint32_t *loc, size_t c)
+{
+	size_t n = t->ck_off[c];
+
+	for (size_t e = t->ck_off[c]; e < t->ck_off[c + 1]; e++) {
+		uint32_t v = pat[loc[t->ck[e]]];
+		size_t m = n;
+
+		for (size_t d = t->ck_off[c]; d < n; d++)
+			if (t->pk[d] == v)
+				m = SIZE_MAX;
+		if (m == SIZE_MAX)
+			continue;
+		for (; m > t->ck_off[c] && t->pk[m - 1] > v; m--)
+			t->pk[m] = t->pk[m - 1];
+		t->pk[m] = v;
+		n++;
+	}
+	t->pk_end[c] = n;
+}
+
+/* Whether local rows l and m have the same cells (lists from cell_lists). */
+static int same_cells(const size_t *lo, const uint32_t *cells, size_t l, size_t m)
+{
+	return lo[l + 1] - lo[l] == lo[m + 1] - lo[m] &&
+	       !memcmp(cells + lo[l], cells + lo[m], (lo[l + 1] - lo[l]) * sizeof *cells);
+}
+
+/* Per local row of bucket k (numbers in pt->loc), its cells ascending:
+ * cells[lo[l] .. lo[l + 1]). */
+static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t n,
+		       size_t *lo, uint32_t *cells)
+{
+	size_t off, g, h;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	memset(lo, 0, (n + 2) * sizeof *lo);
+	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++)
+		lo[pt->loc[t->ck[e]] + 2]++;
+	for (size_t l = 0; l < n; l++)
+		lo[l + 2] += lo[l + 1];
+	for (size_t c = 0; c < g * h; c++)
+		for (size_t e = t->ck_off[off + c]; e < t->ck_off[off + c + 1]; e++)
+			cells[lo[pt->loc[t->ck[e]] + 1]++] = (uint32_t)c;
+}
+
+/*
+ * Bucket k's open rows in ascending order (at lr_off[k], which
+ * form_sizes set), each with its pattern (rows with the same cells share
+ * one, numbered in order of first row), and per cell the patterns through
+ * it (cell_patterns). Buckets are independent: any part may do any.
+ */
+static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
+			   struct pattern_scratch *sc)
+{
+	size_t off, g, h, n = local_rows(t, pt, k), np = 0, *lo = sc->lo;
+	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k], *cells = sc->cells;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	for (size_t l = 0; l < n; l++) { /* insertion sort: a few dozen rows */
+		uint32_t v = pt->rows[l];
+		size_t m = l;
+
+		for (; m > 0 && rows[m - 1] > v; m--)
+			rows[m] = rows[m - 1];
+		rows[m] = v;
+	}
+	for (size_t l = 0; l < n; l++)
+		pt->loc[rows[l]] = (uint32_t)l;
+	cell_lists(t, pt, k, n, lo, cells);
+	for (size_t l = 0; l < n; l++) { /* key: a hash of the cells */
+		uint64_t key = lo[l + 1] - lo[l];
+
+		for (size_t e = lo[l]; e < lo[l + 1]; e++)
+			key = key * UINT64_C(0x100000001b3) ^ cells[e];
+		sc->key[l] = key;
+	}
+	for (size_t l = 0; l < n; l++) { /* against each pattern's first row */
+		size_t p = 0;
+
+		while (p < np && !(sc->key[sc->first[p]] == sc->key[l] &&
+				   same_cells(lo, cells, l, sc->first[p])))
+			p++;
+		pat[l] = (uint32_t)p;
+		if (p == np)
+			sc->first[np++] = (uint32_t)l;
+	}
+	for (size_t c = off; c < off + g * h; c++)
+		cell_patterns(t, pat, pt->loc, c);
+	t->npat[k] = (uint32_t)np;
+}
+
+/* Scratch of bucket_form for the largest bucket of each kind (and of
+ * local_patterns: open rows and entries of ck of a bucket), the open rows
+ * over all buckets, and the pairs of them that share a bucket. */
+struct form_sizes {
+	size_t x, lm, rt, inc, n, entries, rows;
+	double pairs;
+};
+
+/* The sizes, and where each bucket's rows go (lr_off); returns whether
+ * H can be formed at all: few open rows, and each bucket's scratch within
+ * DENSE_SCRATCH. */
+static int form_sizes(struct twolevel *t, struct form_sizes *z)
+{
+	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
+	t->lr_off[0] = 0;
+	for (size_t k = 0; t->r <= DENSE_ROWS && k < t->nb; k++) {
+		size_t off, g, h, n = local_rows(t, &t->part[0], k), np = n + 1, entries;
+
+		twolevel_shape(t, k, &off, &g, &h);
+		entries = t->ck_off[off + g * h] - t->ck_off[off];
+		z->x = np * h > z->x ? np * h : z->x;
+		z->lm = np * np > z->lm ? np * np : z->lm;
+		z->rt = (g + h) * h > z->rt ? (g + h) * h : z->rt;
+		z->n = np > z->n ? np : z->n;
+		z->entries = entries > z->entries ? entries : z->entries;
+		for (size_t i = 0; i < g; i++) {
+			size_t inc = t->ck_off[off + i * h + h] - t->ck_off[off + i * h];
+
+			z->inc = inc > z->inc ? inc : z->inc;
+		}
+		z->rows += n;
+		z->pairs += 0.5 * (double)n * (double)(n + 1);
+		t->lr_off[k + 1] = z->rows;
+	}
+	return t->r <= DENSE_ROWS && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH &&
+	       z->rt <= DENSE_SCRATCH && z->inc <= DENSE_SCRATCH;
+}
+
+/* Whether forming and factoring H beats CG on products (the cost model
+ * of DENSE_PAIR, DENSE_CELL, DENSE_CG). */
+static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
+{
+	double r = (double)t->r, cells = (double)t->coff[t->nb];
+	double entries = (double)(t->ck_off[t->inv->n_cells]);
+
+	return r * r * r / 6 + DENSE_PAIR * z->pairs <= DENSE_CG * DENSE_CELL * (cells + entries);
+}
+
+/* init_patterns' pass: the buckets of part p, with its scratch. */
+struct pattern_pass {
+	struct twolevel *t;
+	struct pattern_scratch *sc;
+	int failed;
+};
+
+static void patterns_part(void *ctx, int p, int parts)
+{
+	struct pattern_pass *pp = ctx;
+	size_t lo, hi;
+
+	if (pp->failed)
+		return;
+	twolevel_range(pp->t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+		local_patterns(pp->t, &pp->t->part[p], k, &pp->sc[p]);
+}
+
+/* Every bucket's open rows, patterns and per cell patterns, on the pool. */
+static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes *z)
+{
+	struct pattern_pass pp = {t, calloc((size_t)t->parts, sizeof *pp.sc), 0};
+
+	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
+	t->lpat = malloc((z->rows + 1) * sizeof *t->lpat);
+	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
+	t->pk_end = malloc((t->inv->n_cells + 1) * sizeof *t->pk_end);
+	t->pk = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->pk);
+	pp.failed = !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->pk_end || !t->pk;
+	for (int p = 0; !pp.failed && p < t->parts; p++) {
+		struct pattern_scratch *sc = &pp.sc[p];
+
+		sc->lo = malloc((z->n + 2) * sizeof *sc->lo);
+		sc->key = malloc(z->n * sizeof *sc->key);
+		sc->first = malloc(z->n * sizeof *sc->first);
+		sc->cells = malloc(z->entries * sizeof *sc->cells);
+		pp.failed = !sc->lo || !sc->key || !sc->first || !sc->cells;
+	}
+	parallel_run(t->pool, patterns_part, &pp);
+	for (int p = 0; pp.sc && p < t->parts; p++) {
+		free(pp.sc[p].lo);
+		free(pp.sc[p].key);
+		free(pp.sc[p].first);
+		free(pp.sc[p].cells);
+	}
+	free(pp.sc);
+	return pp.failed ? PM_ERR_NOMEM : PM_OK;
+}
+
+enum pm_status twolevel_hessian_init(struct twolevel *t)
+{
+	struct form_sizes z;
+
+	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
+	if (!t->lr_off)
+		return PM_ERR_NOMEM;
+	t->dense = form_sizes(t, &z) && worth_forming(t, &z);
+	if (!t->dense)
+		return PM_OK;
+	if (init_patterns(t, &z))
+		return PM_ERR_NOMEM;
+	for (int p = 0; p < t->parts; p++) {
+		struct twolevel_part *pt = &t->part[p];
+
+		pt->hmat = malloc((t->r * t->r + 1) * sizeof *pt->hmat);
+		pt->dx = malloc(z.x * sizeof *pt->dx);
+		pt->dl = malloc(z.lm * sizeof *pt->dl);
+		pt->rt = malloc(z.rt * sizeof *pt->rt);
+		pt->sc = malloc(z.rt * sizeof *pt->sc);
+		pt->pv = malloc(z.inc * sizeof *pt->pv);
+		pt->pi = malloc(z.inc * sizeof *pt->pi);
+		if (!pt->hmat || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv || !pt->pi)
+			return PM_ERR_NOMEM;
+	}
+	return PM_OK;
+}
