@@ -566,7 +566,7 @@ static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t 
 
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, uint8_t *deferred,
+			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, int relax,
 			     struct pm_error *err)
 {
 	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
@@ -583,7 +583,9 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	}
 	if (!st)
 		st = propagate_zeros(inv, zero, resolved, &infeasible);
-	if (!st)
+	/* the relaxations cost more than a probe that needs none of them (0.18 s
+	 * on Adult, K = 250, qi_attributes 1): a first probe goes without */
+	if (!st && (relax || !deferred))
 		st = relax_and_propagate(inv, zero, resolved, &infeasible);
 	if (!st)
 		st = components_build(&bd, &cs, &n);

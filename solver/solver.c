@@ -226,46 +226,77 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 }
 
 /*
+ * One probe: the forced zeros to a depth (cheap arguments alone, or with
+ * boundary_relax.c's relaxations), open components deferred, then the
+ * solve, capped at PROBE_ITERATIONS and run to PROBE_VIOLATION. *used
+ * counts the iterations of every stage so far; *clean is set when the
+ * solve is final (nothing deferred, or no sign of a forced zero).
+ */
+static enum pm_status probe_stage(const struct dataset *ds, const struct knowledge *k,
+				  const struct invariants *inv, const struct solver_options *o,
+				  int relax, struct run *u, struct solver_result *r, int *used,
+				  int *clean, struct pm_error *err)
+{
+	struct solver_options po = *o;
+	enum pm_status st;
+	int defer;
+
+	memset(u->zero, 0, inv->n_cells);
+	memset(u->implied, 0, inv->n_rows);
+	memset(u->deferred, 0, inv->n_groups);
+	st = boundary_find(ds, k, inv, o, u->zero, u->implied, u->deferred, relax, err);
+	if (st)
+		return st;
+	defer = memchr(u->deferred, 1, inv->n_groups) != NULL;
+	if (defer) {
+		int left = o->max_iterations - *used;
+
+		po.tolerance = fmin(o->tolerance, PROBE_VIOLATION * 1e3);
+		po.max_iterations = left < PROBE_ITERATIONS ? left : PROBE_ITERATIONS;
+	}
+	st = solve_split(ds, inv, &po, defer, u, r, err);
+	u->ms.iterations += *used;
+	*used = u->ms.iterations;
+	*clean = !st && (!defer || probe_clean(inv, u, r->cells));
+	return st;
+}
+
+/*
  * Forced zeros and the solve. The full dual keeps the engine's order
  * (boundary.c probes open components with the full dual, then the LP).
- * The two-level method defers open components: its own solve, capped at
- * PROBE_ITERATIONS and run to PROBE_VIOLATION, is the probe, and only if
- * it shows a sign of a forced zero are the exact zeros found by the LP
- * and the problem solved again.
+ * The two-level method defers open components: its own solve is the
+ * probe, first after the cheap arguments alone (the relaxations cost more
+ * than most probes), then after the relaxations too; only if that one
+ * shows a sign of a forced zero as well are the exact zeros found by the
+ * LP and the problem solved again.
  */
 static enum pm_status solve_all(const struct dataset *ds, const struct knowledge *k,
 				const struct invariants *inv, const struct solver_options *o,
 				struct run *u, struct solver_result *r, struct pm_error *err)
 {
-	int defer = o->method == SOLVER_TWO_LEVEL && inv->n_knowledge_rows;
 	struct solver_options po = *o;
 	enum pm_status st = PM_OK;
+	int used = 0, clean = 0;
 
-	if (inv->n_knowledge_rows)
-		st = boundary_find(ds, k, inv, o, u->zero, u->implied, defer ? u->deferred : NULL,
-				   err);
-	defer = defer && memchr(u->deferred, 1, ds->n_groups);
-	if (!st && defer) {
-		po.tolerance = fmin(o->tolerance, PROBE_VIOLATION * 1e3);
-		po.max_iterations =
-		    o->max_iterations < PROBE_ITERATIONS ? o->max_iterations : PROBE_ITERATIONS;
+	if (o->method != SOLVER_TWO_LEVEL || !inv->n_knowledge_rows) {
+		if (inv->n_knowledge_rows)
+			st = boundary_find(ds, k, inv, o, u->zero, u->implied, NULL, 1, err);
+		return st ? st : solve_split(ds, inv, o, 0, u, r, err);
 	}
-	if (!st)
-		st = solve_split(ds, inv, &po, defer, u, r, err);
-	if (st || !defer || probe_clean(inv, u, r->cells))
+	for (int relax = 0; relax < 2 && !st && !clean; relax++) {
+		st = probe_stage(ds, k, inv, o, relax, u, r, &used, &clean, err);
+		if (!st && !clean && used >= o->max_iterations)
+			return PM_OK; /* the caller's limit: a best effort, not converged */
+	}
+	if (st || clean)
 		return st;
-	if (u->ms.iterations >= o->max_iterations)
-		return PM_OK; /* the caller's limit: a best effort, not converged */
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
-	st = boundary_find(ds, k, inv, NULL, u->zero, u->implied, NULL, err);
+	st = boundary_find(ds, k, inv, NULL, u->zero, u->implied, NULL, 1, err);
 	if (!st) {
-		int before = u->ms.iterations;
-
-		po = *o;
-		po.max_iterations = o->max_iterations - before;
+		po.max_iterations = o->max_iterations - used;
 		st = solve_split(ds, inv, &po, 0, u, r, err);
-		u->ms.iterations += before;
+		u->ms.iterations += used;
 	}
 	return st;
 }

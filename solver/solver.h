@@ -24,13 +24,14 @@ struct solver_options;
  * the zeros make a sum of invariant rows: they need no multiplier.
  * deferred (n_groups entries, may be NULL): open components are neither
  * probed nor given to the LP; their buckets get deferred[b] = 1, and the
- * caller, whose solve serves as the probe, calls again with deferred and
- * o NULL (straight to the LP) should that solve show a sign of a forced
- * zero.
+ * caller, whose solve serves as the probe, calls again should that solve
+ * show a sign of a forced zero: with relax set (the per-value relaxations
+ * of boundary_relax.c, skipped when relax is 0 and deferred is given), then
+ * with deferred and o NULL (straight to the LP).
  */
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, uint8_t *deferred,
+			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, int relax,
 			     struct pm_error *err);
 
 /* ---- propagate.c -------------------------------------------------------- */

@@ -84,7 +84,7 @@ static void random_instance(uint64_t seed, int deterministic, int probe, size_t 
 		for (size_t r = inv.n_qi_rows + inv.n_sa_rows; r < inv.n_rows; r++)
 			*unresolved += !resolved[r];
 	} else {
-		CHECK(boundary_find(ds, &k, &inv, probe ? &o : NULL, zero, NULL, NULL, &err) ==
+		CHECK(boundary_find(ds, &k, &inv, probe ? &o : NULL, zero, NULL, NULL, 1, &err) ==
 		      PM_OK);
 	}
 	if (!same_zeros(&inv, &sys, zero))
