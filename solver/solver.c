@@ -2,8 +2,9 @@
  * The solve step: forced zeros (boundary.c); every bucket that no open
  * knowledge row couples (rows propagation proved implied need no
  * multiplier) alone, by the closed form of Theorem 5 (the paper's
- * irrelevant-bucket optimization) or matrix scaling around its zeros
- * (scaling.c); L-BFGS on the dual for the rest (maxent.c); the metrics.
+ * irrelevant-bucket optimization), exactly by peeling where its zeros
+ * allow, or by matrix scaling around them (scaling.c); the two-level or
+ * the full dual for the rest; the metrics.
  */
 #include <math.h>
 #include <stdio.h>
@@ -53,13 +54,114 @@ static int coupled(const struct invariants *inv, const uint8_t *implied, size_t 
 	return 0;
 }
 
+/* Scratch of peel_bucket for buckets up to g + h = n: per row then per
+ * column, what is left of its count, its free cells, still in the block. */
+struct peel_work {
+	double *left;
+	size_t *free;
+	uint8_t *on;
+};
+
+static enum pm_status peel_work_init(struct peel_work *w, size_t n)
+{
+	w->left = malloc(n * sizeof *w->left);
+	w->free = malloc(n * sizeof *w->free);
+	w->on = malloc(n);
+	return w->left && w->free && w->on ? PM_OK : PM_ERR_NOMEM;
+}
+
+static void peel_work_finish(struct peel_work *w)
+{
+	free(w->left);
+	free(w->free);
+	free(w->on);
+}
+
+/* Row i of g (k = i) or column j (k = g + j) gives the free cell (i, j)
+ * in the block its whole count: its line leaves the block, the crossing
+ * line loses the count and a free cell. */
+static void peel_line(struct peel_work *w, size_t g, size_t h, const uint8_t *zero, double *y,
+		      size_t k)
+{
+	int row = k < g;
+	size_t n = row ? h : g;
+
+	for (size_t x = 0; x < n; x++) {
+		size_t i = row ? k : x, j = row ? x : k - g, other = row ? g + x : x;
+
+		if (!w->on[other] || zero[i * h + j])
+			continue;
+		y[i * h + j] = w->left[k];
+		w->left[other] -= w->left[k];
+		w->free[other]--;
+		break;
+	}
+	w->on[k] = 0;
+}
+
+/*
+ * The maximum-entropy estimate of bucket b alone with its zeros, exactly,
+ * where the zeros allow it: a row or column with a single free cell puts
+ * its whole count there (every solution does), and once none has, what is
+ * left is either empty or a block; a block without zeros has, by Theorem
+ * 5, the product of what is left of its marginals as its maximum. Counts
+ * stay whole numbers, so this is exact. Returns 1 when b is solved, 0
+ * when zeros remain in the block (matrix scaling's case).
+ */
+static int peel_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
+		       const uint8_t *zero, double *y, struct peel_work *w)
+{
+	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+	size_t off = inv->cell_off[b], moved = 1;
+	double n = 0;
+
+	zero += off;
+	y += off;
+	for (size_t k = 0; k < g + h; k++) {
+		w->left[k] =
+		    k < g ? ds->bq_count[ds->bq_off[b] + k] : ds->bs_count[ds->bs_off[b] + k - g];
+		w->free[k] = 0;
+		w->on[k] = 1;
+	}
+	for (size_t c = 0; c < g * h; c++) {
+		y[c] = 0;
+		w->free[c / h] += !zero[c];
+		w->free[g + c % h] += !zero[c];
+	}
+	while (moved) {
+		moved = 0;
+		for (size_t k = 0; k < g + h; k++)
+			if (w->on[k] && w->free[k] == 1 && ++moved)
+				peel_line(w, g, h, zero, y, k);
+	}
+	for (size_t k = 0; k < g + h; k++) {
+		if (w->on[k] && !w->free[k] && w->left[k] != 0)
+			return 0; /* not whole numbers after all: leave it to scaling */
+		w->on[k] = w->on[k] && w->free[k];
+	}
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; w->on[i] && j < h; j++)
+			if (w->on[g + j] &&
+			    (zero[i * h + j] || w->left[i] <= 0 || w->left[g + j] <= 0))
+				return 0;
+	for (size_t i = 0; i < g; i++)
+		n += w->on[i] ? w->left[i] : 0;
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; w->on[i] && j < h; j++)
+			if (w->on[g + j])
+				y[i * h + j] = w->left[i] * w->left[g + j] / n;
+	return 1;
+}
+
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
 	uint8_t *zero, *active, *implied, *cpl, *deferred;
-	double *prev; /* the two-level solve's previous iterate */
+	uint8_t *closed; /* per bucket: the closed form of Theorem 5 */
+	double *prev;	 /* the two-level solve's previous iterate */
 	struct parallel *pool;
 	int parts;
 	struct scaling_work *w;
+	struct peel_work *pw;
 	size_t *n_coupled; /* per part */
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
@@ -89,9 +191,10 @@ static void split_part(void *ctx, int p, int parts)
 		int t = u->split_implied ? coupled(inv, u->split_implied, b)
 					 : inv->kb_off[b + 1] > inv->kb_off[b];
 
-		if (!t && !memchr(u->zero + c0, 1, c1 - c0))
+		u->closed[b] = !t && !memchr(u->zero + c0, 1, c1 - c0);
+		if (u->closed[b])
 			metrics_closed_form(u->ds, inv, b, u->y);
-		else if (!t)
+		else if (!t && !peel_bucket(u->ds, inv, b, u->zero, u->y, &u->pw[p]))
 			t = scaling_bucket(u->ds, inv, b, u->zero, u->y, SCALING_TARGET,
 					   &u->w[p]) != PM_OK;
 		u->n_coupled[p] += (size_t)t;
@@ -130,7 +233,10 @@ static void run_finish(struct run *u)
 {
 	for (int p = 0; u->w && p < u->parts; p++)
 		scaling_work_finish(&u->w[p]);
+	for (int p = 0; u->pw && p < u->parts; p++)
+		peel_work_finish(&u->pw[p]);
 	free(u->w);
+	free(u->pw);
 	free(u->n_coupled);
 	parallel_destroy(u->pool);
 	free(u->zero);
@@ -138,6 +244,7 @@ static void run_finish(struct run *u)
 	free(u->implied);
 	free(u->cpl);
 	free(u->deferred);
+	free(u->closed);
 	free(u->prev);
 }
 
@@ -157,19 +264,22 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->implied = calloc(inv->n_rows + 1, 1);
 	u->cpl = calloc(ds->n_groups + 1, 1);
 	u->deferred = calloc(ds->n_groups + 1, 1);
+	u->closed = calloc(ds->n_groups + 1, 1);
 	u->prev = calloc(n, sizeof *u->prev);
 	u->ds = ds;
 	u->inv = inv;
-	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->prev ||
-	    parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
+	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->closed ||
+	    !u->prev || parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
+	u->pw = calloc((size_t)u->parts, sizeof *u->pw);
 	u->n_coupled = calloc((size_t)u->parts, sizeof *u->n_coupled);
-	if (!u->w || !u->n_coupled)
+	if (!u->w || !u->pw || !u->n_coupled)
 		return PM_ERR_NOMEM;
 	for (int p = 0; p < u->parts; p++)
-		if (scaling_work_init(&u->w[p], g_max, h_max))
+		if (scaling_work_init(&u->w[p], g_max, h_max) ||
+		    peel_work_init(&u->pw[p], g_max + h_max))
 			return PM_ERR_NOMEM;
 	return PM_OK;
 }
@@ -219,7 +329,12 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->implied;
 
 	r->solved_buckets = split_buckets(u, implied, r->cells);
-	if (o->method == SOLVER_FULL_DUAL || !r->solved_buckets)
+	if (!r->solved_buckets) { /* every bucket solved alone: no dual left */
+		memset(&u->ms, 0, sizeof u->ms);
+		u->ms.converged = 1;
+		return PM_OK;
+	}
+	if (o->method == SOLVER_FULL_DUAL)
 		return maxent_solve(inv, u->active, implied, o, r->cells, &u->ms, err);
 	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, r->cells,
 			      probe ? u->prev : NULL, &u->ms, err);
@@ -320,12 +435,13 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	r->iterations = u.ms.iterations;
-	r->max_violation = metrics_max_violation(inv, r->cells);
+	st = metrics_compute(ds, inv, u.closed, u.pool, r, err);
+	if (st)
+		goto out;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
 	if (r->status != SOLVER_CONVERGED)
 		snprintf(r->reason, sizeof r->reason, "%s",
 			 u.ms.reason[0] ? u.ms.reason : "violation above the tolerance");
-	st = metrics_compute(ds, inv, r, err);
 	r->seconds = now() - t0;
 out:
 	run_finish(&u);

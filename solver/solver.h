@@ -173,10 +173,8 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 /* Closed form of Theorem 5 for bucket b: y = n(q,b) n(s,b) / n(b). */
 void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
 			 double *y);
-/* Fills posterior, entropy and accuracies of r from r->cells. */
-enum pm_status metrics_compute(const struct dataset *ds, const struct invariants *inv,
-			       struct solver_result *r, struct pm_error *err);
-/* max over rows of |A y - c|, records. */
-double metrics_max_violation(const struct invariants *inv, const double *y);
+/* max over rows of |A y - c|, records, into *out; inv built from ds. */
+enum pm_status metrics_max_violation(const struct dataset *ds, const struct invariants *inv,
+				     const double *y, double *out);
 
 #endif

@@ -26,6 +26,19 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
  * prefix sums are off[0..n] (NULL: unit weights). */
 void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo, size_t *hi);
 
+/* ---- metrics.c ---------------------------------------------------------- */
+
+/*
+ * Fills posterior, entropy, accuracies and max_violation of r from
+ * r->cells, on the pool (may be NULL); the numbers do not depend on its
+ * size. closed (n_groups entries, may be NULL) marks the buckets whose
+ * cells are the closed form of Theorem 5: their entropy comes from their
+ * marginals.
+ */
+enum pm_status metrics_compute(const struct dataset *ds, const struct invariants *inv,
+			       const uint8_t *closed, struct parallel *pool,
+			       struct solver_result *r, struct pm_error *err);
+
 /* ---- boundary_relax.c --------------------------------------------------- */
 
 /*
