@@ -235,6 +235,23 @@ struct invariants {
 	size_t *kb_off;
 	uint32_t *kb_row;
 	uint64_t zero_invariants; /* |Q| * |S| * |B| - n_cells */
+	/* Per bucket b: h_b (its distinct s; g_b = cells / h_b), its first QI
+	 * row (g_b of them) and first SA row (h_b - 1), n(b). */
+	uint32_t *bucket_h;
+	size_t *qi_row0, *sa_row0;
+	double *bucket_n;
+	/*
+	 * Per tuple q, for the posterior: its rows in the buckets it occurs
+	 * in, ascending bucket (row o in occ_off[q] .. occ_off[q+1] is the
+	 * h_b cells from occ_cell[o] of bucket occ_bucket[o]), and its
+	 * values, the distinct s of those rows ascending ("slots":
+	 * slot_sa[slot_off[q] .. slot_off[q+1])); cell c is in slot
+	 * cell_slot[c]; slot_records is n(q,s) over the records (0 in the
+	 * published form).
+	 */
+	size_t *occ_off, *slot_off;
+	uint32_t *occ_bucket, *occ_cell;
+	uint32_t *slot_sa, *cell_slot, *slot_records;
 };
 
 /* Builds the system for ds and the equality rules of k (k may be NULL).

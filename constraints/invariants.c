@@ -10,29 +10,23 @@
 
 #include "constraints.h"
 
-/* Where each tuple occurs: (bucket, position of q in the bucket) pairs;
- * and, per QI value, the tuples holding it (ascending), so a rule scans
- * the shortest list of its terms instead of every tuple. */
-struct occurrences {
-	size_t *off; /* n_tuples + 1 */
-	uint32_t *bucket, *pos;
+/* Per QI value, the tuples holding it (ascending), so a rule scans the
+ * shortest list of its terms instead of every tuple. */
+struct postings {
 	size_t *key0;	 /* attribute a's values: keys key0[a] .. key0[a + 1) */
 	size_t *key_off; /* key k's tuples: with[key_off[k] .. key_off[k + 1]) */
 	uint32_t *with;
 };
 
-static void occurrences_finish(struct occurrences *o)
+static void postings_finish(struct postings *o)
 {
-	free(o->off);
-	free(o->bucket);
-	free(o->pos);
 	free(o->key0);
 	free(o->key_off);
 	free(o->with);
 }
 
-/* The per-value tuple lists of o (postings, built by counting). */
-static enum pm_status postings_init(const struct dataset *ds, struct occurrences *o)
+/* The per-value tuple lists (built by counting). */
+static enum pm_status postings_init(const struct dataset *ds, struct postings *o)
 {
 	size_t na = ds->n_attrs, nk, *fill;
 
@@ -59,34 +53,57 @@ static enum pm_status postings_init(const struct dataset *ds, struct occurrences
 	return PM_OK;
 }
 
-static enum pm_status occurrences_init(const struct dataset *ds, struct occurrences *o)
+/* Per-bucket layout: widths, first rows, sizes. */
+static enum pm_status build_bucket_layout(const struct dataset *ds, struct invariants *inv)
 {
-	size_t n = ds->bq_off[ds->n_groups];
-	size_t *fill = NULL;
+	size_t nb = ds->n_groups, qi = 0, sa = inv->n_qi_rows;
 
-	o->off = calloc(ds->n_tuples + 1, sizeof *o->off);
-	o->bucket = malloc((n ? n : 1) * sizeof *o->bucket);
-	o->pos = malloc((n ? n : 1) * sizeof *o->pos);
-	fill = malloc((ds->n_tuples + 1) * sizeof *fill);
-	if (!o->off || !o->bucket || !o->pos || !fill) {
-		free(fill);
+	inv->bucket_h = malloc((nb + 1) * sizeof *inv->bucket_h);
+	inv->qi_row0 = malloc((nb + 1) * sizeof *inv->qi_row0);
+	inv->sa_row0 = malloc((nb + 1) * sizeof *inv->sa_row0);
+	inv->bucket_n = malloc((nb + 1) * sizeof *inv->bucket_n);
+	if (!inv->bucket_h || !inv->qi_row0 || !inv->sa_row0 || !inv->bucket_n)
 		return PM_ERR_NOMEM;
-	}
-	for (size_t i = 0; i < n; i++)
-		o->off[ds->bq_tuple[i] + 1]++;
-	for (size_t q = 0; q < ds->n_tuples; q++)
-		o->off[q + 1] += o->off[q];
-	memcpy(fill, o->off, (ds->n_tuples + 1) * sizeof *fill);
-	for (size_t b = 0; b < ds->n_groups; b++) {
-		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++) {
-			size_t at = fill[ds->bq_tuple[i]]++;
+	for (size_t b = 0; b < nb; b++) {
+		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
 
-			o->bucket[at] = (uint32_t)b;
-			o->pos[at] = (uint32_t)(i - ds->bq_off[b]);
+		inv->bucket_h[b] = (uint32_t)h;
+		inv->qi_row0[b] = qi;
+		inv->sa_row0[b] = sa;
+		inv->bucket_n[b] = ds->group_size[b];
+		qi += g;
+		sa += h - 1;
+	}
+	return PM_OK;
+}
+
+/* Where each tuple occurs: its row in each bucket, ascending bucket. */
+static enum pm_status build_occurrences(const struct dataset *ds, struct invariants *inv)
+{
+	size_t n = ds->bq_off[ds->n_groups], nq = ds->n_tuples;
+
+	inv->occ_off = calloc(nq + 2, sizeof *inv->occ_off);
+	inv->occ_bucket = malloc((n + 1) * sizeof *inv->occ_bucket);
+	inv->occ_cell = malloc((n + 1) * sizeof *inv->occ_cell);
+	if (!inv->occ_off || !inv->occ_bucket || !inv->occ_cell)
+		return PM_ERR_NOMEM;
+	/* counting sort, filling through occ_off + 1 so that it ends up as
+	 * the offsets */
+	for (size_t i = 0; i < n; i++)
+		inv->occ_off[ds->bq_tuple[i] + 2]++;
+	for (size_t q = 0; q < nq; q++)
+		inv->occ_off[q + 2] += inv->occ_off[q + 1];
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
+
+		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++) {
+			size_t at = inv->occ_off[ds->bq_tuple[i] + 1]++;
+
+			inv->occ_bucket[at] = (uint32_t)b;
+			inv->occ_cell[at] = (uint32_t)(inv->cell_off[b] + (i - ds->bq_off[b]) * h);
 		}
 	}
-	free(fill);
-	return postings_init(ds, o);
+	return PM_OK;
 }
 
 /* Position of SA value s among the s of bucket b, or -1. */
@@ -141,7 +158,7 @@ static enum pm_status build_cells(const struct dataset *ds, struct invariants *i
 /* Cells of knowledge rule r, appended to cells (capacity >= n_cells);
  * returns how many, and n(Qv) through *n_qv. */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
-			 const struct occurrences *occ, const struct rule *r, uint32_t *cells,
+			 const struct postings *occ, const struct rule *r, uint32_t *cells,
 			 uint64_t *n_qv)
 {
 	size_t n = 0, lo = 0, hi = ds->n_tuples;
@@ -164,14 +181,11 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 		if (!knowledge_matches(ds, r, q))
 			continue;
 		*n_qv += ds->tuple_count[q];
-		for (size_t o = occ->off[q]; o < occ->off[q + 1]; o++) {
-			size_t b = occ->bucket[o];
-			long j = bucket_sa_pos(ds, b, r->sa);
-			size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
+		for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
+			long j = bucket_sa_pos(ds, inv->occ_bucket[o], r->sa);
 
 			if (j >= 0)
-				cells[n++] =
-				    (uint32_t)(inv->cell_off[b] + occ->pos[o] * h + (size_t)j);
+				cells[n++] = inv->occ_cell[o] + (uint32_t)j;
 		}
 	}
 	return n;
@@ -270,8 +284,8 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 					   struct invariants *inv, struct row_buf *rb,
 					   uint32_t *tmp, struct pm_error *err)
 {
-	struct occurrences occ = {0};
-	enum pm_status st = occurrences_init(ds, &occ);
+	struct postings occ = {0};
+	enum pm_status st = k && k->n ? postings_init(ds, &occ) : PM_OK;
 
 	for (size_t r = 0; k && r < k->n && !st; r++) {
 		const struct rule *rule = &k->rules[r];
@@ -291,7 +305,7 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
-	occurrences_finish(&occ);
+	postings_finish(&occ);
 	return st;
 }
 
@@ -340,6 +354,87 @@ static enum pm_status build_bucket_index(const struct dataset *ds, struct invari
 	return inv->kb_row ? PM_OK : PM_ERR_NOMEM;
 }
 
+/* Scratch of build_slots, per SA value: the slot of s in the current
+ * tuple (valid when stamp[s] is the tuple + 1). */
+struct slot_scratch {
+	uint32_t *stamp, *at, *list;
+};
+
+/* Slots of tuple q from slot_off[q] on: its distinct values ascending
+ * (insertion sort: a tuple has few), and each of its cells' slot. */
+static void tuple_slots(const struct dataset *ds, struct invariants *inv, struct slot_scratch *w,
+			uint32_t q)
+{
+	size_t n = 0, s0 = inv->slot_off[q];
+
+	for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
+		size_t b = inv->occ_bucket[o];
+
+		for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++) {
+			uint32_t s = ds->bs_value[j];
+			size_t i = n;
+
+			if (w->stamp[s] == q + 1)
+				continue;
+			w->stamp[s] = q + 1;
+			for (; i > 0 && w->list[i - 1] > s; i--)
+				w->list[i] = w->list[i - 1];
+			w->list[i] = s;
+			n++;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		inv->slot_sa[s0 + i] = w->list[i];
+		w->at[w->list[i]] = (uint32_t)(s0 + i);
+	}
+	inv->slot_off[q + 1] = s0 + n;
+	for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++)
+		for (size_t j = 0; j < inv->bucket_h[inv->occ_bucket[o]]; j++)
+			inv->cell_slot[inv->occ_cell[o] + j] =
+			    w->at[inv->cell_sa[inv->occ_cell[o] + j]];
+}
+
+/* The posterior's slots, and n(q,s) per slot from the records. */
+static enum pm_status build_slots(const struct dataset *ds, struct invariants *inv)
+{
+	size_t ns = ds->sa_values.n + 1, nq = ds->n_tuples;
+	struct slot_scratch w = {calloc(ns, sizeof *w.stamp), malloc(ns * sizeof *w.at),
+				 malloc(ns * sizeof *w.list)};
+	enum pm_status st = PM_ERR_NOMEM;
+
+	inv->slot_off = calloc(nq + 1, sizeof *inv->slot_off);
+	inv->slot_sa = malloc((inv->n_cells + 1) * sizeof *inv->slot_sa);
+	inv->cell_slot = malloc((inv->n_cells + 1) * sizeof *inv->cell_slot);
+	if (!w.stamp || !w.at || !w.list || !inv->slot_off || !inv->slot_sa || !inv->cell_slot)
+		goto out;
+	for (uint32_t q = 0; q < nq; q++)
+		tuple_slots(ds, inv, &w, q);
+	inv->slot_records = calloc(inv->slot_off[nq] + 1, sizeof *inv->slot_records);
+	if (!inv->slot_records)
+		goto out;
+	/* a record's value is among its tuple's: it is in the record's bucket */
+	for (size_t i = 0; ds->has_ground_truth && i < ds->n_records; i++) {
+		size_t lo = inv->slot_off[ds->rec_tuple[i]],
+		       hi = inv->slot_off[ds->rec_tuple[i] + 1];
+
+		while (lo + 1 < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (inv->slot_sa[mid] <= ds->rec_sa[i])
+				lo = mid;
+			else
+				hi = mid;
+		}
+		inv->slot_records[lo]++;
+	}
+	st = PM_OK;
+out:
+	free(w.stamp);
+	free(w.at);
+	free(w.list);
+	return st;
+}
+
 enum pm_status invariants_build(const struct dataset *ds, const struct knowledge *k,
 				struct invariants *inv, struct pm_error *err)
 {
@@ -359,6 +454,8 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 	}
 	st = build_invariant_rows(ds, inv, &rb, tmp);
 	if (!st)
+		st = build_occurrences(ds, inv);
+	if (!st)
 		st = build_knowledge_rows(ds, k, inv, &rb, tmp, err);
 	if (st)
 		goto out;
@@ -368,6 +465,10 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 		goto out;
 	}
 	st = build_bucket_index(ds, inv);
+	if (!st)
+		st = build_bucket_layout(ds, inv);
+	if (!st)
+		st = build_slots(ds, inv);
 	inv->zero_invariants =
 	    (uint64_t)ds->n_tuples * ds->sa_values.n * ds->n_groups - inv->n_cells;
 out:
@@ -394,5 +495,16 @@ void invariants_finish(struct invariants *inv)
 	free(inv->row_ref);
 	free(inv->kb_off);
 	free(inv->kb_row);
+	free(inv->bucket_h);
+	free(inv->qi_row0);
+	free(inv->sa_row0);
+	free(inv->bucket_n);
+	free(inv->occ_off);
+	free(inv->occ_bucket);
+	free(inv->occ_cell);
+	free(inv->slot_off);
+	free(inv->slot_sa);
+	free(inv->cell_slot);
+	free(inv->slot_records);
 	memset(inv, 0, sizeof *inv);
 }

@@ -65,28 +65,41 @@ static uint32_t find(uint32_t *p, uint32_t x)
 
 static enum pm_status boundary_init(struct boundary *bd)
 {
-	const struct invariants *inv = bd->inv;
-	size_t nb = inv->n_groups, ninv = inv->n_qi_rows + inv->n_sa_rows;
-	size_t *fill = malloc((nb + 1) * sizeof *fill);
+	size_t nb = bd->inv->n_groups;
 
-	bd->brow_off = calloc(nb + 1, sizeof *bd->brow_off);
-	bd->brow = malloc((ninv + 1) * sizeof *bd->brow);
 	bd->parent = malloc((nb + 1) * sizeof *bd->parent);
-	bd->local = malloc((inv->n_cells + 1) * sizeof *bd->local);
-	if (!fill || !bd->brow_off || !bd->brow || !bd->parent || !bd->local) {
-		free(fill);
+	if (!bd->parent)
 		return PM_ERR_NOMEM;
-	}
-	for (size_t i = 0; i < ninv; i++)
-		bd->brow_off[inv->row_ref[i] + 1]++;
-	for (size_t b = 0; b < nb; b++)
-		bd->brow_off[b + 1] += bd->brow_off[b];
-	memcpy(fill, bd->brow_off, (nb + 1) * sizeof *fill);
-	for (size_t i = 0; i < ninv; i++)
-		bd->brow[fill[inv->row_ref[i]]++] = (uint32_t)i;
-	free(fill);
 	for (size_t b = 0; b < nb; b++)
 		bd->parent[b] = (uint32_t)b;
+	return PM_OK;
+}
+
+/* The invariant rows of each bucket and the local columns, for the linear
+ * programs: built when the first one is. */
+static enum pm_status lp_index(struct boundary *bd)
+{
+	const struct invariants *inv = bd->inv;
+	size_t nb = inv->n_groups, ninv = inv->n_qi_rows + inv->n_sa_rows;
+
+	if (bd->local)
+		return PM_OK;
+	bd->brow_off = malloc((nb + 1) * sizeof *bd->brow_off);
+	bd->brow = malloc((ninv + 1) * sizeof *bd->brow);
+	bd->local = malloc((inv->n_cells + 1) * sizeof *bd->local);
+	if (!bd->brow_off || !bd->brow || !bd->local)
+		return PM_ERR_NOMEM;
+	bd->brow_off[0] = 0;
+	for (size_t b = 0; b < nb; b++) {
+		size_t g = (inv->cell_off[b + 1] - inv->cell_off[b]) / inv->bucket_h[b];
+		size_t n = bd->brow_off[b];
+
+		for (size_t i = 0; i < g; i++)
+			bd->brow[n++] = (uint32_t)(inv->qi_row0[b] + i);
+		for (size_t j = 0; j + 1 < inv->bucket_h[b]; j++)
+			bd->brow[n++] = (uint32_t)(inv->sa_row0[b] + j);
+		bd->brow_off[b + 1] = n;
+	}
 	for (size_t c = 0; c < inv->n_cells; c++)
 		bd->local[c] = -1;
 	return PM_OK;
@@ -198,6 +211,8 @@ static enum pm_status component_cells(struct boundary *bd, struct component *c, 
 	const struct invariants *inv = bd->inv;
 	size_t m = 0, all = 0;
 
+	if (lp_index(bd))
+		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < c->n_buckets; k++)
 		all += inv->cell_off[c->buckets[k] + 1] - inv->cell_off[c->buckets[k]];
 	free(c->cells);

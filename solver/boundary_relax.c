@@ -138,12 +138,12 @@ struct relax {
 	const struct invariants *inv;
 	const uint8_t *resolved;
 	uint8_t *zero;
-	size_t *h, *qi0, *sa0;
-	double *nb;
-	int32_t *cls;	/* per cell of the current value: class id, -1 none */
-	uint32_t *cnt;	/* per cell: rows of the current value holding it */
-	int32_t *rloc;	/* per row: local index for the current value */
-	int32_t *btype; /* per bucket: type id, -1 untouched */
+	const uint32_t *h;	 /* per bucket: width */
+	const size_t *qi0, *sa0; /* per bucket: first QI row, first SA row */
+	const double *nb;	 /* n(b) */
+	int32_t *cls;		 /* per cell of the current value: class id, -1 none */
+	uint32_t *cnt;		 /* per cell: rows of the current value holding it */
+	int32_t *btype;		 /* per bucket: type id, -1 untouched */
 	size_t found;
 	int infeasible;
 };
@@ -176,47 +176,26 @@ static enum pm_status relax_init(struct relax *x)
 	const struct invariants *inv = x->inv;
 	size_t nb = inv->n_groups;
 
-	x->h = calloc(nb + 1, sizeof *x->h);
-	x->qi0 = calloc(nb + 1, sizeof *x->qi0);
-	x->sa0 = calloc(nb + 1, sizeof *x->sa0);
-	x->nb = calloc(nb + 1, sizeof *x->nb);
+	x->h = inv->bucket_h;
+	x->qi0 = inv->qi_row0;
+	x->sa0 = inv->sa_row0;
+	x->nb = inv->bucket_n;
 	x->cls = malloc((inv->n_cells + 1) * sizeof *x->cls);
 	x->cnt = calloc(inv->n_cells + 1, sizeof *x->cnt);
-	x->rloc = malloc((inv->n_rows + 1) * sizeof *x->rloc);
 	x->btype = malloc((nb + 1) * sizeof *x->btype);
-	if (!x->h || !x->qi0 || !x->sa0 || !x->nb || !x->cls || !x->cnt || !x->rloc || !x->btype)
+	if (!x->cls || !x->cnt || !x->btype)
 		return PM_ERR_NOMEM;
 	for (size_t c = 0; c < inv->n_cells; c++)
 		x->cls[c] = -1;
-	for (size_t r = 0; r < inv->n_rows; r++)
-		x->rloc[r] = -1;
-	for (size_t b = 0; b < nb; b++) {
-		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
-
+	for (size_t b = 0; b < nb; b++)
 		x->btype[b] = -1;
-		while (lo + x->h[b] < hi && inv->cell_tuple[lo + x->h[b]] == inv->cell_tuple[lo])
-			x->h[b]++;
-	}
-	for (size_t b = 0, qi = 0, sa = inv->n_qi_rows; b < nb; b++) {
-		x->qi0[b] = qi;
-		x->sa0[b] = sa;
-		qi += bucket_g(x, b);
-		sa += x->h[b] ? x->h[b] - 1 : 0;
-		for (size_t i = 0; i < bucket_g(x, b); i++)
-			x->nb[b] += row_total(x, b, i);
-	}
 	return PM_OK;
 }
 
 static void relax_finish(struct relax *x)
 {
-	free(x->h);
-	free(x->qi0);
-	free(x->sa0);
-	free(x->nb);
 	free(x->cls);
 	free(x->cnt);
-	free(x->rloc);
 	free(x->btype);
 }
 
@@ -715,7 +694,7 @@ enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resol
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;
 	uint64_t *key = malloc((nk + 1) * sizeof *key);
 	uint32_t *rows = malloc((nk + 1) * sizeof *rows);
-	enum pm_status st = key && rows ? relax_init(&x) : PM_ERR_NOMEM;
+	enum pm_status st = key && rows ? PM_OK : PM_ERR_NOMEM;
 
 	/* open rows with a free cell, grouped by their value */
 	for (size_t r = first; !st && r < inv->n_rows; r++) {
@@ -729,6 +708,9 @@ enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resol
 		if (s != UINT32_MAX)
 			key[n++] = (uint64_t)s << 32 | r;
 	}
+	/* the per-cell scratch only when there is something to relax */
+	if (!st && n)
+		st = relax_init(&x);
 	if (!st)
 		qsort(key, n, sizeof *key, cmp_u64);
 	for (size_t i = 0; i < n; i++)

@@ -21,6 +21,8 @@
 
 /* Tuples or buckets per chunk of a sum. */
 #define CHUNK 256
+/* Counts up to this have their logarithms in tables. */
+#define TABLE 4096
 
 void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
 			 double *y)
@@ -91,12 +93,10 @@ enum pm_status metrics_max_violation(const struct dataset *ds, const struct inva
 	return PM_OK;
 }
 
-/* One thread's scratch for the tuples: per SA value, sums (-1 when not
- * seen) and record counts; per value of one tuple, in order: the value
- * and its sums. */
+/* One thread's scratch for a tuple: per slot, the sums of y and of the
+ * closed form. */
 struct part {
-	double *acc, *acc0, *sum, *base;
-	uint32_t *seen, *cnt;
+	double *sum, *base;
 };
 
 struct metrics {
@@ -104,17 +104,11 @@ struct metrics {
 	const struct invariants *inv;
 	const uint8_t *closed;
 	struct solver_result *r;
-	/* tuple q's rows: in bucket occ_b[o], cells occ_cell[o] + 0 .. occ_h[o]
-	 * for o in occ_off[q] .. occ_off[q + 1] */
-	size_t *occ_off;
-	uint32_t *occ_b, *occ_cell, *occ_h;
-	size_t *rec_off; /* records of tuple q: rec_sa[rec_off[q] ..) */
-	uint32_t *rec_sa;
-	double *klogk; /* k ln k for the counts 0 .. n(b) */
+	double *klogk, *lnkn; /* k ln k and ln(k N), k < TABLE */
 	size_t n_tc, n_bc;
-	/* per tuple chunk: first posterior slot (its tuples' cells before
-	 * it, an upper bound), entries written, accuracy sums */
-	size_t *slot, *n_post;
+	/* per tuple chunk: the occurrences before it (its weight), entries
+	 * written, accuracy sums */
+	size_t *weight, *n_post;
 	double *est, *base;
 	int *est_inf, *base_inf;
 	double *entropy;   /* per bucket chunk */
@@ -123,111 +117,55 @@ struct metrics {
 	int parts;
 };
 
-/* Counting sort of the bucket occurrences and the records by tuple; the
- * posterior slots of each tuple chunk. */
-static enum pm_status index_build(struct metrics *m)
-{
-	const struct dataset *ds = m->ds;
-	size_t nq = ds->n_tuples, n = ds->bq_off[ds->n_groups], nr = ds->n_records;
-
-	m->occ_off = calloc(nq + 2, sizeof *m->occ_off);
-	m->occ_b = malloc((n + 1) * sizeof *m->occ_b);
-	m->occ_cell = malloc((n + 1) * sizeof *m->occ_cell);
-	m->occ_h = malloc((n + 1) * sizeof *m->occ_h);
-	m->slot = calloc(m->n_tc + 2, sizeof *m->slot);
-	if (!m->occ_off || !m->occ_b || !m->occ_cell || !m->occ_h || !m->slot)
-		return PM_ERR_NOMEM;
-	for (size_t i = 0; i < n; i++)
-		m->occ_off[ds->bq_tuple[i] + 2]++;
-	for (size_t q = 0; q < nq; q++)
-		m->occ_off[q + 2] += m->occ_off[q + 1];
-	for (size_t b = 0; b < ds->n_groups; b++) {
-		size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
-
-		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++) {
-			size_t at = m->occ_off[ds->bq_tuple[i] + 1]++;
-
-			m->occ_b[at] = (uint32_t)b;
-			m->occ_cell[at] = (uint32_t)(m->inv->cell_off[b] + (i - ds->bq_off[b]) * h);
-			m->occ_h[at] = (uint32_t)h;
-			m->slot[ds->bq_tuple[i] / CHUNK + 1] += h;
-		}
-	}
-	for (size_t k = 0; k < m->n_tc; k++)
-		m->slot[k + 1] += m->slot[k];
-	if (!ds->has_ground_truth)
-		return PM_OK;
-	m->rec_off = calloc(nq + 2, sizeof *m->rec_off);
-	m->rec_sa = malloc((nr + 1) * sizeof *m->rec_sa);
-	if (!m->rec_off || !m->rec_sa)
-		return PM_ERR_NOMEM;
-	for (size_t i = 0; i < nr; i++)
-		m->rec_off[ds->rec_tuple[i] + 2]++;
-	for (size_t q = 0; q < nq; q++)
-		m->rec_off[q + 2] += m->rec_off[q + 1];
-	for (size_t i = 0; i < nr; i++)
-		m->rec_sa[m->rec_off[ds->rec_tuple[i] + 1]++] = ds->rec_sa[i];
-	return PM_OK;
-}
-
 static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 {
 	const struct dataset *ds = m->ds;
 	size_t ns = ds->sa_values.n + 1, top = 1;
+	double n = (double)ds->n_records;
 
 	m->parts = parallel_parts(pool);
 	m->n_tc = (ds->n_tuples + CHUNK - 1) / CHUNK;
 	m->n_bc = (ds->n_groups + CHUNK - 1) / CHUNK;
 	for (size_t b = 0; b < ds->n_groups; b++)
 		top = ds->group_size[b] > top ? ds->group_size[b] : top;
-	m->klogk = malloc((top + 1) * sizeof *m->klogk);
+	top = top < TABLE ? top + 1 : TABLE;
+	m->klogk = malloc(2 * top * sizeof *m->klogk);
+	m->weight = malloc((m->n_tc + 1) * sizeof *m->weight);
 	m->n_post = calloc(m->n_tc + 1, sizeof *m->n_post);
 	m->est = calloc(2 * (m->n_tc + 1), sizeof *m->est);
 	m->est_inf = calloc(2 * (m->n_tc + 1), sizeof *m->est_inf);
 	m->entropy = calloc(m->n_bc + 1, sizeof *m->entropy);
 	m->violation = calloc((size_t)m->parts, sizeof *m->violation);
 	m->part = calloc((size_t)m->parts, sizeof *m->part);
-	if (!m->klogk || !m->n_post || !m->est || !m->est_inf || !m->entropy || !m->violation ||
-	    !m->part)
+	if (!m->klogk || !m->weight || !m->n_post || !m->est || !m->est_inf || !m->entropy ||
+	    !m->violation || !m->part)
 		return PM_ERR_NOMEM;
 	m->base = m->est + m->n_tc + 1;
 	m->base_inf = m->est_inf + m->n_tc + 1;
-	m->klogk[0] = 0;
-	for (size_t k = 1; k <= top; k++)
+	m->lnkn = m->klogk + top;
+	m->klogk[0] = m->lnkn[0] = 0;
+	for (size_t k = 1; k < top; k++) {
 		m->klogk[k] = (double)k * log((double)k);
-	for (int p = 0; p < m->parts; p++) {
-		struct part *t = &m->part[p];
-
-		t->acc = malloc(4 * ns * sizeof *t->acc);
-		t->seen = malloc(ns * sizeof *t->seen);
-		t->cnt = calloc(ns, sizeof *t->cnt);
-		if (!t->acc || !t->seen || !t->cnt)
-			return PM_ERR_NOMEM;
-		t->acc0 = t->acc + ns;
-		t->sum = t->acc + 2 * ns;
-		t->base = t->acc + 3 * ns;
-		for (size_t s = 0; s < 2 * ns; s++)
-			t->acc[s] = -1;
+		m->lnkn[k] = log((double)k * n);
 	}
-	return index_build(m);
+	for (size_t k = 0; k <= m->n_tc; k++)
+		m->weight[k] = m->inv->occ_off[k * CHUNK < ds->n_tuples ? k * CHUNK : ds->n_tuples];
+	for (int p = 0; p < m->parts; p++) {
+		m->part[p].sum = malloc(2 * ns * sizeof *m->part[p].sum);
+		if (!m->part[p].sum)
+			return PM_ERR_NOMEM;
+		m->part[p].base = m->part[p].sum + ns;
+	}
+	return PM_OK;
 }
 
 static void metrics_finish(struct metrics *m)
 {
-	for (int p = 0; m->part && p < m->parts; p++) {
-		free(m->part[p].acc);
-		free(m->part[p].seen);
-		free(m->part[p].cnt);
-	}
+	for (int p = 0; m->part && p < m->parts; p++)
+		free(m->part[p].sum);
 	free(m->part);
-	free(m->occ_off);
-	free(m->occ_b);
-	free(m->occ_cell);
-	free(m->occ_h);
-	free(m->rec_off);
-	free(m->rec_sa);
 	free(m->klogk);
-	free(m->slot);
+	free(m->weight);
 	free(m->n_post);
 	free(m->est);
 	free(m->est_inf);
@@ -235,79 +173,34 @@ static void metrics_finish(struct metrics *m)
 	free(m->violation);
 }
 
-static int cmp_u32(const void *a, const void *b)
+/* Sums y (and, with records to compare with, the closed form of Theorem
+ * 5; a closed-form bucket's cells are it already) over tuple q's cells by
+ * slot, in bucket order. */
+static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Sorts the n values of seen[]: a tuple sees few (insertion sort); many
- * within a narrow range are read off the marks in acc[] in value order. */
-static void sort_seen(struct part *t, size_t n)
-{
-	uint32_t lo = UINT32_MAX, hi = 0;
-	size_t k = 0;
-
-	if (n <= 24) {
-		for (size_t i = 1; i < n; i++) {
-			uint32_t v = t->seen[i];
-			size_t j = i;
-
-			for (; j > 0 && t->seen[j - 1] > v; j--)
-				t->seen[j] = t->seen[j - 1];
-			t->seen[j] = v;
-		}
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		lo = t->seen[i] < lo ? t->seen[i] : lo;
-		hi = t->seen[i] > hi ? t->seen[i] : hi;
-	}
-	if ((size_t)(hi - lo) > 8 * n) {
-		qsort(t->seen, n, sizeof *t->seen, cmp_u32);
-		return;
-	}
-	for (uint32_t s = lo; s <= hi; s++)
-		if (t->acc[s] >= 0)
-			t->seen[k++] = s;
-}
-
-/* Sums y and the closed form of Theorem 5 (a closed-form bucket's cells
- * are it already) by value over tuple q's cells, in bucket order, into
- * acc[] (-1 when not seen); then seen[] gets the values in order and
- * sum[], base[] their sums. Returns the number of values. */
-static size_t gather(const struct metrics *m, struct part *t, uint32_t q)
-{
+	const struct invariants *inv = m->inv;
 	const struct dataset *ds = m->ds;
-	size_t n = 0;
+	size_t s0 = inv->slot_off[q];
 
-	for (size_t o = m->occ_off[q]; o < m->occ_off[q + 1]; o++) {
-		size_t c = m->occ_cell[o], h = m->occ_h[o], b = m->occ_b[o];
-		size_t i = ds->bq_off[b] + (c - m->inv->cell_off[b]) / h;
+	memset(t->sum, 0, (inv->slot_off[q + 1] - s0) * sizeof *t->sum);
+	memset(t->base, 0, (inv->slot_off[q + 1] - s0) * sizeof *t->base);
+	for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
+		size_t b = inv->occ_bucket[o], c = inv->occ_cell[o], h = inv->bucket_h[b];
 		const double *y = m->r->cells + c;
-		const uint32_t *sa = m->inv->cell_sa + c, *ns = ds->bs_count + ds->bs_off[b];
-		double nb = ds->group_size[b], nq = ds->bq_count[i];
-		int closed = m->closed && m->closed[b];
+		const uint32_t *slot = inv->cell_slot + c, *ns = ds->bs_count + ds->bs_off[b];
+		double nq = ds->bq_count[ds->bq_off[b] + (c - inv->cell_off[b]) / h];
 
-		for (size_t j = 0; j < h; j++) {
-			uint32_t s = sa[j];
-
-			if (t->acc[s] < 0) {
-				t->acc[s] = t->acc0[s] = 0;
-				t->seen[n++] = s;
-			}
-			t->acc[s] += y[j];
-			t->acc0[s] += closed ? y[j] : nq * ns[j] / nb;
-		}
+		for (size_t j = 0; j < h; j++)
+			t->sum[slot[j] - s0] += y[j];
+		if (!ds->has_ground_truth)
+			continue;
+		if (m->closed && m->closed[b])
+			for (size_t j = 0; j < h; j++)
+				t->base[slot[j] - s0] += y[j];
+		else
+			for (size_t j = 0; j < h; j++)
+				t->base[slot[j] - s0] += nq * ns[j] / inv->bucket_n[b];
 	}
-	sort_seen(t, n);
-	for (size_t i = 0; i < n; i++) {
-		t->sum[i] = t->acc[t->seen[i]];
-		t->base[i] = t->acc0[t->seen[i]];
-		t->acc[t->seen[i]] = t->acc0[t->seen[i]] = -1;
-	}
-	return n;
 }
 
 /* One term of the weighted KL sum: P(q) P(s|q) ln(P(s|q) / P*(s|q)). */
@@ -319,48 +212,63 @@ static void kl_add(double w, double p, double pstar, double *sum, int *infinite)
 		*sum += w * log(p / pstar);
 }
 
-/* The accuracy terms of tuple q (its n values in seen[]), from its
- * records; every value of a record is among them. */
-static void tuple_accuracy(struct metrics *m, struct part *t, uint32_t q, size_t n, size_t k)
+/* The accuracy terms of tuple q, for its slots with records. Where the
+ * estimate is the closed form (the same sums of the same cells) the two
+ * terms are one. */
+static void tuple_accuracy(struct metrics *m, const struct part *t, size_t q, size_t k)
 {
+	const struct invariants *inv = m->inv;
 	double nq = m->ds->tuple_count[q], all = (double)m->ds->n_records;
 
-	for (size_t e = m->rec_off[q]; e < m->rec_off[q + 1]; e++)
-		t->cnt[m->rec_sa[e]]++;
-	for (size_t i = 0; i < n; i++) {
-		double c = t->cnt[t->seen[i]];
+	for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
+		double c = inv->slot_records[i];
+		size_t at = i - inv->slot_off[q];
 
 		if (!c)
 			continue;
-		kl_add(c / all, c / nq, t->sum[i] / nq, &m->est[k], &m->est_inf[k]);
-		kl_add(c / all, c / nq, t->base[i] / nq, &m->base[k], &m->base_inf[k]);
-		t->cnt[t->seen[i]] = 0;
+		if (t->sum[at] == t->base[at] && t->sum[at] > 0) {
+			double term = c / all * log(c / nq / (t->sum[at] / nq));
+
+			m->est[k] += term;
+			m->base[k] += term;
+			continue;
+		}
+		kl_add(c / all, c / nq, t->sum[at] / nq, &m->est[k], &m->est_inf[k]);
+		kl_add(c / all, c / nq, t->base[at] / nq, &m->base[k], &m->base_inf[k]);
 	}
 }
 
 /* Posterior entries and accuracy terms of the tuples of chunk k, written
- * from the chunk's first slot on. */
+ * from the chunk's first slot on (at most one entry per slot). */
 static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 {
+	const struct invariants *inv = m->inv;
 	struct solver_result *r = m->r;
 	size_t q1 = (k + 1) * CHUNK < m->ds->n_tuples ? (k + 1) * CHUNK : m->ds->n_tuples;
-	size_t np = m->slot[k];
+	size_t np = inv->slot_off[k * CHUNK];
 
 	for (size_t q = k * CHUNK; q < q1; q++) {
 		double nq = m->ds->tuple_count[q];
-		size_t n = gather(m, t, (uint32_t)q);
 
+		tuple_sums(m, t, q);
 		r->post_off[q] = np;
-		for (size_t i = 0; i < n; i++) {
-			if (t->sum[i] > 0) {
-				r->post_sa[np] = t->seen[i];
-				r->post_p[np++] = t->sum[i] / nq;
+		for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
+			double p = t->sum[i - inv->slot_off[q]];
+
+			if (p > 0) {
+				r->post_sa[np] = inv->slot_sa[i];
+				r->post_p[np++] = p / nq;
 			}
 		}
-		if (m->rec_off)
-			tuple_accuracy(m, t, (uint32_t)q, n, k);
+		if (m->ds->has_ground_truth)
+			tuple_accuracy(m, t, q, k);
 	}
-	m->n_post[k] = np - m->slot[k];
+	m->n_post[k] = np - inv->slot_off[k * CHUNK];
+}
+
+static double klogk(const struct metrics *m, uint32_t k)
+{
+	return k < TABLE ? m->klogk[k] : k * log((double)k);
 }
 
 /*
@@ -373,14 +281,15 @@ static double bucket_entropy(const struct metrics *m, size_t b)
 {
 	const struct dataset *ds = m->ds;
 	const double *y = m->r->cells;
-	double n = (double)ds->n_records, nb = ds->group_size[b], h = 0;
+	uint32_t nb = ds->group_size[b];
+	double n = (double)ds->n_records, h = 0;
 
 	if (m->closed && m->closed[b]) {
-		h = nb * log(nb * n);
+		h = nb * (nb < TABLE ? m->lnkn[nb] : log(nb * n));
 		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
-			h -= m->klogk[ds->bq_count[i]];
+			h -= klogk(m, ds->bq_count[i]);
 		for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++)
-			h -= m->klogk[ds->bs_count[j]];
+			h -= klogk(m, ds->bs_count[j]);
 		return h / n;
 	}
 	for (size_t c = m->inv->cell_off[b]; c < m->inv->cell_off[b + 1]; c++) {
@@ -399,7 +308,7 @@ static void metrics_part(void *ctx, int p, int parts)
 	size_t lo, hi, first = inv->n_qi_rows + inv->n_sa_rows;
 	double worst = 0;
 
-	parallel_range(m->n_tc, m->slot, p, parts, &lo, &hi);
+	parallel_range(m->n_tc, m->weight, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++)
 		tuple_chunk(m, &m->part[p], k);
 	parallel_range(m->n_bc, NULL, p, parts, &lo, &hi);
@@ -425,7 +334,7 @@ static void metrics_reduce(struct metrics *m)
 	size_t np = 0, nq = m->ds->n_tuples;
 
 	for (size_t k = 0; k < m->n_tc; k++) {
-		size_t from = m->slot[k], n = m->n_post[k];
+		size_t from = m->inv->slot_off[k * CHUNK], n = m->n_post[k];
 		size_t q1 = (k + 1) * CHUNK < nq ? (k + 1) * CHUNK : nq;
 
 		memmove(r->post_sa + np, r->post_sa + from, n * sizeof *r->post_sa);
@@ -453,8 +362,8 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 	enum pm_status st = PM_ERR_NOMEM;
 
 	r->post_off = malloc((ds->n_tuples + 1) * sizeof *r->post_off);
-	r->post_sa = malloc((inv->n_cells + 1) * sizeof *r->post_sa);
-	r->post_p = malloc((inv->n_cells + 1) * sizeof *r->post_p);
+	r->post_sa = malloc((inv->slot_off[ds->n_tuples] + 1) * sizeof *r->post_sa);
+	r->post_p = malloc((inv->slot_off[ds->n_tuples] + 1) * sizeof *r->post_p);
 	if (!r->post_off || !r->post_sa || !r->post_p || metrics_init(&m, pool))
 		goto out;
 	r->has_accuracy = ds->has_ground_truth;

@@ -26,13 +26,17 @@
 struct prop {
 	const struct invariants *inv;
 	uint8_t *zero;
-	size_t *h, *qi0, *sa0; /* per bucket: width, first QI row, first SA row */
-	double *nb;	       /* n(b) */
+	const uint32_t *h;	 /* per bucket: width */
+	const size_t *qi0, *sa0; /* per bucket: first QI row, first SA row */
+	const double *nb;	 /* n(b) */
 	/* scratch for one knowledge row */
 	uint32_t *stamp, now; /* per bucket: seen in this row when == now */
 	uint32_t *col, *touched;
 	double *qsum;
 	uint8_t *inrow; /* per cell: a free cell of this row */
+	/* what a new zero may change: its bucket's flow, the rows touching
+	 * the bucket (per bucket and per row, set until looked at again) */
+	uint8_t *bucket_dirty, *row_dirty;
 	int changed, infeasible;
 };
 
@@ -62,10 +66,18 @@ static double col_total(const struct prop *p, size_t b, size_t j)
 
 static void set_zero(struct prop *p, size_t c)
 {
-	if (!p->zero[c]) {
-		p->zero[c] = 1;
-		p->changed = 1;
-	}
+	const struct invariants *inv = p->inv;
+	size_t b = inv->cell_group[c];
+
+	if (p->zero[c])
+		return;
+	p->zero[c] = 1;
+	p->changed = 1;
+	if (p->bucket_dirty[b])
+		return;
+	p->bucket_dirty[b] = 1;
+	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
+		p->row_dirty[inv->kb_row[e]] = 1;
 }
 
 static enum pm_status prop_init(struct prop *p)
@@ -73,47 +85,35 @@ static enum pm_status prop_init(struct prop *p)
 	const struct invariants *inv = p->inv;
 	size_t nb = inv->n_groups;
 
-	p->h = calloc(nb + 1, sizeof *p->h);
-	p->qi0 = calloc(nb + 1, sizeof *p->qi0);
-	p->sa0 = calloc(nb + 1, sizeof *p->sa0);
-	p->nb = calloc(nb + 1, sizeof *p->nb);
+	p->h = inv->bucket_h;
+	p->qi0 = inv->qi_row0;
+	p->sa0 = inv->sa_row0;
+	p->nb = inv->bucket_n;
 	p->stamp = calloc(nb + 1, sizeof *p->stamp);
 	p->col = calloc(nb + 1, sizeof *p->col);
 	p->touched = calloc(nb + 1, sizeof *p->touched);
 	p->qsum = calloc(nb + 1, sizeof *p->qsum);
 	p->inrow = calloc(inv->n_cells + 1, 1);
-	if (!p->h || !p->qi0 || !p->sa0 || !p->nb || !p->stamp || !p->col || !p->touched ||
-	    !p->qsum || !p->inrow)
+	p->bucket_dirty = malloc(nb + 1);
+	p->row_dirty = malloc(inv->n_rows + 1);
+	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->bucket_dirty ||
+	    !p->row_dirty)
 		return PM_ERR_NOMEM;
-	for (size_t b = 0; b < nb; b++) {
-		size_t lo = inv->cell_off[b], hi = inv->cell_off[b + 1];
-
-		while (lo + p->h[b] < hi && inv->cell_tuple[lo + p->h[b]] == inv->cell_tuple[lo])
-			p->h[b]++;
-	}
-	/* invariant rows are laid out bucket by bucket, QI then SA */
-	for (size_t b = 0, qi = 0, sa = inv->n_qi_rows; b < nb; b++) {
-		p->qi0[b] = qi;
-		p->sa0[b] = sa;
-		qi += bucket_g(p, b);
-		sa += p->h[b] ? p->h[b] - 1 : 0;
-		for (size_t i = 0; i < bucket_g(p, b); i++)
-			p->nb[b] += inv->rhs[p->qi0[b] + i];
-	}
+	/* the first pass looks at everything */
+	memset(p->bucket_dirty, 1, nb + 1);
+	memset(p->row_dirty, 1, inv->n_rows + 1);
 	return PM_OK;
 }
 
 static void prop_finish(struct prop *p)
 {
-	free(p->h);
-	free(p->qi0);
-	free(p->sa0);
-	free(p->nb);
 	free(p->stamp);
 	free(p->col);
 	free(p->touched);
 	free(p->qsum);
 	free(p->inrow);
+	free(p->bucket_dirty);
+	free(p->row_dirty);
 }
 
 /* Buckets of knowledge row r with Q_b and the column of its SA value;
@@ -145,9 +145,9 @@ static size_t row_gather(struct prop *p, size_t r)
  * (j == col) == on_col. */
 static void zero_part(struct prop *p, size_t b, int in_r, int on_col)
 {
-	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->col[b];
+	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->col[b], g = bucket_g(p, b);
 
-	for (size_t i = 0; i < bucket_g(p, b); i++) {
+	for (size_t i = 0; i < g; i++) {
 		if (p->inrow[off + i * h + col] != in_r)
 			continue;
 		for (size_t j = 0; j < h; j++)
@@ -197,9 +197,11 @@ static int row_tighten(struct prop *p, size_t r)
 struct flow {
 	size_t cap;
 	double *f, *rrem, *crem;
-	int32_t *prev; /* BFS parents: nodes 0..g-1 rows, g..g+h-1 columns */
+	int32_t *prev;		   /* BFS parents: nodes 0..g-1 rows, g..g+h-1 columns */
+	int32_t *idx, *low, *comp; /* residual_components, per node */
+	uint32_t *stk, *call, *iter;
 	uint32_t *queue;
-	uint8_t *reach;
+	uint8_t *onstack;
 };
 
 /* Breadth-first search for an augmenting path source -> row -> (column ->
@@ -260,31 +262,62 @@ static void push_path(struct flow *w, size_t g, size_t h, int32_t end)
 	w->crem[end - g] -= amount;
 }
 
-/* Can column node `from` reach row node `to` in the residual graph? */
-static int reaches(const struct prop *p, struct flow *w, size_t b, size_t from, size_t to)
+/* Pushes node v on the search of residual_components. */
+static void scc_push(struct flow *w, size_t v, int32_t *next, size_t *sp, size_t *cp)
 {
-	size_t g = bucket_g(p, b), h = p->h[b], off = p->inv->cell_off[b], head = 0, tail = 0;
+	w->idx[v] = w->low[v] = (*next)++;
+	w->stk[(*sp)++] = (uint32_t)v;
+	w->onstack[v] = 1;
+	w->call[*cp] = (uint32_t)v;
+	w->iter[(*cp)++] = 0;
+}
 
-	memset(w->reach, 0, g + h);
-	w->reach[from] = 1;
-	w->queue[tail++] = (uint32_t)from;
-	while (head < tail) {
-		size_t v = w->queue[head++];
-		int row = v < g;
+/* Node v is done: its low link goes to its caller, and it closes a
+ * component if it is the component's first node. */
+static void scc_pop(struct flow *w, size_t v, size_t *sp, size_t cp, int32_t *ncomp)
+{
+	if (cp && w->low[v] < w->low[w->call[cp - 1]])
+		w->low[w->call[cp - 1]] = w->low[v];
+	if (w->low[v] != w->idx[v])
+		return;
+	for (size_t u = SIZE_MAX; u != v;) {
+		u = w->stk[--*sp];
+		w->onstack[u] = 0;
+		w->comp[u] = *ncomp;
+	}
+	(*ncomp)++;
+}
 
-		if (v == to)
-			return 1;
-		for (size_t x = 0; x < (row ? h : g); x++) {
-			size_t i = row ? v : x, j = row ? x : v - g, nx = row ? g + x : x;
+/* Strongly connected components of bucket b's residual graph (Tarjan,
+ * with an explicit stack): row i -> column j on a free cell, column j ->
+ * row i on a cell with flow. */
+static void residual_components(const struct prop *p, struct flow *w, size_t b, size_t g, size_t h)
+{
+	const uint8_t *zero = p->zero + p->inv->cell_off[b];
+	int32_t next = 0, ncomp = 0;
+	size_t sp = 0, cp = 0;
 
-			if (w->reach[nx] || p->zero[off + i * h + j] ||
-			    (!row && w->f[i * h + j] <= 0))
+	for (size_t v = 0; v < g + h; v++)
+		w->idx[v] = -1;
+	for (size_t root = 0; root < g + h; root++) {
+		if (w->idx[root] >= 0)
+			continue;
+		scc_push(w, root, &next, &sp, &cp);
+		while (cp) {
+			size_t v = w->call[cp - 1], x = w->iter[cp - 1]++, u = v < g ? g + x : x;
+
+			if (x == (v < g ? h : g)) {
+				scc_pop(w, v, &sp, --cp, &ncomp);
 				continue;
-			w->reach[nx] = 1;
-			w->queue[tail++] = (uint32_t)nx;
+			}
+			if (v < g ? zero[v * h + x] : w->f[x * h + (v - g)] <= 0)
+				continue;
+			if (w->idx[u] < 0)
+				scc_push(w, u, &next, &sp, &cp);
+			else if (w->onstack[u] && w->idx[u] < w->low[v])
+				w->low[v] = w->idx[u];
 		}
 	}
-	return 0;
 }
 
 /* Step 2 for bucket b: a feasible flow, then the residual test per cell.
@@ -310,10 +343,14 @@ static void bucket_flow(struct prop *p, struct flow *w, size_t b)
 		p->infeasible = 1;
 		return;
 	}
+	/* a free cell (i, j) without flow can carry some iff column j reaches
+	 * row i, that is (the cell is the edge back) iff they are in one
+	 * component; zeroing cells between components leaves the components */
+	residual_components(p, w, b, g, h);
 	for (size_t i = 0; i < g; i++)
 		for (size_t j = 0; j < h; j++)
 			if (!p->zero[off + i * h + j] && w->f[i * h + j] <= 0 &&
-			    !reaches(p, w, b, g + j, i))
+			    w->comp[i] != w->comp[g + j])
 				set_zero(p, off + i * h + j);
 }
 
@@ -332,8 +369,17 @@ static enum pm_status flow_init(struct flow *w, const struct prop *p)
 	w->crem = malloc(gph * sizeof *w->crem);
 	w->prev = malloc(gph * sizeof *w->prev);
 	w->queue = malloc(gph * sizeof *w->queue);
-	w->reach = malloc(gph);
-	return w->f && w->rrem && w->crem && w->prev && w->queue && w->reach ? PM_OK : PM_ERR_NOMEM;
+	w->onstack = malloc(gph);
+	w->idx = malloc(3 * gph * sizeof *w->idx);
+	w->stk = malloc(3 * gph * sizeof *w->stk);
+	if (!w->f || !w->rrem || !w->crem || !w->prev || !w->queue || !w->onstack || !w->idx ||
+	    !w->stk)
+		return PM_ERR_NOMEM;
+	w->low = w->idx + gph;
+	w->comp = w->idx + 2 * gph;
+	w->call = w->stk + gph;
+	w->iter = w->stk + 2 * gph;
+	return PM_OK;
 }
 
 static void flow_finish(struct flow *w)
@@ -343,9 +389,34 @@ static void flow_finish(struct flow *w)
 	free(w->crem);
 	free(w->prev);
 	free(w->queue);
-	free(w->reach);
+	free(w->onstack);
+	free(w->idx);
+	free(w->stk);
 }
 
+/* Step 2 for bucket b if a zero changed it since its last flow. A bucket
+ * without zeros has the positive closed form: no cell is forced. The
+ * flow's own zeros are zero in every point of the bucket's polytope, so
+ * removing them leaves the polytope, and the next flow's answer, as they
+ * were. */
+static void bucket_step(struct prop *p, struct flow *w, size_t b)
+{
+	const struct invariants *inv = p->inv;
+	size_t c0 = inv->cell_off[b];
+
+	if (!p->bucket_dirty[b])
+		return;
+	if (memchr(p->zero + c0, 1, inv->cell_off[b + 1] - c0))
+		bucket_flow(p, w, b);
+	p->bucket_dirty[b] = 0;
+}
+
+/*
+ * Both steps to a fixpoint, each pass looking again only at what a new
+ * zero may have changed: a row's test reads only the zeros of its
+ * buckets, a flow only its bucket's. Every step only adds zeros that hold
+ * in every solution, so the fixpoint does not depend on the order.
+ */
 enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
 			       int *infeasible)
 {
@@ -358,13 +429,16 @@ enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint
 		st = flow_init(&w, &p);
 	for (int dirty = 1; !st && dirty && !p.infeasible;) {
 		p.changed = 0;
-		for (size_t r = first; r < inv->n_rows && !p.infeasible; r++)
-			if (!resolved[r])
-				resolved[r] = (uint8_t)row_tighten(&p, r);
+		for (size_t r = first; r < inv->n_rows && !p.infeasible; r++) {
+			if (resolved[r] || !p.row_dirty[r])
+				continue;
+			p.row_dirty[r] = 0;
+			resolved[r] = (uint8_t)row_tighten(&p, r);
+		}
 		/* buckets touched by knowledge are the only ones with zeros */
 		for (size_t b = 0; b < inv->n_groups && !p.infeasible; b++)
 			if (inv->kb_off[b + 1] > inv->kb_off[b])
-				bucket_flow(&p, &w, b);
+				bucket_step(&p, &w, b);
 		dirty = p.changed;
 	}
 	*infeasible = p.infeasible;
