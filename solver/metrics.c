@@ -104,11 +104,10 @@ struct metrics {
 	const struct invariants *inv;
 	const uint8_t *closed;
 	struct solver_result *r;
-	double *klogk, *lnkn; /* k ln k and ln(k N), k < TABLE */
+	double *lnk, *klogk, *lnkn; /* ln k, k ln k and ln(k N), k < TABLE */
 	size_t n_tc, n_bc;
-	/* per tuple chunk: the occurrences before it (its weight), entries
-	 * written, accuracy sums */
-	size_t *weight, *n_post;
+	/* per tuple chunk: entries written, accuracy sums */
+	size_t *n_post;
 	double *est, *base;
 	int *est_inf, *base_inf;
 	double *entropy;   /* per bucket chunk */
@@ -129,27 +128,26 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 	for (size_t b = 0; b < ds->n_groups; b++)
 		top = ds->group_size[b] > top ? ds->group_size[b] : top;
 	top = top < TABLE ? top + 1 : TABLE;
-	m->klogk = malloc(2 * top * sizeof *m->klogk);
-	m->weight = malloc((m->n_tc + 1) * sizeof *m->weight);
+	m->lnk = malloc(3 * top * sizeof *m->lnk);
 	m->n_post = calloc(m->n_tc + 1, sizeof *m->n_post);
 	m->est = calloc(2 * (m->n_tc + 1), sizeof *m->est);
 	m->est_inf = calloc(2 * (m->n_tc + 1), sizeof *m->est_inf);
 	m->entropy = calloc(m->n_bc + 1, sizeof *m->entropy);
 	m->violation = calloc((size_t)m->parts, sizeof *m->violation);
 	m->part = calloc((size_t)m->parts, sizeof *m->part);
-	if (!m->klogk || !m->weight || !m->n_post || !m->est || !m->est_inf || !m->entropy ||
-	    !m->violation || !m->part)
+	if (!m->lnk || !m->n_post || !m->est || !m->est_inf || !m->entropy || !m->violation ||
+	    !m->part)
 		return PM_ERR_NOMEM;
 	m->base = m->est + m->n_tc + 1;
 	m->base_inf = m->est_inf + m->n_tc + 1;
-	m->lnkn = m->klogk + top;
-	m->klogk[0] = m->lnkn[0] = 0;
+	m->klogk = m->lnk + top;
+	m->lnkn = m->lnk + 2 * top;
+	m->lnk[0] = m->klogk[0] = m->lnkn[0] = 0;
 	for (size_t k = 1; k < top; k++) {
-		m->klogk[k] = (double)k * log((double)k);
+		m->lnk[k] = log((double)k);
+		m->klogk[k] = (double)k * m->lnk[k];
 		m->lnkn[k] = log((double)k * n);
 	}
-	for (size_t k = 0; k <= m->n_tc; k++)
-		m->weight[k] = m->inv->occ_off[k * CHUNK < ds->n_tuples ? k * CHUNK : ds->n_tuples];
 	for (int p = 0; p < m->parts; p++) {
 		m->part[p].sum = malloc(2 * ns * sizeof *m->part[p].sum);
 		if (!m->part[p].sum)
@@ -164,8 +162,7 @@ static void metrics_finish(struct metrics *m)
 	for (int p = 0; m->part && p < m->parts; p++)
 		free(m->part[p].sum);
 	free(m->part);
-	free(m->klogk);
-	free(m->weight);
+	free(m->lnk);
 	free(m->n_post);
 	free(m->est);
 	free(m->est_inf);
@@ -182,24 +179,26 @@ static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
 	const struct dataset *ds = m->ds;
 	size_t s0 = inv->slot_off[q];
 
-	memset(t->sum, 0, (inv->slot_off[q + 1] - s0) * sizeof *t->sum);
-	memset(t->base, 0, (inv->slot_off[q + 1] - s0) * sizeof *t->base);
+	for (size_t i = 0; i < inv->slot_off[q + 1] - s0; i++)
+		t->sum[i] = t->base[i] = 0;
 	for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
 		size_t b = inv->occ_bucket[o], c = inv->occ_cell[o], h = inv->bucket_h[b];
 		const double *y = m->r->cells + c;
 		const uint32_t *slot = inv->cell_slot + c, *ns = ds->bs_count + ds->bs_off[b];
-		double nq = ds->bq_count[ds->bq_off[b] + (c - inv->cell_off[b]) / h];
 
 		for (size_t j = 0; j < h; j++)
 			t->sum[slot[j] - s0] += y[j];
 		if (!ds->has_ground_truth)
 			continue;
-		if (m->closed && m->closed[b])
+		if (m->closed && m->closed[b]) {
 			for (size_t j = 0; j < h; j++)
 				t->base[slot[j] - s0] += y[j];
-		else
+		} else {
+			double nq = ds->bq_count[ds->bq_off[b] + (c - inv->cell_off[b]) / h];
+
 			for (size_t j = 0; j < h; j++)
 				t->base[slot[j] - s0] += nq * ns[j] / inv->bucket_n[b];
+		}
 	}
 }
 
@@ -238,6 +237,68 @@ static void tuple_accuracy(struct metrics *m, const struct part *t, size_t q, si
 	}
 }
 
+static double klogk(const struct metrics *m, uint32_t k)
+{
+	return k < TABLE ? m->klogk[k] : k * log((double)k);
+}
+
+static double lnk(const struct metrics *m, uint32_t k)
+{
+	return k < TABLE ? m->lnk[k] : log((double)k);
+}
+
+/*
+ * The accuracy terms of a tuple in one bucket b only (its slots are b's
+ * values in order). Where b is closed form, P(s|q) / P*(s|q) is the ratio
+ * of whole numbers n(q,s) n(b) / (n(q) n(s,b)): its logarithm from the
+ * table, one term for both sums.
+ */
+static void single_accuracy(struct metrics *m, size_t q, size_t k)
+{
+	const struct invariants *inv = m->inv;
+	const struct dataset *ds = m->ds;
+	size_t o = inv->occ_off[q], b = inv->occ_bucket[o], s0 = inv->slot_off[q];
+	const double *y = m->r->cells + inv->occ_cell[o];
+	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
+	uint32_t nq = ds->tuple_count[q];
+	double all = (double)ds->n_records;
+
+	for (size_t j = 0; j < inv->bucket_h[b]; j++) {
+		uint32_t c = inv->slot_records[s0 + j];
+
+		if (!c)
+			continue;
+		if (m->closed && m->closed[b]) {
+			double term =
+			    c / all *
+			    (lnk(m, c) + lnk(m, ds->group_size[b]) - lnk(m, nq) - lnk(m, ns[j]));
+
+			m->est[k] += term;
+			m->base[k] += term;
+			continue;
+		}
+		kl_add(c / all, (double)c / nq, y[j] / nq, &m->est[k], &m->est_inf[k]);
+		kl_add(c / all, (double)c / nq, (double)nq * ns[j] / inv->bucket_n[b] / nq,
+		       &m->base[k], &m->base_inf[k]);
+	}
+}
+
+/* The posterior of a tuple in one bucket: its row of y over n(q). */
+static void single_posterior(struct metrics *m, size_t q, size_t *np)
+{
+	const struct invariants *inv = m->inv;
+	size_t o = inv->occ_off[q], s0 = inv->slot_off[q];
+	const double *y = m->r->cells + inv->occ_cell[o];
+	double nq = m->ds->tuple_count[q];
+
+	for (size_t j = 0; j < inv->bucket_h[inv->occ_bucket[o]]; j++) {
+		if (y[j] > 0) {
+			m->r->post_sa[*np] = inv->slot_sa[s0 + j];
+			m->r->post_p[(*np)++] = y[j] / nq;
+		}
+	}
+}
+
 /* Posterior entries and accuracy terms of the tuples of chunk k, written
  * from the chunk's first slot on (at most one entry per slot). */
 static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
@@ -250,8 +311,14 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 	for (size_t q = k * CHUNK; q < q1; q++) {
 		double nq = m->ds->tuple_count[q];
 
-		tuple_sums(m, t, q);
 		r->post_off[q] = np;
+		if (inv->occ_off[q + 1] - inv->occ_off[q] == 1) {
+			single_posterior(m, q, &np);
+			if (m->ds->has_ground_truth)
+				single_accuracy(m, q, k);
+			continue;
+		}
+		tuple_sums(m, t, q);
 		for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
 			double p = t->sum[i - inv->slot_off[q]];
 
@@ -264,11 +331,6 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 			tuple_accuracy(m, t, q, k);
 	}
 	m->n_post[k] = np - inv->slot_off[k * CHUNK];
-}
-
-static double klogk(const struct metrics *m, uint32_t k)
-{
-	return k < TABLE ? m->klogk[k] : k * log((double)k);
 }
 
 /*
@@ -301,28 +363,34 @@ static double bucket_entropy(const struct metrics *m, size_t b)
 	return h;
 }
 
-static void metrics_part(void *ctx, int p, int parts)
+/* Item k of the pass: tuple chunks, then bucket chunks, then chunks of
+ * knowledge rows; violations go to the part's maximum (any order gives
+ * the same maximum). */
+static void metrics_item(void *ctx, size_t k, int p)
 {
 	struct metrics *m = ctx;
 	const struct invariants *inv = m->inv;
-	size_t lo, hi, first = inv->n_qi_rows + inv->n_sa_rows;
-	double worst = 0;
+	size_t first = inv->n_qi_rows + inv->n_sa_rows;
+	double worst = m->violation[p];
 
-	parallel_range(m->n_tc, m->weight, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++)
+	if (k < m->n_tc) {
 		tuple_chunk(m, &m->part[p], k);
-	parallel_range(m->n_bc, NULL, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++) {
+		return;
+	}
+	k -= m->n_tc;
+	if (k < m->n_bc) {
 		size_t b1 = (k + 1) * CHUNK < inv->n_groups ? (k + 1) * CHUNK : inv->n_groups;
 
 		for (size_t b = k * CHUNK; b < b1; b++) {
 			m->entropy[k] += bucket_entropy(m, b);
 			worst = max_of(worst, bucket_violation(m->ds, inv, b, m->r->cells));
 		}
+	} else {
+		size_t r1 = first + (k - m->n_bc + 1) * CHUNK;
+
+		for (size_t r = first + (k - m->n_bc) * CHUNK; r < r1 && r < inv->n_rows; r++)
+			worst = max_of(worst, row_violation(inv, r, m->r->cells));
 	}
-	parallel_range(inv->n_rows - first, NULL, p, parts, &lo, &hi);
-	for (size_t r = first + lo; r < first + hi; r++)
-		worst = max_of(worst, row_violation(inv, r, m->r->cells));
 	m->violation[p] = worst;
 }
 
@@ -369,7 +437,8 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 	r->has_accuracy = ds->has_ground_truth;
 	r->estimation_accuracy = r->baseline_accuracy = r->entropy = r->max_violation = 0;
 	r->estimation_infinite = r->baseline_infinite = 0;
-	parallel_run(pool, metrics_part, &m);
+	parallel_items(pool, m.n_tc + m.n_bc + (inv->n_knowledge_rows + CHUNK - 1) / CHUNK,
+		       metrics_item, &m);
 	metrics_reduce(&m);
 	st = PM_OK;
 out:

@@ -7,8 +7,14 @@
  * Work is split into a fixed number of parts, part i always on the same
  * bucket range, and callers reduce per-part partial results in part
  * order: the answer does not depend on thread scheduling.
+ *
+ * Short one-off passes (parallel_items) hand out items instead: whichever
+ * thread is free takes the next one, so a worker that wakes late (the
+ * other core busy elsewhere) costs nothing but its share; callers keep
+ * one result per item and reduce them in item order.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -35,7 +41,44 @@ struct parallel {
 	int pending, stop;
 	void (*fn)(void *ctx, int part, int parts);
 	void *ctx;
+	/* the current parallel_items pass, if items: workers still in it
+	 * (busy), no new one may join (closed), the next item to take */
+	int items, busy, closed;
+	size_t n_items;
+	atomic_size_t next;
+	void (*item_fn)(void *ctx, size_t item, int part);
 };
+
+/* Takes items until none is left. */
+static void take_items(struct parallel *p, int part)
+{
+	size_t i;
+
+	while ((i = atomic_fetch_add(&p->next, 1)) < p->n_items)
+		p->item_fn(p->ctx, i, part);
+}
+
+/* A worker's share of the phase it was woken for, with p->mu held (and
+ * released while working). */
+static void worker_phase(struct parallel *p, int part)
+{
+	if (p->items) {
+		if (p->closed)
+			return; /* woken after the pass ended: nothing left */
+		p->busy++;
+		pthread_mutex_unlock(&p->mu);
+		take_items(p, part);
+		pthread_mutex_lock(&p->mu);
+		if (--p->busy == 0)
+			pthread_cond_signal(&p->done);
+		return;
+	}
+	pthread_mutex_unlock(&p->mu);
+	p->fn(p->ctx, part, p->n);
+	pthread_mutex_lock(&p->mu);
+	if (--p->pending == 0)
+		pthread_cond_signal(&p->done);
+}
 
 static void *worker(void *arg)
 {
@@ -52,11 +95,7 @@ static void *worker(void *arg)
 			return NULL;
 		}
 		seen = p->generation;
-		pthread_mutex_unlock(&p->mu);
-		p->fn(p->ctx, part, p->n);
-		pthread_mutex_lock(&p->mu);
-		if (--p->pending == 0)
-			pthread_cond_signal(&p->done);
+		worker_phase(p, part);
 		pthread_mutex_unlock(&p->mu);
 	}
 }
@@ -103,6 +142,7 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 		return;
 	}
 	pthread_mutex_lock(&p->mu);
+	p->items = 0;
 	p->fn = fn;
 	p->ctx = ctx;
 	p->pending = p->n - 1;
@@ -112,6 +152,34 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 	fn(ctx, 0, p->n);
 	pthread_mutex_lock(&p->mu);
 	while (p->pending > 0)
+		pthread_cond_wait(&p->done, &p->mu);
+	pthread_mutex_unlock(&p->mu);
+}
+
+void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t item, int part),
+		    void *ctx)
+{
+	if (!p || p->n == 1) {
+		for (size_t i = 0; i < n; i++)
+			fn(ctx, i, 0);
+		return;
+	}
+	pthread_mutex_lock(&p->mu);
+	p->items = 1;
+	p->closed = 0;
+	p->busy = 0;
+	p->item_fn = fn;
+	p->ctx = ctx;
+	p->n_items = n;
+	atomic_store(&p->next, 0);
+	p->generation++;
+	pthread_cond_broadcast(&p->go);
+	pthread_mutex_unlock(&p->mu);
+	take_items(p, 0);
+	pthread_mutex_lock(&p->mu);
+	/* closed until the next phase: a worker that wakes only now skips it */
+	p->closed = 1;
+	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);
 }

@@ -162,7 +162,7 @@ struct run {
 	int parts;
 	struct scaling_work *w;
 	struct peel_work *pw;
-	size_t *n_coupled; /* per part */
+	size_t *n_coupled, *n_zero; /* per chunk of SPLIT_CHUNK buckets */
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
@@ -171,62 +171,82 @@ struct run {
 	double *y;
 };
 
+/* Buckets per item of the split pass. */
+#define SPLIT_CHUNK 64
+
+/* Bucket b alone: the closed form of Theorem 5 without zeros (the paper's
+ * irrelevant buckets), peeling or matrix scaling with them; 1 if it stays
+ * coupled (scaling missed its target). Part p's scratch. */
+static int split_bucket(struct run *u, size_t b, int p)
+{
+	const struct invariants *inv = u->inv;
+	size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
+
+	u->closed[b] = !memchr(u->zero + c0, 1, c1 - c0);
+	if (u->closed[b])
+		metrics_closed_form(u->ds, inv, b, u->y);
+	else if (!peel_bucket(u->ds, inv, b, u->zero, u->y, &u->pw[p]))
+		return scaling_bucket(u->ds, inv, b, u->zero, u->y, SCALING_TARGET, &u->w[p]) !=
+		       PM_OK;
+	return 0;
+}
+
 /*
- * Buckets no open knowledge row couples are solved alone: the closed form
- * of Theorem 5 without zeros (the paper's irrelevant buckets), matrix
- * scaling with them, each part of the buckets on its own core. The others
- * get cpl[b] = 1 and active[c] = 1 on their free cells for the dual.
- * With implied NULL (the paper's method) every touched bucket is coupled.
+ * Buckets no open knowledge row couples are solved alone (split_bucket),
+ * the others get cpl[b] = 1, y = 0 and active[c] = 1 on their free cells
+ * for the dual. With implied NULL (the paper's method) every touched
+ * bucket is coupled. Counts coupled buckets and zeros per chunk.
  */
-static void split_part(void *ctx, int p, int parts)
+static void split_item(void *ctx, size_t k, int p)
 {
 	struct run *u = ctx;
 	const struct invariants *inv = u->inv;
-	size_t lo, hi;
+	size_t b1 = (k + 1) * SPLIT_CHUNK < inv->n_groups ? (k + 1) * SPLIT_CHUNK : inv->n_groups;
 
-	parallel_range(inv->n_groups, inv->cell_off, p, parts, &lo, &hi);
-	u->n_coupled[p] = 0;
-	for (size_t b = lo; b < hi; b++) {
+	u->n_coupled[k] = u->n_zero[k] = 0;
+	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
 		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
 		int t = u->split_implied ? coupled(inv, u->split_implied, b)
 					 : inv->kb_off[b + 1] > inv->kb_off[b];
 
-		u->closed[b] = !t && !memchr(u->zero + c0, 1, c1 - c0);
-		if (u->closed[b])
-			metrics_closed_form(u->ds, inv, b, u->y);
-		else if (!t && !peel_bucket(u->ds, inv, b, u->zero, u->y, &u->pw[p]))
-			t = scaling_bucket(u->ds, inv, b, u->zero, u->y, SCALING_TARGET,
-					   &u->w[p]) != PM_OK;
-		u->n_coupled[p] += (size_t)t;
-		u->cpl[b] = (uint8_t)t;
-		for (size_t c = c0; c < c1; c++)
+		u->closed[b] = 0;
+		if (!t)
+			t = split_bucket(u, b, p);
+		else
+			memset(u->y + c0, 0, (c1 - c0) * sizeof *u->y);
+		/* active: only coupled buckets' cells, now or before */
+		for (size_t c = c0; (t || u->cpl[b]) && c < c1; c++)
 			u->active[c] = t && !u->zero[c];
+		for (size_t c = c0; !u->closed[b] && c < c1; c++)
+			u->n_zero[k] += u->zero[c];
+		u->n_coupled[k] += (size_t)t;
+		u->cpl[b] = (uint8_t)t;
 	}
 }
 
-/* Returns how many buckets are coupled. */
-static size_t split_buckets(struct run *u, const uint8_t *implied, double *y)
+/* Returns how many buckets are coupled; *zeros the forced zeros. */
+static size_t split_buckets(struct run *u, const uint8_t *implied, double *y, size_t *zeros)
 {
-	size_t n = 0;
+	size_t n = 0, chunks = (u->inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
 
 	u->split_implied = implied;
 	u->y = y;
-	parallel_run(u->pool, split_part, u);
-	for (int p = 0; p < u->parts; p++)
-		n += u->n_coupled[p];
+	parallel_items(u->pool, chunks, split_item, u);
+	*zeros = 0;
+	for (size_t k = 0; k < chunks; k++) {
+		n += u->n_coupled[k];
+		*zeros += u->n_zero[k];
+	}
 	return n;
 }
 
-static void fill_counts(const struct invariants *inv, const uint8_t *zero, struct solver_result *r)
+static void fill_counts(const struct invariants *inv, struct solver_result *r)
 {
 	r->variables = inv->n_cells;
 	r->qi_invariants = inv->n_qi_rows;
 	r->sa_invariants = inv->n_sa_rows;
 	r->knowledge = inv->n_knowledge_rows;
 	r->zero_invariants = inv->zero_invariants;
-	r->forced_zeros = 0;
-	for (size_t c = 0; c < inv->n_cells; c++)
-		r->forced_zeros += zero[c];
 }
 
 static void run_finish(struct run *u)
@@ -238,6 +258,7 @@ static void run_finish(struct run *u)
 	free(u->w);
 	free(u->pw);
 	free(u->n_coupled);
+	free(u->n_zero);
 	parallel_destroy(u->pool);
 	free(u->zero);
 	free(u->active);
@@ -265,17 +286,18 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->cpl = calloc(ds->n_groups + 1, 1);
 	u->deferred = calloc(ds->n_groups + 1, 1);
 	u->closed = calloc(ds->n_groups + 1, 1);
-	u->prev = calloc(n, sizeof *u->prev);
+	u->n_coupled = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_coupled);
+	u->n_zero = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_zero);
 	u->ds = ds;
 	u->inv = inv;
 	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->closed ||
-	    !u->prev || parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
+	    !u->n_coupled || !u->n_zero ||
+	    parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
 	u->pw = calloc((size_t)u->parts, sizeof *u->pw);
-	u->n_coupled = calloc((size_t)u->parts, sizeof *u->n_coupled);
-	if (!u->w || !u->pw || !u->n_coupled)
+	if (!u->w || !u->pw)
 		return PM_ERR_NOMEM;
 	for (int p = 0; p < u->parts; p++)
 		if (scaling_work_init(&u->w[p], g_max, h_max) ||
@@ -322,13 +344,12 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 				  const struct solver_options *o, int probe, struct run *u,
 				  struct solver_result *r, struct pm_error *err)
 {
-	memset(r->cells, 0, inv->n_cells * sizeof *r->cells);
-	fill_counts(inv, u->zero, r);
 	/* the full dual is the paper's method: every multiplier of the
 	 * touched buckets, implied rows included */
 	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->implied;
 
-	r->solved_buckets = split_buckets(u, implied, r->cells);
+	fill_counts(inv, r);
+	r->solved_buckets = split_buckets(u, implied, r->cells, &r->forced_zeros);
 	if (!r->solved_buckets) { /* every bucket solved alone: no dual left */
 		memset(&u->ms, 0, sizeof u->ms);
 		u->ms.converged = 1;
@@ -336,6 +357,8 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	}
 	if (o->method == SOLVER_FULL_DUAL)
 		return maxent_solve(inv, u->active, implied, o, r->cells, &u->ms, err);
+	if (probe && !u->prev && !(u->prev = calloc(inv->n_cells + 1, sizeof *u->prev)))
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, r->cells,
 			      probe ? u->prev : NULL, &u->ms, err);
 }
@@ -425,7 +448,8 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	r->cells = calloc(inv->n_cells + 1, sizeof *r->cells);
+	/* every cell is written by the split (solve_split) */
+	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
 	st = r->cells ? run_init(&u, ds, inv, o->threads) : PM_ERR_NOMEM;
 	if (st) {
 		error_set(err, st, "", "out of memory");

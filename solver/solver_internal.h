@@ -25,6 +25,11 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 /* The items [*lo, *hi) of part `part`, balanced by the weights whose
  * prefix sums are off[0..n] (NULL: unit weights). */
 void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo, size_t *hi);
+/* Runs fn(ctx, item, part) once for every item in [0, n), each taken by
+ * whichever thread is free (part: which one, for its scratch), and
+ * returns when all are done. p may be NULL (inline, part 0). */
+void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t item, int part),
+		    void *ctx);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

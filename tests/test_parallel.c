@@ -2,7 +2,9 @@
  * parallel.c: every part runs exactly once per phase, on the range
  * parallel_range gives it; ranges tile the items; the pool survives many
  * phases (the two-level solve runs hundreds); NULL and 1-thread pools run
- * inline; destroy(NULL) is a no-op.
+ * inline; destroy(NULL) is a no-op. parallel_items runs every item exactly
+ * once, with a valid part, also interleaved with parallel_run phases and
+ * with passes shorter than a worker's wake-up.
  */
 #include <pthread.h>
 
@@ -28,6 +30,40 @@ static void work(void *ctx, int part, int parts)
 		j->hits[i]++;
 	j->parts_seen[part]++;
 	j->who[part] = pthread_self();
+}
+
+struct item_job {
+	int hits[ITEMS];
+	int bad_part;
+	size_t n;
+};
+
+static void item_work(void *ctx, size_t item, int part)
+{
+	struct item_job *j = ctx;
+
+	j->hits[item]++;
+	j->bad_part |= part < 0 || part >= 4;
+}
+
+/* Passes of n items (n = 0 and 1 included: over before a worker wakes),
+ * interleaved with fixed-part phases. */
+static void test_items(struct parallel *p, struct job *fixed)
+{
+	static struct item_job j;
+
+	for (int pass = 0; pass < 300; pass++) {
+		size_t n = (size_t)(pass * 37) % (ITEMS + 1);
+
+		memset(j.hits, 0, sizeof j.hits);
+		parallel_items(p, n, item_work, &j);
+		for (size_t i = 0; i < ITEMS; i++)
+			if (j.hits[i] != (i < n))
+				CHECK(j.hits[i] == (i < n));
+		if (pass % 3 == 0)
+			parallel_run(p, work, fixed);
+	}
+	CHECK(!j.bad_part);
 }
 
 static void check_ranges(const size_t *off, int parts)
@@ -80,6 +116,12 @@ int main(void)
 		CHECK(j.parts_seen[part] == 500);
 	CHECK(pthread_equal(j.who[0], pthread_self()));
 	CHECK(!pthread_equal(j.who[1], pthread_self()));
+	memset(&j.hits, 0, sizeof j.hits);
+	test_items(p, &j);
+	for (size_t i = 0; i < ITEMS; i++) /* the fixed phases ran 100 times */
+		if (j.hits[i] != 100)
+			CHECK(j.hits[i] == 100);
+	test_items(NULL, &j);
 	parallel_destroy(p);
 
 	CHECK(parallel_create(1, &p) == PM_OK);
