@@ -29,6 +29,7 @@ struct prop {
 	const uint32_t *h;	 /* per bucket: width */
 	const size_t *qi0, *sa0; /* per bucket: first QI row, first SA row */
 	const double *nb;	 /* n(b) */
+	double *last;		 /* n(s,b) of the last s, whose row is dropped */
 	/* scratch for one knowledge row */
 	uint32_t *stamp, now; /* per bucket: seen in this row when == now */
 	uint32_t *col, *touched;
@@ -55,13 +56,7 @@ static double row_total(const struct prop *p, size_t b, size_t i)
 
 static double col_total(const struct prop *p, size_t b, size_t j)
 {
-	double rest = 0;
-
-	if (j + 1 < p->h[b])
-		return p->inv->rhs[p->sa0[b] + j];
-	for (size_t k = 0; k + 1 < p->h[b]; k++)
-		rest += p->inv->rhs[p->sa0[b] + k];
-	return p->nb[b] - rest;
+	return j + 1 < p->h[b] ? p->inv->rhs[p->sa0[b] + j] : p->last[b];
 }
 
 static void set_zero(struct prop *p, size_t c)
@@ -94,11 +89,19 @@ static enum pm_status prop_init(struct prop *p)
 	p->touched = calloc(nb + 1, sizeof *p->touched);
 	p->qsum = calloc(nb + 1, sizeof *p->qsum);
 	p->inrow = calloc(inv->n_cells + 1, 1);
+	p->last = malloc((nb + 1) * sizeof *p->last);
 	p->bucket_dirty = malloc(nb + 1);
 	p->row_dirty = malloc(inv->n_rows + 1);
-	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->bucket_dirty ||
-	    !p->row_dirty)
+	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->last ||
+	    !p->bucket_dirty || !p->row_dirty)
 		return PM_ERR_NOMEM;
+	for (size_t b = 0; b < nb; b++) {
+		double rest = 0;
+
+		for (size_t j = 0; j + 1 < p->h[b]; j++)
+			rest += inv->rhs[p->sa0[b] + j];
+		p->last[b] = p->nb[b] - rest;
+	}
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
 	memset(p->row_dirty, 1, inv->n_rows + 1);
@@ -112,6 +115,7 @@ static void prop_finish(struct prop *p)
 	free(p->touched);
 	free(p->qsum);
 	free(p->inrow);
+	free(p->last);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
 }
@@ -125,12 +129,13 @@ static size_t row_gather(struct prop *p, size_t r)
 
 	p->now++;
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-		size_t c = inv->row_cell[e], b = inv->cell_group[c], at = c - inv->cell_off[b];
+		size_t c = inv->row_cell[e], b = inv->cell_group[c];
+		uint32_t at = (uint32_t)(c - inv->cell_off[b]);
 
 		if (p->stamp[b] != p->now) {
 			p->stamp[b] = p->now;
 			p->qsum[b] = 0;
-			p->col[b] = (uint32_t)(at % p->h[b]);
+			p->col[b] = at % p->h[b];
 			p->touched[n++] = (uint32_t)b;
 		}
 		if (!p->zero[c]) {
@@ -151,7 +156,7 @@ static void zero_part(struct prop *p, size_t b, int in_r, int on_col)
 		if (p->inrow[off + i * h + col] != in_r)
 			continue;
 		for (size_t j = 0; j < h; j++)
-			if ((j == col) == on_col)
+			if ((j == col) == on_col && !p->zero[off + i * h + j])
 				set_zero(p, off + i * h + j);
 	}
 }

@@ -2,9 +2,8 @@
  * The solve step: forced zeros (boundary.c); every bucket that no open
  * knowledge row couples (rows propagation proved implied need no
  * multiplier) alone, by the closed form of Theorem 5 (the paper's
- * irrelevant-bucket optimization), exactly by peeling where its zeros
- * allow, or by matrix scaling around them (scaling.c); the two-level or
- * the full dual for the rest; the metrics.
+ * irrelevant-bucket optimization) or, with forced zeros, by alone.c; the
+ * two-level or the full dual for the rest; the metrics.
  */
 #include <math.h>
 #include <stdio.h>
@@ -13,10 +12,6 @@
 #include <time.h>
 
 #include "solver_internal.h"
-
-/* Per-bucket scaling: violation target (records); a bucket that misses it
- * falls back to the dual. */
-#define SCALING_TARGET 1e-12
 
 void solver_options_init(struct solver_options *o)
 {
@@ -54,105 +49,6 @@ static int coupled(const struct invariants *inv, const uint8_t *implied, size_t 
 	return 0;
 }
 
-/* Scratch of peel_bucket for buckets up to g + h = n: per row then per
- * column, what is left of its count, its free cells, still in the block. */
-struct peel_work {
-	double *left;
-	size_t *free;
-	uint8_t *on;
-};
-
-static enum pm_status peel_work_init(struct peel_work *w, size_t n)
-{
-	w->left = malloc(n * sizeof *w->left);
-	w->free = malloc(n * sizeof *w->free);
-	w->on = malloc(n);
-	return w->left && w->free && w->on ? PM_OK : PM_ERR_NOMEM;
-}
-
-static void peel_work_finish(struct peel_work *w)
-{
-	free(w->left);
-	free(w->free);
-	free(w->on);
-}
-
-/* Row i of g (k = i) or column j (k = g + j) gives the free cell (i, j)
- * in the block its whole count: its line leaves the block, the crossing
- * line loses the count and a free cell. */
-static void peel_line(struct peel_work *w, size_t g, size_t h, const uint8_t *zero, double *y,
-		      size_t k)
-{
-	int row = k < g;
-	size_t n = row ? h : g;
-
-	for (size_t x = 0; x < n; x++) {
-		size_t i = row ? k : x, j = row ? x : k - g, other = row ? g + x : x;
-
-		if (!w->on[other] || zero[i * h + j])
-			continue;
-		y[i * h + j] = w->left[k];
-		w->left[other] -= w->left[k];
-		w->free[other]--;
-		break;
-	}
-	w->on[k] = 0;
-}
-
-/*
- * The maximum-entropy estimate of bucket b alone with its zeros, exactly,
- * where the zeros allow it: a row or column with a single free cell puts
- * its whole count there (every solution does), and once none has, what is
- * left is either empty or a block; a block without zeros has, by Theorem
- * 5, the product of what is left of its marginals as its maximum. Counts
- * stay whole numbers, so this is exact. Returns 1 when b is solved, 0
- * when zeros remain in the block (matrix scaling's case).
- */
-static int peel_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
-		       const uint8_t *zero, double *y, struct peel_work *w)
-{
-	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
-	size_t off = inv->cell_off[b], moved = 1;
-	double n = 0;
-
-	zero += off;
-	y += off;
-	for (size_t k = 0; k < g + h; k++) {
-		w->left[k] =
-		    k < g ? ds->bq_count[ds->bq_off[b] + k] : ds->bs_count[ds->bs_off[b] + k - g];
-		w->free[k] = 0;
-		w->on[k] = 1;
-	}
-	for (size_t c = 0; c < g * h; c++) {
-		y[c] = 0;
-		w->free[c / h] += !zero[c];
-		w->free[g + c % h] += !zero[c];
-	}
-	while (moved) {
-		moved = 0;
-		for (size_t k = 0; k < g + h; k++)
-			if (w->on[k] && w->free[k] == 1 && ++moved)
-				peel_line(w, g, h, zero, y, k);
-	}
-	for (size_t k = 0; k < g + h; k++) {
-		if (w->on[k] && !w->free[k] && w->left[k] != 0)
-			return 0; /* not whole numbers after all: leave it to scaling */
-		w->on[k] = w->on[k] && w->free[k];
-	}
-	for (size_t i = 0; i < g; i++)
-		for (size_t j = 0; w->on[i] && j < h; j++)
-			if (w->on[g + j] &&
-			    (zero[i * h + j] || w->left[i] <= 0 || w->left[g + j] <= 0))
-				return 0;
-	for (size_t i = 0; i < g; i++)
-		n += w->on[i] ? w->left[i] : 0;
-	for (size_t i = 0; i < g; i++)
-		for (size_t j = 0; w->on[i] && j < h; j++)
-			if (w->on[g + j])
-				y[i * h + j] = w->left[i] * w->left[g + j] / n;
-	return 1;
-}
-
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
 	uint8_t *zero, *active, *implied, *cpl, *deferred;
@@ -160,8 +56,7 @@ struct run {
 	double *prev;	 /* the two-level solve's previous iterate */
 	struct parallel *pool;
 	int parts;
-	struct scaling_work *w;
-	struct peel_work *pw;
+	struct alone_work **w;	    /* per part */
 	size_t *n_coupled, *n_zero; /* per chunk of SPLIT_CHUNK buckets */
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
@@ -175,8 +70,8 @@ struct run {
 #define SPLIT_CHUNK 64
 
 /* Bucket b alone: the closed form of Theorem 5 without zeros (the paper's
- * irrelevant buckets), peeling or matrix scaling with them; 1 if it stays
- * coupled (scaling missed its target). Part p's scratch. */
+ * irrelevant buckets), alone.c with them; 1 if it stays coupled (scaling
+ * missed its target). Part p's scratch. */
 static int split_bucket(struct run *u, size_t b, int p)
 {
 	const struct invariants *inv = u->inv;
@@ -185,9 +80,8 @@ static int split_bucket(struct run *u, size_t b, int p)
 	u->closed[b] = !memchr(u->zero + c0, 1, c1 - c0);
 	if (u->closed[b])
 		metrics_closed_form(u->ds, inv, b, u->y);
-	else if (!peel_bucket(u->ds, inv, b, u->zero, u->y, &u->pw[p]))
-		return scaling_bucket(u->ds, inv, b, u->zero, u->y, SCALING_TARGET, &u->w[p]) !=
-		       PM_OK;
+	else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
+		return 1;
 	return 0;
 }
 
@@ -212,7 +106,7 @@ static void split_item(void *ctx, size_t k, int p)
 		u->closed[b] = 0;
 		if (!t)
 			t = split_bucket(u, b, p);
-		else
+		if (t)
 			memset(u->y + c0, 0, (c1 - c0) * sizeof *u->y);
 		/* active: only coupled buckets' cells, now or before */
 		for (size_t c = c0; (t || u->cpl[b]) && c < c1; c++)
@@ -252,11 +146,8 @@ static void fill_counts(const struct invariants *inv, struct solver_result *r)
 static void run_finish(struct run *u)
 {
 	for (int p = 0; u->w && p < u->parts; p++)
-		scaling_work_finish(&u->w[p]);
-	for (int p = 0; u->pw && p < u->parts; p++)
-		peel_work_finish(&u->pw[p]);
+		alone_work_destroy(u->w[p]);
 	free(u->w);
-	free(u->pw);
 	free(u->n_coupled);
 	free(u->n_zero);
 	parallel_destroy(u->pool);
@@ -296,12 +187,10 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
-	u->pw = calloc((size_t)u->parts, sizeof *u->pw);
-	if (!u->w || !u->pw)
+	if (!u->w)
 		return PM_ERR_NOMEM;
 	for (int p = 0; p < u->parts; p++)
-		if (scaling_work_init(&u->w[p], g_max, h_max) ||
-		    peel_work_init(&u->pw[p], g_max + h_max))
+		if (alone_work_create(g_max, h_max, &u->w[p]))
 			return PM_ERR_NOMEM;
 	return PM_OK;
 }

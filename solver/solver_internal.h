@@ -31,6 +31,23 @@ void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo
 void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t item, int part),
 		    void *ctx);
 
+/* ---- alone.c ------------------------------------------------------------ */
+
+/* Scratch of alone_solve for buckets up to g_max x h_max, and the shapes
+ * it has solved; caller frees *out with alone_work_destroy (also after a
+ * failure). */
+struct alone_work;
+enum pm_status alone_work_create(size_t g_max, size_t h_max, struct alone_work **out);
+void alone_work_destroy(struct alone_work *w);
+/*
+ * The maximum-entropy estimate of bucket b alone with its forced zeros
+ * (zero: n_cells flags), written to its cells of y: exactly by peeling
+ * where the zeros allow, else by matrix scaling. PM_ERR_INTERNAL when the
+ * scaling misses its target (the bucket then needs the dual).
+ */
+enum pm_status alone_solve(const struct dataset *ds, const struct invariants *inv, size_t b,
+			   const uint8_t *zero, double *y, struct alone_work *w);
+
 /* ---- metrics.c ---------------------------------------------------------- */
 
 /*
