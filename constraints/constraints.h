@@ -235,8 +235,9 @@ struct invariants {
 	size_t *kb_off;
 	uint32_t *kb_row;
 	uint64_t zero_invariants; /* |Q| * |S| * |B| - n_cells */
-	/* Per bucket b: h_b (its distinct s; g_b = cells / h_b), its first QI
-	 * row (g_b of them) and first SA row (h_b - 1), n(b). */
+	/* Per bucket b: h_b (its distinct s), its first QI row (g_b of them:
+	 * g_b = qi_row0[b + 1] - qi_row0[b]) and first SA row (h_b - 1), n(b);
+	 * qi_row0 and sa_row0 have n_groups + 1 entries. */
 	uint32_t *bucket_h;
 	size_t *qi_row0, *sa_row0;
 	double *bucket_n;

@@ -74,6 +74,8 @@ static enum pm_status build_bucket_layout(const struct dataset *ds, struct invar
 		qi += g;
 		sa += h - 1;
 	}
+	inv->qi_row0[nb] = qi;
+	inv->sa_row0[nb] = sa;
 	return PM_OK;
 }
 

@@ -150,9 +150,7 @@ struct relax {
 
 static size_t bucket_g(const struct relax *x, size_t b)
 {
-	size_t n = x->inv->cell_off[b + 1] - x->inv->cell_off[b];
-
-	return x->h[b] ? n / x->h[b] : 0;
+	return x->qi0[b + 1] - x->qi0[b];
 }
 
 static double row_total(const struct relax *x, size_t b, size_t i)

@@ -43,9 +43,7 @@ struct prop {
 
 static size_t bucket_g(const struct prop *p, size_t b)
 {
-	size_t n = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
-
-	return p->h[b] ? n / p->h[b] : 0;
+	return p->qi0[b + 1] - p->qi0[b];
 }
 
 /* n(q_i, b) and n(s_j, b); the last s is the dropped SA row. */
@@ -130,16 +128,16 @@ static size_t row_gather(struct prop *p, size_t r)
 	p->now++;
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
 		size_t c = inv->row_cell[e], b = inv->cell_group[c];
-		uint32_t at = (uint32_t)(c - inv->cell_off[b]);
+		uint32_t at = (uint32_t)(c - inv->cell_off[b]), i = at / p->h[b];
 
 		if (p->stamp[b] != p->now) {
 			p->stamp[b] = p->now;
 			p->qsum[b] = 0;
-			p->col[b] = at % p->h[b];
+			p->col[b] = at - i * p->h[b];
 			p->touched[n++] = (uint32_t)b;
 		}
 		if (!p->zero[c]) {
-			p->qsum[b] += row_total(p, b, at / p->h[b]);
+			p->qsum[b] += row_total(p, b, i);
 			p->inrow[c] = 1;
 		}
 	}
@@ -155,8 +153,10 @@ static void zero_part(struct prop *p, size_t b, int in_r, int on_col)
 	for (size_t i = 0; i < g; i++) {
 		if (p->inrow[off + i * h + col] != in_r)
 			continue;
-		for (size_t j = 0; j < h; j++)
-			if ((j == col) == on_col && !p->zero[off + i * h + j])
+		if (on_col && !p->zero[off + i * h + col])
+			set_zero(p, off + i * h + col);
+		for (size_t j = 0; !on_col && j < h; j++)
+			if (j != col && !p->zero[off + i * h + j])
 				set_zero(p, off + i * h + j);
 	}
 }
@@ -333,11 +333,20 @@ static void bucket_flow(struct prop *p, struct flow *w, size_t b)
 	double left = p->nb[b];
 	int32_t end;
 
-	memset(w->f, 0, g * h * sizeof *w->f);
 	for (size_t i = 0; i < g; i++)
 		w->rrem[i] = row_total(p, b, i);
 	for (size_t j = 0; j < h; j++)
 		w->crem[j] = col_total(p, b, j);
+	/* greedily first: augmenting paths only for what is left */
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++) {
+			double x = p->zero[off + i * h + j] ? 0 : fmin(w->rrem[i], w->crem[j]);
+
+			w->f[i * h + j] = x;
+			w->rrem[i] -= x;
+			w->crem[j] -= x;
+			left -= x;
+		}
 	while (left > 1e-9 && (end = find_path(p, w, b)) >= 0) {
 		double before = w->crem[end - g];
 
