@@ -36,13 +36,18 @@ void metrics_closed_form(const struct dataset *ds, const struct invariants *inv,
 			 double *y)
 {
 	double nb = ds->group_size[b];
-	size_t c = inv->cell_off[b];
+	size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
+	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
 
 	/* Theorem 5: with no knowledge the bucket's maximum is the product of
 	 * its marginals. */
-	for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
-		for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++)
-			y[c++] = (double)ds->bq_count[i] * ds->bs_count[j] / nb;
+	y += inv->cell_off[b];
+	for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++, y += h) {
+		double nq = ds->bq_count[i];
+
+		for (size_t j = 0; j < h; j++)
+			y[j] = nq * ns[j] / nb;
+	}
 }
 
 /* fmax without the call: worst is never NaN, and a NaN v leaves it. */
@@ -88,6 +93,39 @@ static double row_violation(const struct invariants *inv, size_t r, const double
 	return fabs(s - inv->rhs[r]);
 }
 
+/* Buckets up to this many SA values have the closed form and its
+ * violation in one pass. */
+#define CLOSED_WIDTH 32
+
+void metrics_closed_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
+			   double *y, double *violation)
+{
+	double nb = ds->group_size[b], cs[CLOSED_WIDTH] = {0}, worst = 0;
+	size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
+	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
+
+	if (h > CLOSED_WIDTH) {
+		metrics_closed_form(ds, inv, b, y);
+		*violation = bucket_violation(ds, inv, b, y);
+		return;
+	}
+	/* the sums of bucket_violation, in its order, as the cells come */
+	y += inv->cell_off[b];
+	for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++, y += h) {
+		double nq = ds->bq_count[i], s = 0;
+
+		for (size_t j = 0; j < h; j++) {
+			y[j] = nq * ns[j] / nb;
+			s += y[j];
+			cs[j] += y[j];
+		}
+		worst = max_of(worst, fabs(s - nq));
+	}
+	for (size_t j = 0; j < h; j++)
+		worst = max_of(worst, fabs(cs[j] - ns[j]));
+	*violation = worst;
+}
+
 enum pm_status metrics_max_violation(const struct dataset *ds, const struct invariants *inv,
 				     const double *y, double *out)
 {
@@ -111,6 +149,7 @@ struct metrics {
 	const struct dataset *ds;
 	const struct invariants *inv;
 	const uint8_t *closed;
+	double closed_violation;
 	struct solver_result *r;
 	double *lnk, *klogk, *lnkn; /* ln k, k ln k and ln(k N), k < TABLE */
 	size_t n_tc, n_bc;
@@ -399,7 +438,8 @@ static void metrics_item(void *ctx, size_t k, int p)
 
 		for (size_t b = k * CHUNK; b < b1; b++) {
 			m->entropy[k] += bucket_entropy(m, b);
-			worst = max_of(worst, bucket_violation(m->ds, inv, b, m->r->cells));
+			if (!m->closed || !m->closed[b])
+				worst = max_of(worst, bucket_violation(m->ds, inv, b, m->r->cells));
 		}
 	} else {
 		size_t r1 = first + (k - m->n_bc + 1) * CHUNK;
@@ -439,10 +479,11 @@ static void metrics_reduce(struct metrics *m)
 }
 
 enum pm_status metrics_compute(const struct dataset *ds, const struct invariants *inv,
-			       const uint8_t *closed, struct parallel *pool,
-			       struct solver_result *r, struct pm_error *err)
+			       const uint8_t *closed, double closed_violation,
+			       struct parallel *pool, struct solver_result *r, struct pm_error *err)
 {
-	struct metrics m = {.ds = ds, .inv = inv, .closed = closed, .r = r};
+	struct metrics m = {
+	    .ds = ds, .inv = inv, .closed = closed, .closed_violation = closed_violation, .r = r};
 	enum pm_status st = PM_ERR_NOMEM;
 
 	r->post_off = malloc((ds->n_tuples + 1) * sizeof *r->post_off);
@@ -451,7 +492,8 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 	if (!r->post_off || !r->post_sa || !r->post_p || metrics_init(&m, pool))
 		goto out;
 	r->has_accuracy = ds->has_ground_truth;
-	r->estimation_accuracy = r->baseline_accuracy = r->entropy = r->max_violation = 0;
+	r->estimation_accuracy = r->baseline_accuracy = r->entropy = 0;
+	r->max_violation = closed ? closed_violation : 0;
 	r->estimation_infinite = r->baseline_infinite = 0;
 	parallel_items(pool, m.n_tc + m.n_bc + (inv->n_knowledge_rows + CHUNK - 1) / CHUNK,
 		       metrics_item, &m);

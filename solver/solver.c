@@ -58,6 +58,8 @@ struct run {
 	int parts;
 	struct alone_work **w;	    /* per part */
 	size_t *n_coupled, *n_zero; /* per chunk of SPLIT_CHUNK buckets */
+	double *violation;	    /* per chunk: the closed-form buckets' largest */
+	double closed_violation;    /* over all of them */
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
@@ -78,9 +80,12 @@ static int split_bucket(struct run *u, size_t b, int p)
 	size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
 
 	u->closed[b] = !memchr(u->zero + c0, 1, c1 - c0);
-	if (u->closed[b])
-		metrics_closed_form(u->ds, inv, b, u->y);
-	else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
+	if (u->closed[b]) {
+		double v;
+
+		metrics_closed_bucket(u->ds, inv, b, u->y, &v);
+		u->violation[b / SPLIT_CHUNK] = fmax(u->violation[b / SPLIT_CHUNK], v);
+	} else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
 		return 1;
 	return 0;
 }
@@ -98,6 +103,7 @@ static void split_item(void *ctx, size_t k, int p)
 	size_t b1 = (k + 1) * SPLIT_CHUNK < inv->n_groups ? (k + 1) * SPLIT_CHUNK : inv->n_groups;
 
 	u->n_coupled[k] = u->n_zero[k] = 0;
+	u->violation[k] = 0;
 	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
 		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
 		int t = u->split_implied ? coupled(inv, u->split_implied, b)
@@ -127,9 +133,11 @@ static size_t split_buckets(struct run *u, const uint8_t *implied, double *y, si
 	u->y = y;
 	parallel_items(u->pool, chunks, split_item, u);
 	*zeros = 0;
+	u->closed_violation = 0;
 	for (size_t k = 0; k < chunks; k++) {
 		n += u->n_coupled[k];
 		*zeros += u->n_zero[k];
+		u->closed_violation = fmax(u->closed_violation, u->violation[k]);
 	}
 	return n;
 }
@@ -150,6 +158,7 @@ static void run_finish(struct run *u)
 	free(u->w);
 	free(u->n_coupled);
 	free(u->n_zero);
+	free(u->violation);
 	parallel_destroy(u->pool);
 	free(u->zero);
 	free(u->active);
@@ -179,10 +188,11 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->closed = calloc(ds->n_groups + 1, 1);
 	u->n_coupled = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_coupled);
 	u->n_zero = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_zero);
+	u->violation = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->violation);
 	u->ds = ds;
 	u->inv = inv;
 	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->closed ||
-	    !u->n_coupled || !u->n_zero ||
+	    !u->n_coupled || !u->n_zero || !u->violation ||
 	    parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
@@ -348,7 +358,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	r->iterations = u.ms.iterations;
-	st = metrics_compute(ds, inv, u.closed, u.pool, r, err);
+	st = metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
 	if (st)
 		goto out;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;

@@ -54,12 +54,18 @@ enum pm_status alone_solve(const struct dataset *ds, const struct invariants *in
  * Fills posterior, entropy, accuracies and max_violation of r from
  * r->cells, on the pool (may be NULL); the numbers do not depend on its
  * size. closed (n_groups entries, may be NULL) marks the buckets whose
- * cells are the closed form of Theorem 5: their entropy comes from their
- * marginals.
+ * cells are the closed form of Theorem 5 (metrics_closed_bucket): their
+ * entropy comes from their marginals, and closed_violation is the largest
+ * violation over their rows.
  */
 enum pm_status metrics_compute(const struct dataset *ds, const struct invariants *inv,
-			       const uint8_t *closed, struct parallel *pool,
-			       struct solver_result *r, struct pm_error *err);
+			       const uint8_t *closed, double closed_violation,
+			       struct parallel *pool, struct solver_result *r,
+			       struct pm_error *err);
+/* metrics_closed_form, and *violation, the largest |A y - c| over the
+ * bucket's QI and SA rows, while its cells are at hand. */
+void metrics_closed_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
+			   double *y, double *violation);
 
 /* ---- boundary_relax.c --------------------------------------------------- */
 
