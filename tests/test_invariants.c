@@ -183,6 +183,65 @@ static void test_random_rows(uint64_t seed)
 	dataset_destroy(ds);
 }
 
+/* The per-bucket layout, the tuples' rows and slots on random tables,
+ * against their definitions: rows of bucket b are its QI rows then SA
+ * rows; a tuple's rows are every bucket holding it, ascending; its slots
+ * the distinct values of those buckets, ascending; a cell's slot is its
+ * tuple's slot of its value; slot_records counts the records. */
+static void test_random_index(uint64_t seed)
+{
+	uint64_t rng = seed;
+	struct dataset *ds = random_dataset(&rng);
+	struct invariants inv;
+	struct pm_error err = {0};
+
+	CHECK(invariants_build(ds, NULL, &inv, &err) == PM_OK);
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		size_t g = inv.qi_row0[b + 1] - inv.qi_row0[b], h = inv.bucket_h[b];
+
+		CHECK(g == ds->bq_off[b + 1] - ds->bq_off[b] &&
+		      g * h == inv.cell_off[b + 1] - inv.cell_off[b]);
+		CHECK(inv.sa_row0[b + 1] - inv.sa_row0[b] == h - 1);
+		CHECK(inv.row_ref[inv.qi_row0[b]] == b && inv.row_kind[inv.qi_row0[b]] == ROW_QI);
+		CHECK(h < 2 ||
+		      (inv.row_ref[inv.sa_row0[b]] == b && inv.row_kind[inv.sa_row0[b]] == ROW_SA));
+		CHECK(inv.bucket_n[b] == ds->group_size[b]);
+	}
+	for (uint32_t q = 0; q < ds->n_tuples; q++) {
+		size_t o = inv.occ_off[q], s0 = inv.slot_off[q];
+		uint8_t has[8] = {0};
+
+		for (size_t b = 0; b < ds->n_groups; b++)
+			for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++) {
+				if (ds->bq_tuple[i] != q)
+					continue;
+				CHECK(o < inv.occ_off[q + 1] && inv.occ_bucket[o] == b);
+				CHECK(inv.occ_cell[o++] ==
+				      inv.cell_off[b] + (i - ds->bq_off[b]) * inv.bucket_h[b]);
+				for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++)
+					has[ds->bs_value[j]] = 1;
+			}
+		CHECK(o == inv.occ_off[q + 1]);
+		for (uint32_t s = 0; s < ds->sa_values.n; s++) {
+			uint32_t n = 0;
+
+			if (!has[s])
+				continue;
+			CHECK(s0 < inv.slot_off[q + 1] && inv.slot_sa[s0] == s);
+			for (size_t r = 0; r < ds->n_records; r++)
+				n += ds->rec_tuple[r] == q && ds->rec_sa[r] == s;
+			CHECK(inv.slot_records[s0++] == n);
+		}
+		CHECK(s0 == inv.slot_off[q + 1]);
+	}
+	for (size_t c = 0; c < inv.n_cells; c++)
+		CHECK(inv.slot_sa[inv.cell_slot[c]] == inv.cell_sa[c] &&
+		      inv.cell_slot[c] >= inv.slot_off[inv.cell_tuple[c]] &&
+		      inv.cell_slot[c] < inv.slot_off[inv.cell_tuple[c] + 1]);
+	invariants_finish(&inv);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	struct dataset *ds = figure1();
@@ -192,5 +251,7 @@ int main(void)
 	dataset_destroy(ds);
 	for (uint64_t seed = 1; seed <= 300; seed++)
 		test_random_rows(0x1a7e0000 + seed);
+	for (uint64_t seed = 1; seed <= 200; seed++)
+		test_random_index(0x1d700000 + seed);
 	return check_done();
 }
