@@ -559,6 +559,15 @@ static int component_resolved(const struct component *c, const uint8_t *resolved
 	return 1;
 }
 
+/* Is some knowledge row with cells not implied by the invariants? */
+static int open_rows(const struct invariants *inv, const uint8_t *resolved)
+{
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
+		if (!resolved[r] && inv->row_off[r] < inv->row_off[r + 1])
+			return 1;
+	return 0;
+}
+
 /*
  * Zeros of the per-value relaxations (boundary_relax.c), each round
  * followed by propagation, until a round finds nothing new: what the
@@ -602,7 +611,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	 * on Adult, K = 250, qi_attributes 1): a first probe goes without */
 	if (!st && (relax || !deferred))
 		st = relax_and_propagate(inv, zero, resolved, &infeasible);
-	if (!st)
+	if (!st && (infeasible || open_rows(inv, resolved)))
 		st = components_build(&bd, &cs, &n);
 	/* the linear program only where propagation left a row open, or to
 	 * name the rules of a conflict */

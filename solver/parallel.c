@@ -32,9 +32,8 @@ struct worker_arg {
 
 struct parallel {
 	int n; /* parts = threads, the caller's included */
-	pthread_t tid[MAX_THREADS];
 	struct worker_arg arg[MAX_THREADS];
-	int started;
+	int alive; /* workers not yet returned; the last one out frees p */
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
 	unsigned long generation;
@@ -80,6 +79,14 @@ static void worker_phase(struct parallel *p, int part)
 		pthread_cond_signal(&p->done);
 }
 
+static void pool_free(struct parallel *p)
+{
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->go);
+	pthread_cond_destroy(&p->done);
+	free(p);
+}
+
 static void *worker(void *arg)
 {
 	struct parallel *p = ((struct worker_arg *)arg)->p;
@@ -91,7 +98,11 @@ static void *worker(void *arg)
 		while (p->generation == seen && !p->stop)
 			pthread_cond_wait(&p->go, &p->mu);
 		if (p->stop) {
+			int last = --p->alive == 0;
+
 			pthread_mutex_unlock(&p->mu);
+			if (last)
+				pool_free(p);
 			return NULL;
 		}
 		seen = p->generation;
@@ -119,12 +130,18 @@ enum pm_status parallel_create(int threads, struct parallel **out)
 	pthread_cond_init(&p->go, NULL);
 	pthread_cond_init(&p->done, NULL);
 	for (int i = 1; i < p->n; i++) {
+		pthread_t tid;
+
 		p->arg[i] = (struct worker_arg){.p = p, .part = i};
-		if (pthread_create(&p->tid[i], NULL, worker, &p->arg[i])) {
+		if (pthread_create(&tid, NULL, worker, &p->arg[i])) {
 			p->n = i; /* fewer threads; still correct */
 			break;
 		}
-		p->started = i;
+		/* detached: destroy need not wait for a worker to wake and go */
+		pthread_detach(tid);
+		pthread_mutex_lock(&p->mu);
+		p->alive++;
+		pthread_mutex_unlock(&p->mu);
 	}
 	*out = p;
 	return PM_OK;
@@ -186,18 +203,17 @@ void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t i
 
 void parallel_destroy(struct parallel *p)
 {
+	int none;
+
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	p->stop = 1;
 	pthread_cond_broadcast(&p->go);
+	none = p->alive == 0;
 	pthread_mutex_unlock(&p->mu);
-	for (int i = 1; i <= p->started; i++)
-		pthread_join(p->tid[i], NULL);
-	pthread_mutex_destroy(&p->mu);
-	pthread_cond_destroy(&p->go);
-	pthread_cond_destroy(&p->done);
-	free(p);
+	if (none)
+		pool_free(p);
 }
 
 /* First i in [0, n] with off[i] >= w (off is nondecreasing). */

@@ -92,7 +92,7 @@ static int split_bucket(struct run *u, size_t b, int p)
 
 /*
  * Buckets no open knowledge row couples are solved alone (split_bucket),
- * the others get cpl[b] = 1, y = 0 and active[c] = 1 on their free cells
+ * the others get cpl[b] = 1, y = 0 and (full dual) active[c] = 1 on their free cells
  * for the dual. With implied NULL (the paper's method) every touched
  * bucket is coupled. Counts coupled buckets and zeros per chunk.
  */
@@ -115,7 +115,7 @@ static void split_item(void *ctx, size_t k, int p)
 		if (t)
 			memset(u->y + c0, 0, (c1 - c0) * sizeof *u->y);
 		/* active: only coupled buckets' cells, now or before */
-		for (size_t c = c0; (t || u->cpl[b]) && c < c1; c++)
+		for (size_t c = c0; u->active && (t || u->cpl[b]) && c < c1; c++)
 			u->active[c] = t && !u->zero[c];
 		for (size_t c = c0; !u->closed[b] && c < c1; c++)
 			u->n_zero[k] += u->zero[c];
@@ -170,7 +170,7 @@ static void run_finish(struct run *u)
 }
 
 static enum pm_status run_init(struct run *u, const struct dataset *ds,
-			       const struct invariants *inv, int threads)
+			       const struct invariants *inv, const struct solver_options *o)
 {
 	size_t n = inv->n_cells + 1, g_max = 1, h_max = 1;
 
@@ -181,7 +181,8 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 		h_max = h > h_max ? h : h_max;
 	}
 	u->zero = calloc(n, 1);
-	u->active = calloc(n, 1);
+	/* the cells the full dual solves for (the two-level dual takes cpl) */
+	u->active = o->method == SOLVER_FULL_DUAL ? calloc(n, 1) : NULL;
 	u->implied = calloc(inv->n_rows + 1, 1);
 	u->cpl = calloc(ds->n_groups + 1, 1);
 	u->deferred = calloc(ds->n_groups + 1, 1);
@@ -191,9 +192,9 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->violation = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->violation);
 	u->ds = ds;
 	u->inv = inv;
-	if (!u->zero || !u->active || !u->implied || !u->cpl || !u->deferred || !u->closed ||
-	    !u->n_coupled || !u->n_zero || !u->violation ||
-	    parallel_create(ds->n_groups < 256 ? 1 : threads, &u->pool))
+	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
+	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
+	    parallel_create(ds->n_groups < 256 ? 1 : o->threads, &u->pool))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
@@ -349,7 +350,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	memset(r, 0, sizeof *r);
 	/* every cell is written by the split (solve_split) */
 	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
-	st = r->cells ? run_init(&u, ds, inv, o->threads) : PM_ERR_NOMEM;
+	st = r->cells ? run_init(&u, ds, inv, o) : PM_ERR_NOMEM;
 	if (st) {
 		error_set(err, st, "", "out of memory");
 		goto out;
