@@ -173,14 +173,11 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 	pthread_mutex_unlock(&p->mu);
 }
 
-void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t item, int part),
-		    void *ctx)
+void parallel_items_start(struct parallel *p, size_t n,
+			  void (*fn)(void *ctx, size_t item, int part), void *ctx)
 {
-	if (!p || p->n == 1) {
-		for (size_t i = 0; i < n; i++)
-			fn(ctx, i, 0);
-		return;
-	}
+	if (!p || p->n == 1)
+		return; /* all of it in parallel_items_finish */
 	pthread_mutex_lock(&p->mu);
 	p->items = 1;
 	p->closed = 0;
@@ -192,6 +189,16 @@ void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t i
 	p->generation++;
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
+}
+
+void parallel_items_finish(struct parallel *p, size_t n,
+			   void (*fn)(void *ctx, size_t item, int part), void *ctx)
+{
+	if (!p || p->n == 1) {
+		for (size_t i = 0; i < n; i++)
+			fn(ctx, i, 0);
+		return;
+	}
 	take_items(p, 0);
 	pthread_mutex_lock(&p->mu);
 	/* closed until the next phase: a worker that wakes only now skips it */
@@ -199,6 +206,13 @@ void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t i
 	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);
+}
+
+void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t item, int part),
+		    void *ctx)
+{
+	parallel_items_start(p, n, fn, ctx);
+	parallel_items_finish(p, n, fn, ctx);
 }
 
 void parallel_destroy(struct parallel *p)

@@ -60,6 +60,8 @@ struct run {
 	size_t *n_coupled, *n_zero; /* per chunk of SPLIT_CHUNK buckets */
 	double *violation;	    /* per chunk: the closed-form buckets' largest */
 	double closed_violation;    /* over all of them */
+	double *untouched;	    /* per chunk: that of the untouched ones */
+	int early;		    /* the untouched buckets are done */
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
@@ -90,6 +92,33 @@ static int split_bucket(struct run *u, size_t b, int p)
 	return 0;
 }
 
+/* Does no knowledge row touch bucket b? Then nothing can make it anything
+ * but the closed form: no zeros, no coupling. */
+static int untouched(const struct invariants *inv, size_t b)
+{
+	return inv->kb_off[b + 1] == inv->kb_off[b];
+}
+
+/* The untouched buckets of chunk k, while the forced zeros of the others
+ * are being found. */
+static void untouched_item(void *ctx, size_t k, int p)
+{
+	struct run *u = ctx;
+	size_t b1 =
+	    (k + 1) * SPLIT_CHUNK < u->inv->n_groups ? (k + 1) * SPLIT_CHUNK : u->inv->n_groups;
+
+	u->untouched[k] = 0;
+	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
+		double v;
+
+		if (!untouched(u->inv, b))
+			continue;
+		metrics_closed_bucket(u->ds, u->inv, b, u->y, &v);
+		u->untouched[k] = fmax(u->untouched[k], v);
+		u->closed[b] = 1;
+	}
+}
+
 /*
  * Buckets no open knowledge row couples are solved alone (split_bucket),
  * the others get cpl[b] = 1, y = 0 and (full dual) active[c] = 1 on their free cells
@@ -103,12 +132,13 @@ static void split_item(void *ctx, size_t k, int p)
 	size_t b1 = (k + 1) * SPLIT_CHUNK < inv->n_groups ? (k + 1) * SPLIT_CHUNK : inv->n_groups;
 
 	u->n_coupled[k] = u->n_zero[k] = 0;
-	u->violation[k] = 0;
+	u->violation[k] = u->early ? u->untouched[k] : 0;
 	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
 		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
-		int t = u->split_implied ? coupled(inv, u->split_implied, b)
-					 : inv->kb_off[b + 1] > inv->kb_off[b];
+		int t = u->split_implied ? coupled(inv, u->split_implied, b) : !untouched(inv, b);
 
+		if (u->early && untouched(inv, b))
+			continue;
 		u->closed[b] = 0;
 		if (!t)
 			t = split_bucket(u, b, p);
@@ -159,6 +189,7 @@ static void run_finish(struct run *u)
 	free(u->n_coupled);
 	free(u->n_zero);
 	free(u->violation);
+	free(u->untouched);
 	parallel_destroy(u->pool);
 	free(u->zero);
 	free(u->active);
@@ -190,11 +221,12 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->n_coupled = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_coupled);
 	u->n_zero = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_zero);
 	u->violation = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->violation);
+	u->untouched = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->untouched);
 	u->ds = ds;
 	u->inv = inv;
 	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
 	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
-	    parallel_create(ds->n_groups < 256 ? 1 : o->threads, &u->pool))
+	    !u->untouched || parallel_create(ds->n_groups < 256 ? 1 : o->threads, &u->pool))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
@@ -263,6 +295,24 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 			      probe ? u->prev : NULL, &u->ms, err);
 }
 
+/* boundary_find into u; the first time, the untouched buckets (which no
+ * zero can change) go to the other threads meanwhile. */
+static enum pm_status find_zeros(const struct dataset *ds, const struct knowledge *k,
+				 const struct invariants *inv, const struct solver_options *o,
+				 struct run *u, uint8_t *deferred, int relax, struct pm_error *err)
+{
+	size_t chunks = (inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
+	enum pm_status st;
+
+	if (u->early)
+		return boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, relax, err);
+	parallel_items_start(u->pool, chunks, untouched_item, u);
+	st = boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, relax, err);
+	parallel_items_finish(u->pool, chunks, untouched_item, u);
+	u->early = 1;
+	return st;
+}
+
 /*
  * One probe: the forced zeros to a depth (cheap arguments alone, or with
  * boundary_relax.c's relaxations), open components deferred, then the
@@ -282,7 +332,7 @@ static enum pm_status probe_stage(const struct dataset *ds, const struct knowled
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
 	memset(u->deferred, 0, inv->n_groups);
-	st = boundary_find(ds, k, inv, o, u->zero, u->implied, u->deferred, relax, err);
+	st = find_zeros(ds, k, inv, o, u, u->deferred, relax, err);
 	if (st)
 		return st;
 	defer = memchr(u->deferred, 1, inv->n_groups) != NULL;
@@ -316,9 +366,10 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 	enum pm_status st = PM_OK;
 	int used = 0, clean = 0;
 
+	u->y = r->cells; /* for the untouched buckets (find_zeros) */
 	if (o->method != SOLVER_TWO_LEVEL || !inv->n_knowledge_rows) {
 		if (inv->n_knowledge_rows)
-			st = boundary_find(ds, k, inv, o, u->zero, u->implied, NULL, 1, err);
+			st = find_zeros(ds, k, inv, o, u, NULL, 1, err);
 		return st ? st : solve_split(ds, inv, o, 0, u, r, err);
 	}
 	for (int relax = 0; relax < 2 && !st && !clean; relax++) {
@@ -330,7 +381,7 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 		return st;
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
-	st = boundary_find(ds, k, inv, NULL, u->zero, u->implied, NULL, 1, err);
+	st = find_zeros(ds, k, inv, NULL, u, NULL, 1, err);
 	if (!st) {
 		po.max_iterations = o->max_iterations - used;
 		st = solve_split(ds, inv, &po, 0, u, r, err);

@@ -31,6 +31,14 @@ void parallel_range(size_t n, const size_t *off, int part, int parts, size_t *lo
  * returns when all are done. p may be NULL (inline, part 0). */
 void parallel_items(struct parallel *p, size_t n, void (*fn)(void *ctx, size_t item, int part),
 		    void *ctx);
+/* parallel_items in two halves, so that the caller can do other work
+ * while the workers take items: start wakes them (with no workers it does
+ * nothing), finish takes what is left and waits; both with the same
+ * arguments, and no other phase between them. */
+void parallel_items_start(struct parallel *p, size_t n,
+			  void (*fn)(void *ctx, size_t item, int part), void *ctx);
+void parallel_items_finish(struct parallel *p, size_t n,
+			   void (*fn)(void *ctx, size_t item, int part), void *ctx);
 
 /* ---- alone.c ------------------------------------------------------------ */
 
