@@ -461,10 +461,13 @@ static void metrics_reduce(struct metrics *m)
 		size_t from = m->inv->slot_off[k * CHUNK], n = m->n_post[k];
 		size_t q1 = (k + 1) * CHUNK < nq ? (k + 1) * CHUNK : nq;
 
-		memmove(r->post_sa + np, r->post_sa + from, n * sizeof *r->post_sa);
-		memmove(r->post_p + np, r->post_p + from, n * sizeof *r->post_p);
-		for (size_t q = k * CHUNK; q < q1; q++)
-			r->post_off[q] -= from - np;
+		/* in place until the first chunk with a zero in its posterior */
+		if (from != np) {
+			memmove(r->post_sa + np, r->post_sa + from, n * sizeof *r->post_sa);
+			memmove(r->post_p + np, r->post_p + from, n * sizeof *r->post_p);
+			for (size_t q = k * CHUNK; q < q1; q++)
+				r->post_off[q] -= from - np;
+		}
 		np += n;
 		r->estimation_accuracy += m->est[k];
 		r->baseline_accuracy += m->base[k];

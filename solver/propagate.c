@@ -83,9 +83,9 @@ static enum pm_status prop_init(struct prop *p)
 	p->sa0 = inv->sa_row0;
 	p->nb = inv->bucket_n;
 	p->stamp = calloc(nb + 1, sizeof *p->stamp);
-	p->col = calloc(nb + 1, sizeof *p->col);
-	p->touched = calloc(nb + 1, sizeof *p->touched);
-	p->qsum = calloc(nb + 1, sizeof *p->qsum);
+	p->col = malloc((nb + 1) * sizeof *p->col);
+	p->touched = malloc((nb + 1) * sizeof *p->touched);
+	p->qsum = malloc((nb + 1) * sizeof *p->qsum);
 	p->inrow = calloc(inv->n_cells + 1, 1);
 	p->last = malloc((nb + 1) * sizeof *p->last);
 	p->bucket_dirty = malloc(nb + 1);
@@ -93,10 +93,11 @@ static enum pm_status prop_init(struct prop *p)
 	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->last ||
 	    !p->bucket_dirty || !p->row_dirty)
 		return PM_ERR_NOMEM;
+	/* only buckets that knowledge rows touch are ever looked at */
 	for (size_t b = 0; b < nb; b++) {
 		double rest = 0;
 
-		for (size_t j = 0; j + 1 < p->h[b]; j++)
+		for (size_t j = 0; inv->kb_off[b + 1] > inv->kb_off[b] && j + 1 < p->h[b]; j++)
 			rest += inv->rhs[p->sa0[b] + j];
 		p->last[b] = p->nb[b] - rest;
 	}
@@ -375,6 +376,8 @@ static enum pm_status flow_init(struct flow *w, const struct prop *p)
 	for (size_t b = 0; b < p->inv->n_groups; b++) {
 		size_t cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
 
+		if (p->inv->kb_off[b + 1] == p->inv->kb_off[b])
+			continue; /* no flow for an untouched bucket */
 		gh = cells > gh ? cells : gh;
 		gph = bucket_g(p, b) + p->h[b] > gph ? bucket_g(p, b) + p->h[b] : gph;
 	}
