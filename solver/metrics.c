@@ -97,33 +97,55 @@ static double row_violation(const struct invariants *inv, size_t r, const double
  * violation in one pass. */
 #define CLOSED_WIDTH 32
 
+/* Does bucket b have the counts, in order, of the memo's closed form? */
+static int memo_holds(const struct closed_memo *memo, const uint32_t *nq, size_t g,
+		      const uint32_t *ns, size_t h)
+{
+	return memo->g == g && memo->h == h && !memcmp(memo->count, nq, g * sizeof *nq) &&
+	       !memcmp(memo->count + g, ns, h * sizeof *ns);
+}
+
 void metrics_closed_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
-			   double *y, double *violation)
+			   double *y, struct closed_memo *memo, double *violation)
 {
 	double nb = ds->group_size[b], cs[CLOSED_WIDTH] = {0}, worst = 0;
-	size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
-	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
+	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+	const uint32_t *nq = ds->bq_count + ds->bq_off[b], *ns = ds->bs_count + ds->bs_off[b];
+	int fits = memo && g + h <= CLOSED_MEMO && g * h <= CLOSED_MEMO;
 
+	y += inv->cell_off[b];
+	if (fits && memo_holds(memo, nq, g, ns, h)) {
+		/* the same counts give the same numbers */
+		memcpy(y, memo->y, g * h * sizeof *y);
+		*violation = memo->violation;
+		return;
+	}
 	if (h > CLOSED_WIDTH) {
-		metrics_closed_form(ds, inv, b, y);
-		*violation = bucket_violation(ds, inv, b, y);
+		metrics_closed_form(ds, inv, b, y - inv->cell_off[b]);
+		*violation = bucket_violation(ds, inv, b, y - inv->cell_off[b]);
 		return;
 	}
 	/* the sums of bucket_violation, in its order, as the cells come */
-	y += inv->cell_off[b];
-	for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++, y += h) {
-		double nq = ds->bq_count[i], s = 0;
+	for (size_t i = 0; i < g; i++) {
+		double s = 0;
 
 		for (size_t j = 0; j < h; j++) {
-			y[j] = nq * ns[j] / nb;
-			s += y[j];
-			cs[j] += y[j];
+			y[i * h + j] = (double)nq[i] * ns[j] / nb;
+			s += y[i * h + j];
+			cs[j] += y[i * h + j];
 		}
-		worst = max_of(worst, fabs(s - nq));
+		worst = max_of(worst, fabs(s - nq[i]));
 	}
 	for (size_t j = 0; j < h; j++)
 		worst = max_of(worst, fabs(cs[j] - ns[j]));
 	*violation = worst;
+	if (fits) {
+		*memo =
+		    (struct closed_memo){.g = (uint32_t)g, .h = (uint32_t)h, .violation = worst};
+		memcpy(memo->count, nq, g * sizeof *nq);
+		memcpy(memo->count + g, ns, h * sizeof *ns);
+		memcpy(memo->y, y, g * h * sizeof *y);
+	}
 }
 
 enum pm_status metrics_max_violation(const struct dataset *ds, const struct invariants *inv,

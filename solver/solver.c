@@ -57,6 +57,7 @@ struct run {
 	struct parallel *pool;
 	int parts;
 	struct alone_work **w;	    /* per part */
+	struct closed_memo *memo;   /* per part */
 	size_t *n_coupled, *n_zero; /* per chunk of SPLIT_CHUNK buckets */
 	double *violation;	    /* per chunk: the closed-form buckets' largest */
 	double closed_violation;    /* over all of them */
@@ -85,7 +86,7 @@ static int split_bucket(struct run *u, size_t b, int p)
 	if (u->closed[b]) {
 		double v;
 
-		metrics_closed_bucket(u->ds, inv, b, u->y, &v);
+		metrics_closed_bucket(u->ds, inv, b, u->y, &u->memo[p], &v);
 		u->violation[b / SPLIT_CHUNK] = fmax(u->violation[b / SPLIT_CHUNK], v);
 	} else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
 		return 1;
@@ -113,7 +114,7 @@ static void untouched_item(void *ctx, size_t k, int p)
 
 		if (!untouched(u->inv, b))
 			continue;
-		metrics_closed_bucket(u->ds, u->inv, b, u->y, &v);
+		metrics_closed_bucket(u->ds, u->inv, b, u->y, &u->memo[p], &v);
 		u->untouched[k] = fmax(u->untouched[k], v);
 		u->closed[b] = 1;
 	}
@@ -186,6 +187,7 @@ static void run_finish(struct run *u)
 	for (int p = 0; u->w && p < u->parts; p++)
 		alone_work_destroy(u->w[p]);
 	free(u->w);
+	free(u->memo);
 	free(u->n_coupled);
 	free(u->n_zero);
 	free(u->violation);
@@ -230,7 +232,8 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
-	if (!u->w)
+	u->memo = calloc((size_t)u->parts, sizeof *u->memo);
+	if (!u->w || !u->memo)
 		return PM_ERR_NOMEM;
 	for (int p = 0; p < u->parts; p++)
 		if (alone_work_create(g_max, h_max, &u->w[p]))

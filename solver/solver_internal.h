@@ -71,10 +71,19 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 			       const uint8_t *closed, double closed_violation,
 			       struct parallel *pool, struct solver_result *r,
 			       struct pm_error *err);
+/* The last closed form metrics_closed_bucket computed (g == 0: none), to
+ * copy when the next bucket has the same counts in the same order, as most
+ * buckets of an Anatomy table do (l records, one per tuple and value). */
+#define CLOSED_MEMO 64
+struct closed_memo {
+	uint32_t g, h, count[CLOSED_MEMO]; /* n(q,b) then n(s,b) */
+	double y[CLOSED_MEMO], violation;
+};
 /* metrics_closed_form, and *violation, the largest |A y - c| over the
- * bucket's QI and SA rows, while its cells are at hand. */
+ * bucket's QI and SA rows, while its cells are at hand; memo (may be
+ * NULL) is one thread's. */
 void metrics_closed_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
-			   double *y, double *violation);
+			   double *y, struct closed_memo *memo, double *violation);
 
 /* ---- boundary_relax.c --------------------------------------------------- */
 
