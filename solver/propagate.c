@@ -66,9 +66,9 @@ static void set_zero(struct prop *p, size_t c)
 		return;
 	p->zero[c] = 1;
 	p->changed = 1;
-	if (p->bucket_dirty[b])
-		return;
 	p->bucket_dirty[b] = 1;
+	/* every time: a row of b looked at since the last zero of b must
+	 * look again */
 	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
 		p->row_dirty[inv->kb_row[e]] = 1;
 }

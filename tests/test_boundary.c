@@ -230,9 +230,46 @@ static void test_hand_cases(void)
 	dataset_destroy(ds);
 }
 
+/* propagate_zeros stops at a fixpoint: run again on its own result (every
+ * row and bucket looked at afresh) it adds no zero and resolves no row,
+ * however many passes its own run needed. */
+static void fixpoint_instance(uint64_t seed, size_t *zeros)
+{
+	uint64_t rng = seed;
+	struct dataset *ds = random_dataset(&rng);
+	struct knowledge k;
+	struct invariants inv;
+	struct pm_error err = {0};
+	uint8_t *zero, *resolved, *zero2, *resolved2;
+	int infeasible = 0;
+
+	knowledge_init(&k);
+	mine(ds, &rng, rng_in(&rng, 0, 1), &k);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	zero = calloc(inv.n_cells + 1, 1);
+	resolved = calloc(inv.n_rows + 1, 1);
+	direct_zeros(&inv, zero);
+	CHECK(propagate_zeros(&inv, zero, resolved, &infeasible) == PM_OK);
+	zero2 = malloc(inv.n_cells + 1);
+	resolved2 = malloc(inv.n_rows + 1);
+	memcpy(zero2, zero, inv.n_cells + 1);
+	memcpy(resolved2, resolved, inv.n_rows + 1);
+	CHECK(propagate_zeros(&inv, zero2, resolved2, &infeasible) == PM_OK);
+	CHECK(!memcmp(zero, zero2, inv.n_cells) && !memcmp(resolved, resolved2, inv.n_rows));
+	for (size_t c = 0; c < inv.n_cells; c++)
+		*zeros += zero[c];
+	free(zero);
+	free(resolved);
+	free(zero2);
+	free(resolved2);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
-	size_t unresolved = 0, relaxed = 0;
+	size_t unresolved = 0, relaxed = 0, zeros = 0;
 
 	test_hand_cases();
 	for (uint64_t seed = 1; seed <= 300; seed++)
@@ -247,5 +284,8 @@ int main(void)
 		relax_instance(0x4e1a0000 + seed, &relaxed);
 	fprintf(stderr, "relaxations: %zu zeros beyond propagation\n", relaxed);
 	CHECK(relaxed > 0);
+	for (uint64_t seed = 1; seed <= 400; seed++)
+		fixpoint_instance(0xf1c50000 + seed, &zeros);
+	CHECK(zeros > 0);
 	return check_done();
 }
