@@ -279,6 +279,14 @@ static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
 	}
 }
 
+/* One chunk's accuracy sums, kept on the stack of the thread that does
+ * the chunk and stored once: chunks side by side in memory, done by
+ * different threads, would otherwise fight over cache lines. */
+struct kl_sums {
+	double est, base;
+	int est_inf, base_inf;
+};
+
 /* One term of the weighted KL sum: P(q) P(s|q) ln(P(s|q) / P*(s|q)). */
 static void kl_add(double w, double p, double pstar, double *sum, int *infinite)
 {
@@ -291,7 +299,8 @@ static void kl_add(double w, double p, double pstar, double *sum, int *infinite)
 /* The accuracy terms of tuple q, for its slots with records. Where the
  * estimate is the closed form (the same sums of the same cells) the two
  * terms are one. */
-static void tuple_accuracy(struct metrics *m, const struct part *t, size_t q, size_t k)
+static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t q,
+			   struct kl_sums *sk)
 {
 	const struct invariants *inv = m->inv;
 	double nq = m->ds->tuple_count[q], all = (double)m->ds->n_records;
@@ -305,12 +314,12 @@ static void tuple_accuracy(struct metrics *m, const struct part *t, size_t q, si
 		if (t->sum[at] == t->base[at] && t->sum[at] > 0) {
 			double term = c / all * log(c / nq / (t->sum[at] / nq));
 
-			m->est[k] += term;
-			m->base[k] += term;
+			sk->est += term;
+			sk->base += term;
 			continue;
 		}
-		kl_add(c / all, c / nq, t->sum[at] / nq, &m->est[k], &m->est_inf[k]);
-		kl_add(c / all, c / nq, t->base[at] / nq, &m->base[k], &m->base_inf[k]);
+		kl_add(c / all, c / nq, t->sum[at] / nq, &sk->est, &sk->est_inf);
+		kl_add(c / all, c / nq, t->base[at] / nq, &sk->base, &sk->base_inf);
 	}
 }
 
@@ -330,7 +339,7 @@ static double lnk(const struct metrics *m, uint32_t k)
  * of whole numbers n(q,s) n(b) / (n(q) n(s,b)): its logarithm from the
  * table, one term for both sums.
  */
-static void single_accuracy(struct metrics *m, size_t q, size_t k)
+static void single_accuracy(const struct metrics *m, size_t q, struct kl_sums *sk)
 {
 	const struct invariants *inv = m->inv;
 	const struct dataset *ds = m->ds;
@@ -350,13 +359,13 @@ static void single_accuracy(struct metrics *m, size_t q, size_t k)
 			    c / all *
 			    (lnk(m, c) + lnk(m, ds->group_size[b]) - lnk(m, nq) - lnk(m, ns[j]));
 
-			m->est[k] += term;
-			m->base[k] += term;
+			sk->est += term;
+			sk->base += term;
 			continue;
 		}
-		kl_add(c / all, (double)c / nq, y[j] / nq, &m->est[k], &m->est_inf[k]);
+		kl_add(c / all, (double)c / nq, y[j] / nq, &sk->est, &sk->est_inf);
 		kl_add(c / all, (double)c / nq, (double)nq * ns[j] / inv->bucket_n[b] / nq,
-		       &m->base[k], &m->base_inf[k]);
+		       &sk->base, &sk->base_inf);
 	}
 }
 
@@ -384,6 +393,7 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 	struct solver_result *r = m->r;
 	size_t q1 = (k + 1) * CHUNK < m->ds->n_tuples ? (k + 1) * CHUNK : m->ds->n_tuples;
 	size_t np = inv->slot_off[k * CHUNK];
+	struct kl_sums sk = {0};
 
 	for (size_t q = k * CHUNK; q < q1; q++) {
 		double nq = m->ds->tuple_count[q];
@@ -392,7 +402,7 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 		if (inv->occ_off[q + 1] - inv->occ_off[q] == 1) {
 			single_posterior(m, q, &np);
 			if (m->ds->has_ground_truth)
-				single_accuracy(m, q, k);
+				single_accuracy(m, q, &sk);
 			continue;
 		}
 		tuple_sums(m, t, q);
@@ -405,9 +415,13 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 			}
 		}
 		if (m->ds->has_ground_truth)
-			tuple_accuracy(m, t, q, k);
+			tuple_accuracy(m, t, q, &sk);
 	}
 	m->n_post[k] = np - inv->slot_off[k * CHUNK];
+	m->est[k] = sk.est;
+	m->base[k] = sk.base;
+	m->est_inf[k] = sk.est_inf;
+	m->base_inf[k] = sk.base_inf;
 }
 
 /*
@@ -458,11 +472,14 @@ static void metrics_item(void *ctx, size_t k, int p)
 	if (k < m->n_bc) {
 		size_t b1 = (k + 1) * CHUNK < inv->n_groups ? (k + 1) * CHUNK : inv->n_groups;
 
+		double h = 0;
+
 		for (size_t b = k * CHUNK; b < b1; b++) {
-			m->entropy[k] += bucket_entropy(m, b);
+			h += bucket_entropy(m, b);
 			if (!m->closed || !m->closed[b])
 				worst = max_of(worst, bucket_violation(m->ds, inv, b, m->r->cells));
 		}
+		m->entropy[k] = h;
 	} else {
 		size_t r1 = first + (k - m->n_bc + 1) * CHUNK;
 

@@ -75,9 +75,9 @@ struct run {
 #define SPLIT_CHUNK 64
 
 /* Bucket b alone: the closed form of Theorem 5 without zeros (the paper's
- * irrelevant buckets), alone.c with them; 1 if it stays coupled (scaling
- * missed its target). Part p's scratch. */
-static int split_bucket(struct run *u, size_t b, int p)
+ * irrelevant buckets; *worst takes its violation), alone.c with them; 1
+ * if it stays coupled (scaling missed its target). Part p's scratch. */
+static int split_bucket(struct run *u, size_t b, int p, double *worst)
 {
 	const struct invariants *inv = u->inv;
 	size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
@@ -87,7 +87,7 @@ static int split_bucket(struct run *u, size_t b, int p)
 		double v;
 
 		metrics_closed_bucket(u->ds, inv, b, u->y, &u->memo[p], &v);
-		u->violation[b / SPLIT_CHUNK] = fmax(u->violation[b / SPLIT_CHUNK], v);
+		*worst = fmax(*worst, v);
 	} else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
 		return 1;
 	return 0;
@@ -108,32 +108,36 @@ static void untouched_item(void *ctx, size_t k, int p)
 	size_t b1 =
 	    (k + 1) * SPLIT_CHUNK < u->inv->n_groups ? (k + 1) * SPLIT_CHUNK : u->inv->n_groups;
 
-	u->untouched[k] = 0;
+	double worst = 0; /* stored once: see split_item */
+
 	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
 		double v;
 
 		if (!untouched(u->inv, b))
 			continue;
 		metrics_closed_bucket(u->ds, u->inv, b, u->y, &u->memo[p], &v);
-		u->untouched[k] = fmax(u->untouched[k], v);
+		worst = fmax(worst, v);
 		u->closed[b] = 1;
 	}
+	u->untouched[k] = worst;
 }
 
 /*
  * Buckets no open knowledge row couples are solved alone (split_bucket),
  * the others get cpl[b] = 1, y = 0 and (full dual) active[c] = 1 on their free cells
  * for the dual. With implied NULL (the paper's method) every touched
- * bucket is coupled. Counts coupled buckets and zeros per chunk.
+ * bucket is coupled. Counts coupled buckets and zeros per chunk, on the
+ * stack and stored once: counters of neighbouring chunks share cache
+ * lines, and another thread may be doing the next chunk.
  */
 static void split_item(void *ctx, size_t k, int p)
 {
 	struct run *u = ctx;
 	const struct invariants *inv = u->inv;
 	size_t b1 = (k + 1) * SPLIT_CHUNK < inv->n_groups ? (k + 1) * SPLIT_CHUNK : inv->n_groups;
+	size_t nc = 0, nz = 0;
+	double worst = u->early ? u->untouched[k] : 0;
 
-	u->n_coupled[k] = u->n_zero[k] = 0;
-	u->violation[k] = u->early ? u->untouched[k] : 0;
 	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
 		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
 		int t = u->split_implied ? coupled(inv, u->split_implied, b) : !untouched(inv, b);
@@ -142,17 +146,20 @@ static void split_item(void *ctx, size_t k, int p)
 			continue;
 		u->closed[b] = 0;
 		if (!t)
-			t = split_bucket(u, b, p);
+			t = split_bucket(u, b, p, &worst);
 		if (t)
 			memset(u->y + c0, 0, (c1 - c0) * sizeof *u->y);
 		/* active: only coupled buckets' cells, now or before */
 		for (size_t c = c0; u->active && (t || u->cpl[b]) && c < c1; c++)
 			u->active[c] = t && !u->zero[c];
 		for (size_t c = c0; !u->closed[b] && c < c1; c++)
-			u->n_zero[k] += u->zero[c];
-		u->n_coupled[k] += (size_t)t;
+			nz += u->zero[c];
+		nc += (size_t)t;
 		u->cpl[b] = (uint8_t)t;
 	}
+	u->n_coupled[k] = nc;
+	u->n_zero[k] = nz;
+	u->violation[k] = worst;
 }
 
 /* Returns how many buckets are coupled; *zeros the forced zeros. */
