@@ -298,6 +298,9 @@ double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *vi
 /* μ, which the last twolevel_eval evaluated, becomes the base point; every
  * bucket's M is factored there. */
 void twolevel_prepare(struct twolevel *t, const double *mu);
+/* The outer problem of t for newton_minimize: callbacks, ctx and n; H is
+ * offered formed when t->dense and `formed` ask for it. */
+void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np);
 /* Shape of coupled bucket k: its first cell, rows and columns. */
 void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, size_t *h);
 /* The coupled buckets [*lo, *hi) of part p, balanced by cells. */

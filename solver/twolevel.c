@@ -321,6 +321,17 @@ static void nt_hessian(void *ctx, double *out)
 	twolevel_hessian_form(ctx, out);
 }
 
+void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
+{
+	*np = (struct newton_problem){.ctx = t,
+				      .n = t->r,
+				      .eval = nt_eval,
+				      .prepare = nt_prepare,
+				      .diag = nt_diag,
+				      .hv = nt_hv,
+				      .hessian = formed && t->dense ? nt_hessian : NULL};
+}
+
 /* ---- L-BFGS fallback ---------------------------------------------------- */
 
 /* G and its gradient in the scaled variables u = μ / scale. */
@@ -556,8 +567,7 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 			      struct maxent_stats *st, struct pm_error *err)
 {
 	struct twolevel t;
-	struct newton_problem np = {
-	    .ctx = &t, .eval = nt_eval, .prepare = nt_prepare, .diag = nt_diag, .hv = nt_hv};
+	struct newton_problem np;
 	double *x = NULL;
 	double max_rhs = 1, target;
 	int stalled = 0;
@@ -569,8 +579,7 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 		ret = PM_ERR_NOMEM;
 	if (ret)
 		goto out;
-	np.n = t.r;
-	np.hessian = t.dense ? nt_hessian : NULL;
+	twolevel_problem(&t, 1, &np);
 	for (size_t k = 0; k < t.r; k++)
 		max_rhs = fmax(max_rhs, t.rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);

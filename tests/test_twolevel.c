@@ -240,32 +240,6 @@ static double check_prediction(struct twolevel *t, struct instance *in, const do
 	return worst;
 }
 
-/* The outer problem for newton_minimize, as twolevel_solve sets it up. */
-static double nt_eval(void *ctx, const double *x, double *g, double *violation)
-{
-	return twolevel_eval(ctx, x, g, violation);
-}
-
-static void nt_prepare(void *ctx, const double *x)
-{
-	twolevel_prepare(ctx, x);
-}
-
-static void nt_diag(void *ctx, double *out)
-{
-	twolevel_hessian_diag(ctx, out);
-}
-
-static void nt_hv(void *ctx, const double *v, double *out)
-{
-	twolevel_hessian_apply(ctx, v, out);
-}
-
-static void nt_form(void *ctx, double *out)
-{
-	twolevel_hessian_form(ctx, out);
-}
-
 /* Newton from μ = 0 with H formed or on products; y gets the estimate.
  * Returns whether it reached the target. */
 static int newton(struct instance *in, int formed, int threads, double *y)
@@ -273,8 +247,7 @@ static int newton(struct instance *in, int formed, int threads, double *y)
 	struct twolevel t;
 	struct solver_options o;
 	struct maxent_stats st = {0};
-	struct newton_problem np = {
-	    .eval = nt_eval, .prepare = nt_prepare, .diag = nt_diag, .hv = nt_hv};
+	struct newton_problem np;
 	double *x;
 	int stalled = 0, ok = 0;
 
@@ -284,9 +257,7 @@ static int newton(struct instance *in, int formed, int threads, double *y)
 		twolevel_finish(&t);
 		return 0;
 	}
-	np.ctx = &t;
-	np.n = t.r;
-	np.hessian = formed && t.dense ? nt_form : NULL;
+	twolevel_problem(&t, formed, &np);
 	if (newton_minimize(&np, &o, 1e-10, x, &st, &stalled) == PM_OK)
 		ok = st.max_violation <= 1e-10;
 	free(x);
