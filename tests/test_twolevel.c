@@ -22,41 +22,17 @@
 #define N_TABLES 40
 #define SEED	 UINT64_C(19700101)
 
-/* 3 QI attributes of 2-4 values, SA of 3-6 values. */
+/* 3 QI attributes of 2-4 values, SA of 3-6 values, 60-400 records in
+ * buckets of 2-6. */
 static struct dataset *table(uint64_t *rng)
 {
-	static const char *const attrs[] = {"a0", "a1", "a2"};
-	static const char *const vals[] = {"v0", "v1", "v2", "v3"};
-	static const char *const sas[] = {"s0", "s1", "s2", "s3", "s4", "s5"};
-	size_t nv = rng_in(rng, 2, 4), ns = rng_in(rng, 3, 6), n = rng_in(rng, 60, 400), left = 0;
-	size_t g = 0;
-	struct pm_error err = {0};
-	struct dataset *ds = NULL;
-	struct dataset_builder *b = dataset_builder_create(NULL, attrs, 3, "sa", &err);
+	static const struct random_shape shape = {.attrs = {3, 3},
+						  .values = {2, 4},
+						  .sa = {3, 6},
+						  .records = {60, 400},
+						  .bucket = {2, 6}};
 
-	if (!b)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		const char *qi[3];
-		char group[24];
-
-		if (left == 0) {
-			left = rng_in(rng, 2, 6);
-			left = left > n - i ? n - i : left;
-			left += n - i - left == 1;
-			g++;
-		}
-		left--;
-		snprintf(group, sizeof group, "g%zu", g);
-		for (size_t a = 0; a < 3; a++)
-			qi[a] = vals[rng_in(rng, 0, nv - 1)];
-		if (dataset_builder_add_record(b, qi, group, sas[rng_in(rng, 0, ns - 1)], &err))
-			goto out;
-	}
-	dataset_builder_finish(b, &ds, &err);
-out:
-	dataset_builder_destroy(b);
-	return ds;
+	return random_dataset_shaped(rng, &shape);
 }
 
 /* One instance: the table, its knowledge and system, the exact zeros and
