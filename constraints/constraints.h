@@ -241,6 +241,7 @@ struct invariants {
 	uint32_t *bucket_h;
 	size_t *qi_row0, *sa_row0;
 	double *bucket_n;
+	double *sa_last; /* n(s, b) of b's last s, whose SA row is dropped */
 	/*
 	 * Per tuple q, for the posterior: its rows in the buckets it occurs
 	 * in, ascending bucket (row o in occ_off[q] .. occ_off[q+1] is the
@@ -260,6 +261,23 @@ struct invariants {
 enum pm_status invariants_build(const struct dataset *ds, const struct knowledge *k,
 				struct invariants *inv, struct pm_error *err);
 void invariants_finish(struct invariants *inv);
+
+/* Bucket b's distinct q (g_b), n(q_i, b) and n(s_j, b) for its i-th q and
+ * j-th s (the last s has no row: sa_last). */
+static inline size_t invariants_bucket_g(const struct invariants *inv, size_t b)
+{
+	return inv->qi_row0[b + 1] - inv->qi_row0[b];
+}
+
+static inline double invariants_qi_count(const struct invariants *inv, size_t b, size_t i)
+{
+	return inv->rhs[inv->qi_row0[b] + i];
+}
+
+static inline double invariants_sa_count(const struct invariants *inv, size_t b, size_t j)
+{
+	return j + 1 < inv->bucket_h[b] ? inv->rhs[inv->sa_row0[b] + j] : inv->sa_last[b];
+}
 
 /* ---- anatomy.c ---------------------------------------------------------- */
 

@@ -62,7 +62,8 @@ static enum pm_status build_bucket_layout(const struct dataset *ds, struct invar
 	inv->qi_row0 = malloc((nb + 1) * sizeof *inv->qi_row0);
 	inv->sa_row0 = malloc((nb + 1) * sizeof *inv->sa_row0);
 	inv->bucket_n = malloc((nb + 1) * sizeof *inv->bucket_n);
-	if (!inv->bucket_h || !inv->qi_row0 || !inv->sa_row0 || !inv->bucket_n)
+	inv->sa_last = malloc((nb + 1) * sizeof *inv->sa_last);
+	if (!inv->bucket_h || !inv->qi_row0 || !inv->sa_row0 || !inv->bucket_n || !inv->sa_last)
 		return PM_ERR_NOMEM;
 	for (size_t b = 0; b < nb; b++) {
 		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
@@ -71,6 +72,7 @@ static enum pm_status build_bucket_layout(const struct dataset *ds, struct invar
 		inv->qi_row0[b] = qi;
 		inv->sa_row0[b] = sa;
 		inv->bucket_n[b] = ds->group_size[b];
+		inv->sa_last[b] = h ? ds->bs_count[ds->bs_off[b + 1] - 1] : 0;
 		qi += g;
 		sa += h - 1;
 	}
@@ -501,6 +503,7 @@ void invariants_finish(struct invariants *inv)
 	free(inv->qi_row0);
 	free(inv->sa_row0);
 	free(inv->bucket_n);
+	free(inv->sa_last);
 	free(inv->occ_off);
 	free(inv->occ_bucket);
 	free(inv->occ_cell);

@@ -138,36 +138,13 @@ struct relax {
 	const struct invariants *inv;
 	const uint8_t *resolved;
 	uint8_t *zero;
-	const uint32_t *h;	 /* per bucket: width */
-	const size_t *qi0, *sa0; /* per bucket: first QI row, first SA row */
-	const double *nb;	 /* n(b) */
-	int32_t *cls;		 /* per cell of the current value: class id, -1 none */
-	uint32_t *cnt;		 /* per cell: rows of the current value holding it */
-	int32_t *btype;		 /* per bucket: type id, -1 untouched */
+	const uint32_t *h; /* per bucket: width */
+	int32_t *cls;	   /* per cell of the current value: class id, -1 none */
+	uint32_t *cnt;	   /* per cell: rows of the current value holding it */
+	int32_t *btype;	   /* per bucket: type id, -1 untouched */
 	size_t found;
 	int infeasible;
 };
-
-static size_t bucket_g(const struct relax *x, size_t b)
-{
-	return x->qi0[b + 1] - x->qi0[b];
-}
-
-static double row_total(const struct relax *x, size_t b, size_t i)
-{
-	return x->inv->rhs[x->qi0[b] + i];
-}
-
-static double col_total(const struct relax *x, size_t b, size_t j)
-{
-	double rest = 0;
-
-	if (j + 1 < x->h[b])
-		return x->inv->rhs[x->sa0[b] + j];
-	for (size_t k = 0; k + 1 < x->h[b]; k++)
-		rest += x->inv->rhs[x->sa0[b] + k];
-	return x->nb[b] - rest;
-}
 
 static enum pm_status relax_init(struct relax *x)
 {
@@ -175,9 +152,6 @@ static enum pm_status relax_init(struct relax *x)
 	size_t nb = inv->n_groups;
 
 	x->h = inv->bucket_h;
-	x->qi0 = inv->qi_row0;
-	x->sa0 = inv->sa_row0;
-	x->nb = inv->bucket_n;
 	x->cls = malloc((inv->n_cells + 1) * sizeof *x->cls);
 	x->cnt = calloc(inv->n_cells + 1, sizeof *x->cnt);
 	x->btype = malloc((nb + 1) * sizeof *x->btype);
@@ -233,12 +207,12 @@ static void cell_bounds(const struct relax *x, size_t b, size_t i, size_t js, do
 			double *up)
 {
 	size_t off = x->inv->cell_off[b], h = x->h[b];
-	double nq = row_total(x, b, i), others = 0;
+	double nq = invariants_qi_count(x->inv, b, i), others = 0;
 
 	for (size_t j = 0; j < h; j++)
 		if (j != js && !x->zero[off + i * h + j])
-			others += col_total(x, b, j);
-	*up = fmin(nq, col_total(x, b, js));
+			others += invariants_sa_count(x->inv, b, j);
+	*up = fmin(nq, invariants_sa_count(x->inv, b, js));
 	*lo = fmax(0, nq - others);
 }
 
@@ -317,7 +291,8 @@ static enum pm_status value_buckets(struct value *v)
 		v->buckets[v->n_buckets++] = (uint32_t)b;
 	}
 	for (size_t k = 0; k < v->n_buckets; k++) {
-		size_t b = v->buckets[k], js = v->bcol[k], g = bucket_g(x, b), n = 0, kn = 1;
+		size_t b = v->buckets[k], js = v->bcol[k], g = invariants_bucket_g(x->inv, b),
+		       n = 0, kn = 1;
 		size_t off = inv->cell_off[b];
 		int32_t id;
 
@@ -337,7 +312,7 @@ static enum pm_status value_buckets(struct value *v)
 		}
 		qsort(ent, n, sizeof *ent, cmp_entry);
 		/* counts are whole records: the key is exact */
-		key[0] = (uint32_t)col_total(x, b, js);
+		key[0] = (uint32_t)invariants_sa_count(x->inv, b, js);
 		for (size_t i = 0; i < n; i++) {
 			if (kn > 1 && key[kn - 3] == ent[i].cls) {
 				key[kn - 2] += (uint32_t)ent[i].lo;
@@ -596,7 +571,7 @@ static enum pm_status value_apply(struct value *v)
 		size_t b = v->buckets[k], js = v->bcol[k], h = x->h[b], t = (size_t)x->btype[b];
 		size_t off = inv->cell_off[b];
 
-		for (size_t i = 0; i < bucket_g(x, b); i++) {
+		for (size_t i = 0; i < invariants_bucket_g(x->inv, b); i++) {
 			size_t c = off + i * h + js, j;
 			double lo, up;
 
@@ -612,7 +587,8 @@ static enum pm_status value_apply(struct value *v)
 				return PM_ERR_NOMEM;
 			if (v->low[j] && lo == 0)
 				out[n++] = (uint32_t)c;
-			for (size_t jj = 0; v->high[j] && up == row_total(x, b, i) && jj < h; jj++)
+			for (size_t jj = 0;
+			     v->high[j] && up == invariants_qi_count(x->inv, b, i) && jj < h; jj++)
 				if (jj != js && !x->zero[off + i * h + jj])
 					out[n++] = (uint32_t)(off + i * h + jj);
 		}
@@ -638,7 +614,7 @@ static void value_free(struct value *v)
 	for (size_t k = 0; k < v->n_buckets; k++) {
 		size_t b = v->buckets[k], h = x->h[b], off = inv->cell_off[b];
 
-		for (size_t i = 0; i < bucket_g(x, b); i++)
+		for (size_t i = 0; i < invariants_bucket_g(x->inv, b); i++)
 			x->cls[off + i * h + v->bcol[k]] = -1;
 		x->btype[b] = -1;
 	}

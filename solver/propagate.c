@@ -26,10 +26,8 @@
 struct prop {
 	const struct invariants *inv;
 	uint8_t *zero;
-	const uint32_t *h;	 /* per bucket: width */
-	const size_t *qi0, *sa0; /* per bucket: first QI row, first SA row */
-	const double *nb;	 /* n(b) */
-	double *last;		 /* n(s,b) of the last s, whose row is dropped */
+	const uint32_t *h; /* per bucket: width */
+	const double *nb;  /* n(b) */
 	/* scratch for one knowledge row */
 	uint32_t *stamp, now; /* per bucket: seen in this row when == now */
 	uint32_t *col, *touched;
@@ -40,22 +38,6 @@ struct prop {
 	uint8_t *bucket_dirty, *row_dirty;
 	int changed, infeasible;
 };
-
-static size_t bucket_g(const struct prop *p, size_t b)
-{
-	return p->qi0[b + 1] - p->qi0[b];
-}
-
-/* n(q_i, b) and n(s_j, b); the last s is the dropped SA row. */
-static double row_total(const struct prop *p, size_t b, size_t i)
-{
-	return p->inv->rhs[p->qi0[b] + i];
-}
-
-static double col_total(const struct prop *p, size_t b, size_t j)
-{
-	return j + 1 < p->h[b] ? p->inv->rhs[p->sa0[b] + j] : p->last[b];
-}
 
 static void set_zero(struct prop *p, size_t c)
 {
@@ -79,28 +61,17 @@ static enum pm_status prop_init(struct prop *p)
 	size_t nb = inv->n_groups;
 
 	p->h = inv->bucket_h;
-	p->qi0 = inv->qi_row0;
-	p->sa0 = inv->sa_row0;
 	p->nb = inv->bucket_n;
 	p->stamp = calloc(nb + 1, sizeof *p->stamp);
 	p->col = malloc((nb + 1) * sizeof *p->col);
 	p->touched = malloc((nb + 1) * sizeof *p->touched);
 	p->qsum = malloc((nb + 1) * sizeof *p->qsum);
 	p->inrow = calloc(inv->n_cells + 1, 1);
-	p->last = malloc((nb + 1) * sizeof *p->last);
 	p->bucket_dirty = malloc(nb + 1);
 	p->row_dirty = malloc(inv->n_rows + 1);
-	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->last ||
-	    !p->bucket_dirty || !p->row_dirty)
+	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->bucket_dirty ||
+	    !p->row_dirty)
 		return PM_ERR_NOMEM;
-	/* only buckets that knowledge rows touch are ever looked at */
-	for (size_t b = 0; b < nb; b++) {
-		double rest = 0;
-
-		for (size_t j = 0; inv->kb_off[b + 1] > inv->kb_off[b] && j + 1 < p->h[b]; j++)
-			rest += inv->rhs[p->sa0[b] + j];
-		p->last[b] = p->nb[b] - rest;
-	}
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
 	memset(p->row_dirty, 1, inv->n_rows + 1);
@@ -114,7 +85,6 @@ static void prop_finish(struct prop *p)
 	free(p->touched);
 	free(p->qsum);
 	free(p->inrow);
-	free(p->last);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
 }
@@ -138,7 +108,7 @@ static size_t row_gather(struct prop *p, size_t r)
 			p->touched[n++] = (uint32_t)b;
 		}
 		if (!p->zero[c]) {
-			p->qsum[b] += row_total(p, b, i);
+			p->qsum[b] += invariants_qi_count(p->inv, b, i);
 			p->inrow[c] = 1;
 		}
 	}
@@ -149,7 +119,8 @@ static size_t row_gather(struct prop *p, size_t r)
  * (j == col) == on_col. */
 static void zero_part(struct prop *p, size_t b, int in_r, int on_col)
 {
-	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->col[b], g = bucket_g(p, b);
+	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->col[b],
+	       g = invariants_bucket_g(p->inv, b);
 
 	for (size_t i = 0; i < g; i++) {
 		if (p->inrow[off + i * h + col] != in_r)
@@ -172,7 +143,7 @@ static int row_tighten(struct prop *p, size_t r)
 
 	for (size_t k = 0; k < n; k++) {
 		size_t b = p->touched[k];
-		double ns = col_total(p, b, p->col[b]);
+		double ns = invariants_sa_count(p->inv, b, p->col[b]);
 
 		u += fmin(p->qsum[b], ns);
 		l += fmax(0, p->qsum[b] - (p->nb[b] - ns));
@@ -183,7 +154,8 @@ static int row_tighten(struct prop *p, size_t r)
 		p->infeasible = 1;
 	for (size_t k = 0; k < n && !p->infeasible && (upper || lower); k++) {
 		size_t b = p->touched[k];
-		double ns = col_total(p, b, p->col[b]), lb = p->qsum[b] - (p->nb[b] - ns);
+		double ns = invariants_sa_count(p->inv, b, p->col[b]),
+		       lb = p->qsum[b] - (p->nb[b] - ns);
 
 		if (upper && p->qsum[b] <= ns + eps)
 			zero_part(p, b, 1, 0); /* R's q only on s */
@@ -216,7 +188,8 @@ struct flow {
  * column node, or -1. */
 static int32_t find_path(const struct prop *p, struct flow *w, size_t b)
 {
-	size_t g = bucket_g(p, b), h = p->h[b], off = p->inv->cell_off[b], head = 0, tail = 0;
+	size_t g = invariants_bucket_g(p->inv, b), h = p->h[b], off = p->inv->cell_off[b], head = 0,
+	       tail = 0;
 
 	for (size_t v = 0; v < g + h; v++)
 		w->prev[v] = -2;
@@ -330,14 +303,14 @@ static void residual_components(const struct prop *p, struct flow *w, size_t b, 
  * Record counts are integers, so each augmentation moves >= 1 record. */
 static void bucket_flow(struct prop *p, struct flow *w, size_t b)
 {
-	size_t g = bucket_g(p, b), h = p->h[b], off = p->inv->cell_off[b];
+	size_t g = invariants_bucket_g(p->inv, b), h = p->h[b], off = p->inv->cell_off[b];
 	double left = p->nb[b];
 	int32_t end;
 
 	for (size_t i = 0; i < g; i++)
-		w->rrem[i] = row_total(p, b, i);
+		w->rrem[i] = invariants_qi_count(p->inv, b, i);
 	for (size_t j = 0; j < h; j++)
-		w->crem[j] = col_total(p, b, j);
+		w->crem[j] = invariants_sa_count(p->inv, b, j);
 	/* greedily first: augmenting paths only for what is left */
 	for (size_t i = 0; i < g; i++)
 		for (size_t j = 0; j < h; j++) {
@@ -379,7 +352,9 @@ static enum pm_status flow_init(struct flow *w, const struct prop *p)
 		if (p->inv->kb_off[b + 1] == p->inv->kb_off[b])
 			continue; /* no flow for an untouched bucket */
 		gh = cells > gh ? cells : gh;
-		gph = bucket_g(p, b) + p->h[b] > gph ? bucket_g(p, b) + p->h[b] : gph;
+		gph = invariants_bucket_g(p->inv, b) + p->h[b] > gph
+			  ? invariants_bucket_g(p->inv, b) + p->h[b]
+			  : gph;
 	}
 	w->f = malloc(gh * sizeof *w->f);
 	w->rrem = malloc(gph * sizeof *w->rrem);

@@ -163,6 +163,14 @@ static void test_random_rows(uint64_t seed)
 		CHECK(knowledge_append(&k, &r, &err) == PM_OK);
 	}
 	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	/* the bucket accessors: n(q, b) and n(s, b), the dropped last s too */
+	for (size_t b = 0; b < ds->n_groups; b++) {
+		CHECK(invariants_bucket_g(&inv, b) == ds->bq_off[b + 1] - ds->bq_off[b]);
+		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
+			CHECK(invariants_qi_count(&inv, b, i - ds->bq_off[b]) == ds->bq_count[i]);
+		for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++)
+			CHECK(invariants_sa_count(&inv, b, j - ds->bs_off[b]) == ds->bs_count[j]);
+	}
 	for (size_t i = 0; i < k.n; i++) {
 		size_t row = inv.n_qi_rows + inv.n_sa_rows + i, e = inv.row_off[row];
 		uint64_t n_qv = 0;
