@@ -1,0 +1,558 @@
+/*
+ * Forced zeros of a whole component by an interior point method, for what
+ * propagation and the per-value relaxations leave open (boundary.c). The
+ * component's system {y >= 0, A y = c} (its buckets' QI and SA rows, all
+ * h of them, and its open knowledge rows) with a zero objective:
+ *
+ *     min 0  s.t.  A y = c, y >= 0;     max c^T w  s.t.  A^T w + s = 0, s >= 0.
+ *
+ * Every feasible y is optimal, so a path-following primal-dual method
+ * converges to a strictly complementary pair: y positive exactly on the
+ * cells some solution makes positive, s = -A^T w positive exactly on the
+ * forced zeros. That s is also the proof: for every feasible y,
+ *
+ *     Σ_j s_j y_j = -w^T A y = -c^T w,
+ *
+ * so with s >= 0 every cell obeys y_j <= -c^T w / s_j. Rounding leaves
+ * some s_j slightly negative; with u_j >= y_j (the smaller of its QI and
+ * SA counts) the bound becomes y_j <= (-c^T w + Σ_{s_k < 0} -s_k u_k) / s_j,
+ * and a cell is claimed only when that is below CENTER_BOUND records. A
+ * cell missed here shows in the caller's next probe.
+ *
+ * The normal equations A D A^T Δw = r (D = y / s) have the structure of
+ * the two-level Hessian: each bucket's block E^T D_b E is the scaling
+ * Hessian of schur.c; eliminating it leaves a dense Schur complement over
+ * the open rows, formed bucket by bucket and factored by
+ * schur_dense_factor.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver_internal.h"
+
+#define CENTER_MAX_ITER 80
+/* A claimed zero is below this many records in every solution. */
+#define CENTER_BOUND 1e-9
+/* A cell on the positive side is clearly so when y >= CENTER_GAP s. */
+#define CENTER_GAP 1e6
+/* Open rows up to which the dense Schur complement is formed (r^2
+ * doubles: 128 MiB); larger components are left to the caller's LP. */
+#define CENTER_ROWS 4096
+
+struct center {
+	const struct center_problem *p;
+	const struct invariants *inv;
+	size_t nb, nr, n;
+	size_t *loff, *qoff, *foff; /* per bucket: cells, rows + columns, factorization */
+	size_t *ck_off;		    /* per local cell: its open rows ck[..] */
+	uint32_t *ck;
+	uint8_t *fixed; /* local cell known to be zero */
+	double *y, *s, *d, *v, *rd, *dy, *ds, *atw, *u;
+	double *w, *dw, *rp, *rhs; /* per bucket row or column */
+	double *mu, *dmu, *rk, *rhsk;
+	double *fac, *S, *scratch;
+	/* forming S: per bucket, its distinct rows, their sums and solves */
+	uint32_t *loc, *rows;
+	uint64_t *stamp, tick;
+	double *pq, *ab;
+	double *tw;   /* 2 (g + h) of the widest bucket */
+	size_t width; /* g + h of the widest bucket */
+};
+
+static size_t bucket_g(const struct center *c, size_t k)
+{
+	return (c->loff[k + 1] - c->loff[k]) / c->inv->bucket_h[c->p->buckets[k]];
+}
+
+static size_t bucket_h(const struct center *c, size_t k)
+{
+	return c->inv->bucket_h[c->p->buckets[k]];
+}
+
+static void center_free(struct center *c)
+{
+	void *all[] = {c->loff, c->qoff, c->foff, c->ck_off, c->ck,  c->fixed, c->y,	   c->s,
+		       c->d,	c->v,	 c->rd,	  c->dy,     c->ds,  c->atw,   c->u,	   c->w,
+		       c->dw,	c->rp,	 c->rhs,  c->mu,     c->dmu, c->rk,    c->rhsk,	   c->fac,
+		       c->S,	c->loc,	 c->rows, c->stamp,  c->pq,  c->ab,    c->scratch, c->tw};
+
+	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+		free(all[i]);
+}
+
+/* Offsets of every bucket's cells, rows + columns and factorization. */
+static int layout(struct center *c)
+{
+	const struct invariants *inv = c->inv;
+
+	c->loff = malloc((c->nb + 1) * sizeof *c->loff);
+	c->qoff = malloc((c->nb + 1) * sizeof *c->qoff);
+	c->foff = malloc((c->nb + 1) * sizeof *c->foff);
+	if (!c->loff || !c->qoff || !c->foff)
+		return -1;
+	c->loff[0] = c->qoff[0] = c->foff[0] = 0;
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t b = c->p->buckets[k], h = inv->bucket_h[b];
+		size_t g = (inv->cell_off[b + 1] - inv->cell_off[b]) / h;
+
+		c->loff[k + 1] = c->loff[k] + g * h;
+		c->qoff[k + 1] = c->qoff[k] + g + h;
+		c->foff[k + 1] = c->foff[k] + schur_size(g, h);
+		c->width = g + h > c->width ? g + h : c->width;
+	}
+	c->n = c->loff[c->nb];
+	return 0;
+}
+
+/* Per local cell, the open rows through it (local numbers). */
+static int row_index(struct center *c, int32_t *local)
+{
+	const struct invariants *inv = c->inv;
+	c->ck_off = calloc(c->n + 2, sizeof *c->ck_off);
+	if (!c->ck_off)
+		return -1;
+	for (size_t r = 0; r < c->nr; r++)
+		for (size_t x = inv->row_off[c->p->rows[r]]; x < inv->row_off[c->p->rows[r] + 1];
+		     x++)
+			if (local[inv->row_cell[x]] >= 0)
+				c->ck_off[local[inv->row_cell[x]] + 2]++;
+	for (size_t j = 0; j < c->n; j++)
+		c->ck_off[j + 2] += c->ck_off[j + 1];
+	c->ck = malloc((c->ck_off[c->n + 1] + 1) * sizeof *c->ck);
+	if (!c->ck)
+		return -1;
+	for (size_t r = 0; r < c->nr; r++)
+		for (size_t x = inv->row_off[c->p->rows[r]]; x < inv->row_off[c->p->rows[r] + 1];
+		     x++)
+			if (local[inv->row_cell[x]] >= 0)
+				c->ck[c->ck_off[local[inv->row_cell[x]] + 1]++] = (uint32_t)r;
+	return 0;
+}
+
+static int center_alloc(struct center *c)
+{
+	size_t n = c->n + 1, q = c->qoff[c->nb] + 1, r = c->nr + 1;
+	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->atw, &c->u};
+	double **vq[] = {&c->w, &c->dw, &c->rp, &c->rhs};
+	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk, &c->scratch};
+	int ok = 1;
+
+	for (size_t i = 0; i < sizeof vn / sizeof *vn; i++)
+		ok &= (*vn[i] = calloc(n, sizeof(double))) != NULL;
+	for (size_t i = 0; i < sizeof vq / sizeof *vq; i++)
+		ok &= (*vq[i] = calloc(q, sizeof(double))) != NULL;
+	for (size_t i = 0; i < sizeof vr / sizeof *vr; i++)
+		ok &= (*vr[i] = calloc(r, sizeof(double))) != NULL;
+	c->fixed = calloc(n, 1);
+	c->fac = malloc((c->foff[c->nb] + 1) * sizeof *c->fac);
+	c->S = malloc(r * r * sizeof *c->S);
+	c->loc = malloc(r * sizeof *c->loc);
+	c->rows = malloc(r * sizeof *c->rows);
+	c->stamp = calloc(r, sizeof *c->stamp);
+	c->tw = malloc((2 * c->width + 1) * sizeof *c->tw);
+	return ok && c->tw && c->fixed && c->fac && c->S && c->loc && c->rows && c->stamp ? 0 : -1;
+}
+
+/* Starting point: the closed form of each bucket on its free cells, s = 1;
+ * u_j the smaller of the cell's QI and SA counts. */
+static void start(struct center *c)
+{
+	const struct invariants *inv = c->inv;
+
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t b = c->p->buckets[k], g = bucket_g(c, k), h = bucket_h(c, k);
+
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double nq = invariants_qi_count(inv, b, i);
+				double ns = invariants_sa_count(inv, b, j);
+
+				c->fixed[l] = c->p->zero[inv->cell_off[b] + i * h + j];
+				c->u[l] = fmin(nq, ns);
+				c->y[l] = c->fixed[l] ? 0 : nq * ns / inv->bucket_n[b];
+				c->s[l] = c->fixed[l] ? 0 : 1;
+			}
+	}
+}
+
+/* A^T w at local cell l of bucket k (row i, column j), w = (bw, mw). */
+static double at_w(const struct center *c, size_t k, size_t i, size_t j, const double *bw,
+		   const double *mw)
+{
+	size_t l = c->loff[k] + i * bucket_h(c, k) + j;
+	double t = bw[c->qoff[k] + i] + bw[c->qoff[k] + bucket_g(c, k) + j];
+
+	for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+		t += mw[c->ck[x]];
+	return t;
+}
+
+/* rp, rk = c - A y (the caller's vector v instead of y when given), rd =
+ * -A^T w - s; returns the largest primal residual. */
+static double residuals(struct center *c, const double *v, double *rp, double *rk)
+{
+	const struct invariants *inv = c->inv;
+	double worst = 0;
+
+	for (size_t r = 0; r < c->nr; r++)
+		rk[r] = v ? 0 : inv->rhs[c->p->rows[r]];
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t b = c->p->buckets[k], g = bucket_g(c, k), h = bucket_h(c, k);
+		double *rq = rp + c->qoff[k];
+
+		for (size_t i = 0; i < g; i++)
+			rq[i] = v ? 0 : invariants_qi_count(inv, b, i);
+		for (size_t j = 0; j < h; j++)
+			rq[g + j] = v ? 0 : invariants_sa_count(inv, b, j);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double x = v ? v[l] : c->y[l];
+
+				if (c->fixed[l])
+					continue;
+				rq[i] -= x;
+				rq[g + j] -= x;
+				for (size_t e = c->ck_off[l]; e < c->ck_off[l + 1]; e++)
+					rk[c->ck[e]] -= x;
+				if (!v)
+					c->rd[l] = -at_w(c, k, i, j, c->w, c->mu) - c->s[l];
+			}
+	}
+	for (size_t q = 0; !v && q < c->qoff[c->nb]; q++)
+		worst = fmax(worst, fabs(rp[q]));
+	for (size_t r = 0; !v && r < c->nr; r++)
+		worst = fmax(worst, fabs(rk[r]));
+	return worst;
+}
+
+/* Bucket k's distinct open rows: c->rows[0 .. L), c->loc[row] their place. */
+static size_t bucket_rows(struct center *c, size_t k)
+{
+	size_t n = 0;
+
+	c->tick++;
+	for (size_t l = c->loff[k]; l < c->loff[k + 1]; l++)
+		for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++) {
+			uint32_t r = c->ck[x];
+
+			if (c->stamp[r] != c->tick) {
+				c->stamp[r] = c->tick;
+				c->loc[r] = (uint32_t)n;
+				c->rows[n++] = r;
+			}
+		}
+	return n;
+}
+
+static int reserve(struct center *c, size_t need, size_t *cap)
+{
+	double *a, *b;
+
+	if (need <= *cap)
+		return 0;
+	a = realloc(c->pq, need * sizeof *a);
+	if (a)
+		c->pq = a;
+	b = a ? realloc(c->ab, need * sizeof *b) : NULL;
+	if (b)
+		c->ab = b;
+	if (!a || !b)
+		return -1;
+	*cap = need;
+	return 0;
+}
+
+/*
+ * Bucket k's part of S = K D K^T - K D E M^+ E^T D K^T (lower triangle):
+ * D on the pairs of rows through each cell, less P_l . M^+ P_l' for the
+ * row sums and column sums P_l of D over each row's cells.
+ */
+static int form_bucket(struct center *c, size_t k, size_t *cap)
+{
+	size_t g = bucket_g(c, k), h = bucket_h(c, k), gh = g + h, L = bucket_rows(c, k);
+	const double *d = c->d + c->loff[k], *f = c->fac + c->foff[k];
+
+	if (reserve(c, L * gh, cap))
+		return -1;
+	memset(c->pq, 0, L * gh * sizeof *c->pq);
+	for (size_t i = 0; i < g; i++)
+		for (size_t j = 0; j < h; j++) {
+			size_t l = c->loff[k] + i * h + j;
+
+			for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++) {
+				double *pl = c->pq + c->loc[c->ck[x]] * gh;
+
+				pl[i] += d[i * h + j];
+				pl[g + j] += d[i * h + j];
+				/* ck is ascending: ck[z] <= ck[x] */
+				for (size_t z = c->ck_off[l]; z <= x; z++)
+					c->S[c->ck[x] * c->nr + c->ck[z]] += d[i * h + j];
+			}
+		}
+	for (size_t a = 0; a < L; a++)
+		schur_solve(f, d, g, h, c->pq + a * gh, c->pq + a * gh + g, c->ab + a * gh,
+			    c->ab + a * gh + g);
+	for (size_t a = 0; a < L; a++)
+		for (size_t b = 0; b < L; b++) {
+			double t = 0;
+
+			if (c->rows[b] > c->rows[a])
+				continue;
+			for (size_t e = 0; e < gh; e++)
+				t += c->pq[a * gh + e] * c->ab[b * gh + e];
+			c->S[c->rows[a] * c->nr + c->rows[b]] -= t;
+		}
+	return 0;
+}
+
+/* D = y / s, every bucket's M factored, S formed and factored. */
+static int factor(struct center *c, size_t *cap)
+{
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
+	for (size_t k = 0; k < c->nb; k++)
+		schur_factor(c->d + c->loff[k], bucket_g(c, k), bucket_h(c, k),
+			     c->fac + c->foff[k]);
+	memset(c->S, 0, c->nr * c->nr * sizeof *c->S);
+	for (size_t k = 0; k < c->nb; k++)
+		if (form_bucket(c, k, cap))
+			return -1;
+	schur_dense_factor(c->S, c->nr, c->scratch);
+	return 0;
+}
+
+/*
+ * The Newton direction for complementarity targets y_j s_j = a - corr_j
+ * (corr NULL: 0): v = r_c / s - D r_d, then A D A^T Δw = r_p - A v by
+ * eliminating each bucket's block, Δy = v + D A^T Δw, Δs = r_d - A^T Δw.
+ */
+static void direction(struct center *c, double a, const double *corr)
+{
+	for (size_t l = 0; l < c->n; l++)
+		c->v[l] = c->fixed[l] ? 0
+				      : (a - c->y[l] * c->s[l] - (corr ? corr[l] : 0)) / c->s[l] -
+					    c->d[l] * c->rd[l];
+	residuals(c, c->v, c->rhs, c->rhsk);
+	for (size_t q = 0; q < c->qoff[c->nb]; q++)
+		c->rhs[q] += c->rp[q];
+	for (size_t r = 0; r < c->nr; r++)
+		c->dmu[r] = c->rhsk[r] + c->rk[r];
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+		double *z = c->tw, *rq = c->rhs + c->qoff[k];
+
+		schur_solve(c->fac + c->foff[k], c->d + c->loff[k], g, h, rq, rq + g, z, z + g);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+
+				for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+					c->dmu[c->ck[x]] -= c->d[l] * (z[i] + z[g + j]);
+			}
+	}
+	schur_dense_solve(c->S, c->nr, c->dmu);
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+		double *pq = c->tw, *rq = c->rhs + c->qoff[k];
+
+		memcpy(pq, rq, (g + h) * sizeof *pq);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double t = 0;
+
+				for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+					t += c->dmu[c->ck[x]];
+				pq[i] -= c->d[l] * t;
+				pq[g + j] -= c->d[l] * t;
+			}
+		schur_solve(c->fac + c->foff[k], c->d + c->loff[k], g, h, pq, pq + g,
+			    c->dw + c->qoff[k], c->dw + c->qoff[k] + g);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double t = at_w(c, k, i, j, c->dw, c->dmu);
+
+				c->dy[l] = c->fixed[l] ? 0 : c->v[l] + c->d[l] * t;
+				c->ds[l] = c->fixed[l] ? 0 : c->rd[l] - t;
+			}
+	}
+}
+
+/* Largest steps in (0, 1] keeping y and s positive. */
+static void max_steps(const struct center *c, double *ap, double *ad)
+{
+	*ap = *ad = 1;
+	for (size_t l = 0; l < c->n; l++) {
+		if (c->dy[l] < 0)
+			*ap = fmin(*ap, -c->y[l] / c->dy[l]);
+		if (c->ds[l] < 0)
+			*ad = fmin(*ad, -c->s[l] / c->ds[l]);
+	}
+}
+
+static double mu_at(const struct center *c, double ap, double ad, size_t free)
+{
+	double sum = 0;
+
+	for (size_t l = 0; l < c->n; l++)
+		sum += (c->y[l] + ap * c->dy[l]) * (c->s[l] + ad * c->ds[l]);
+	return free ? sum / (double)free : 0;
+}
+
+/* One Mehrotra predictor-corrector step (c->v's storage is reused for the
+ * second-order term only after the predictor is done with it). */
+static int step(struct center *c, size_t free, size_t *cap)
+{
+	double ap, ad, mu = mu_at(c, 0, 0, free), sigma;
+
+	if (factor(c, cap))
+		return -1;
+	direction(c, 0, NULL);
+	max_steps(c, &ap, &ad);
+	sigma = pow(mu_at(c, ap, ad, free) / mu, 3);
+	sigma = sigma > 1 ? 1 : sigma;
+	for (size_t l = 0; l < c->n; l++)
+		c->atw[l] = c->dy[l] * c->ds[l];
+	direction(c, sigma * mu, c->atw);
+	max_steps(c, &ap, &ad);
+	ap = fmin(1, 0.995 * ap);
+	ad = fmin(1, 0.995 * ad);
+	for (size_t l = 0; l < c->n; l++) {
+		c->y[l] += ap * c->dy[l];
+		c->s[l] += ad * c->ds[l];
+	}
+	for (size_t q = 0; q < c->qoff[c->nb]; q++)
+		c->w[q] += ad * c->dw[q];
+	for (size_t r = 0; r < c->nr; r++)
+		c->mu[r] += ad * c->dmu[r];
+	return 0;
+}
+
+/* -c^T w, and s = -A^T w into c->v. */
+static double dual_value(struct center *c)
+{
+	const struct invariants *inv = c->inv;
+	double delta = 0;
+
+	for (size_t r = 0; r < c->nr; r++)
+		delta -= inv->rhs[c->p->rows[r]] * c->mu[r];
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t b = c->p->buckets[k], g = bucket_g(c, k), h = bucket_h(c, k);
+
+		for (size_t i = 0; i < g; i++)
+			delta -= invariants_qi_count(inv, b, i) * c->w[c->qoff[k] + i];
+		for (size_t j = 0; j < h; j++)
+			delta -= invariants_sa_count(inv, b, j) * c->w[c->qoff[k] + g + j];
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++)
+				c->v[c->loff[k] + i * h + j] = -at_w(c, k, i, j, c->w, c->mu);
+	}
+	return delta;
+}
+
+/* Claims the cells the iterate puts on the zero side (y < s) whose bound
+ * from the certificate is below CENTER_BOUND records; returns how many,
+ * *all whether that is every cell on the zero side. */
+static size_t certify(struct center *c, uint8_t *zero, int *all)
+{
+	double e = dual_value(c);
+	size_t n = 0;
+
+	*all = 1;
+	for (size_t l = 0; l < c->n; l++)
+		if (!c->fixed[l] && c->v[l] < 0)
+			e += -c->v[l] * c->u[l];
+	e = fmax(e, 0);
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t c0 = c->inv->cell_off[c->p->buckets[k]];
+
+		for (size_t l = c->loff[k]; l < c->loff[k + 1]; l++) {
+			if (c->fixed[l])
+				continue;
+			if (!(c->y[l] < c->s[l])) {
+				*all &= c->y[l] >= CENTER_GAP * c->s[l];
+				continue;
+			}
+			if (!(c->v[l] > 0) || !(e <= CENTER_BOUND * c->v[l])) {
+				*all = 0;
+				continue;
+			}
+			zero[c0 + l - c->loff[k]] = 1;
+			n++;
+		}
+	}
+	return n;
+}
+
+/* Has the caller asked to stop? */
+static int cancelled(const struct center_problem *p)
+{
+	return p->o && p->o->progress && p->o->progress(p->o->progress_ctx, 0, NAN);
+}
+
+static enum pm_status iterate(struct center *c, int *converged)
+{
+	size_t free = 0, cap = 0;
+	double scale = 1;
+
+	for (size_t l = 0; l < c->n; l++) {
+		free += !c->fixed[l];
+		scale = fmax(scale, c->u[l]);
+	}
+	for (int it = 0; it < CENTER_MAX_ITER; it++) {
+		double viol = residuals(c, NULL, c->rp, c->rk), mu = mu_at(c, 0, 0, free);
+
+		if (viol <= 1e-10 * scale && mu <= 1e-14 * scale) {
+			*converged = 1;
+			break;
+		}
+		if (cancelled(c->p))
+			return PM_ERR_CANCELLED;
+		if (step(c, free, &cap))
+			return PM_ERR_NOMEM;
+		if (!isfinite(mu_at(c, 0, 0, free)))
+			break;
+	}
+	return PM_OK;
+}
+
+enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero, size_t *found,
+			       int *settled)
+{
+	struct center c = {.p = p, .inv = p->inv, .nb = p->n_buckets, .nr = p->n_rows};
+	int32_t *local = malloc((p->inv->n_cells + 1) * sizeof *local);
+	enum pm_status st = PM_ERR_NOMEM;
+
+	int converged = 0;
+
+	*found = 0;
+	*settled = 0;
+	if (p->n_rows > CENTER_ROWS) {
+		free(local);
+		return PM_OK;
+	}
+	if (!local || layout(&c))
+		goto out;
+	for (size_t x = 0; x < p->inv->n_cells; x++)
+		local[x] = -1;
+	for (size_t k = 0; k < c.nb; k++) {
+		size_t c0 = p->inv->cell_off[p->buckets[k]];
+
+		for (size_t l = c.loff[k]; l < c.loff[k + 1]; l++)
+			local[c0 + l - c.loff[k]] = p->zero[c0 + l - c.loff[k]] ? -1 : (int32_t)l;
+	}
+	if (row_index(&c, local) || center_alloc(&c))
+		goto out;
+	start(&c);
+	st = iterate(&c, &converged);
+	if (!st && converged)
+		*found = certify(&c, zero, settled);
+out:
+	free(local);
+	center_free(&c);
+	return st;
+}
