@@ -149,9 +149,11 @@ static void direction(struct newton *nw, double eta, int max_it)
 /*
  * Backtracking from the full step. Armijo on f, which eval gives relative
  * to the prepared point, exact to rounding; near the optimum the decrease
- * falls below that rounding, and a step that reduces the violation is
- * taken instead. Returns 1 with x moved (gradient in nw->g, violation in
- * *viol), 0 if no step helped (x and the problem's state restored).
+ * falls below that rounding (p->f_noise), where it proves nothing: such a
+ * step may not raise the violation more than tenfold (taking them let it
+ * jump a thousandfold, again and again, on Adult, K = 2000, qi_attributes
+ * 1), and otherwise a step must reduce the violation. Returns 1 with x moved (gradient
+ * in nw->g, violation in *viol), 0 if no step helped (x and the problem's state restored).
  */
 static int line_search(struct newton *nw, double *x, double *viol, int *full)
 {
@@ -167,7 +169,9 @@ static int line_search(struct newton *nw, double *x, double *viol, int *full)
 		f1 = p->eval(p->ctx, nw->x1, nw->hq, &v1);
 		if (!isfinite(f1))
 			continue;
-		if (f1 <= ARMIJO * s * gd || (f1 <= 0 && v1 < *viol) ||
+		if ((f1 <= ARMIJO * s * gd &&
+		     (ARMIJO * s * gd < -p->f_noise || v1 <= 10 * *viol)) ||
+		    (f1 <= p->f_noise && v1 < *viol) ||
 		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
 			memcpy(x, nw->x1, n * sizeof *x);
 			memcpy(nw->g, nw->hq, n * sizeof *nw->g);

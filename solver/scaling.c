@@ -27,6 +27,11 @@
 #define NEWTON_HALVINGS 30
 /* Sinkhorn sweeps after Newton stalls (total support: linear rate). */
 #define SCALING_SWEEPS 10000
+/* Newton stalled this far (records) from the target of a trial point:
+ * the point is wild (huge multipliers), not a rounding stall near the
+ * optimum; a few sweeps tell. */
+#define SCALING_FAR	   1e-6
+#define SCALING_FAR_SWEEPS 20
 
 enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h)
 {
@@ -281,7 +286,9 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 		if (!newton_step(k, w, &worst, &ss))
 			break;
 	if (worst > target) /* Newton stalled (rounding, or a bad start) */
-		worst = sinkhorn(k, w, target, SCALING_SWEEPS);
+		worst =
+		    sinkhorn(k, w, target,
+			     k->trial && worst > SCALING_FAR ? SCALING_FAR_SWEEPS : SCALING_SWEEPS);
 	k->excess = k->dm ? excess(k, w) : 0;
 	return worst;
 }

@@ -374,7 +374,8 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 {
 	struct solver_options po = *o;
 	enum pm_status st = PM_OK;
-	int used = 0, clean = 0;
+	int used = 0, clean = 0, same;
+	uint8_t *probed;
 
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
 	if (o->method != SOLVER_TWO_LEVEL || !inv->n_knowledge_rows) {
@@ -389,10 +390,18 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 	}
 	if (st || clean)
 		return st;
+	probed = malloc(inv->n_cells + 1);
+	if (!probed)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	memcpy(probed, u->zero, inv->n_cells);
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
 	st = find_zeros(ds, k, inv, NULL, u, NULL, 1, err);
-	if (!st) {
+	/* the exact zeros are the probe's: its converged solve is the answer
+	 * (cells it left tiny, not a forced zero, made it look unclean) */
+	same = !st && u->ms.converged && !memcmp(probed, u->zero, inv->n_cells);
+	free(probed);
+	if (!st && !same) {
 		po.max_iterations = o->max_iterations - used;
 		st = solve_split(ds, inv, &po, 0, u, r, err);
 		u->ms.iterations += used;

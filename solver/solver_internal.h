@@ -122,6 +122,27 @@ struct relax_problem {
  * *converged whether residuals and complementarity reached rounding. */
 enum pm_status relax_ipm(const struct relax_problem *p, double *x, int *converged);
 
+/* ---- boundary_center.c -------------------------------------------------- */
+
+/* A component of boundary.c: its buckets, its open knowledge rows (inv
+ * rows) and the zeros known so far (zero, inv cells); o for cancels (may
+ * be NULL). All borrowed. */
+struct center_problem {
+	const struct invariants *inv;
+	const struct solver_options *o;
+	const uint32_t *buckets, *rows;
+	size_t n_buckets, n_rows;
+	const uint8_t *zero;
+};
+
+/* Forced zeros of the component by an interior point method: every cell
+ * it proves zero (below 1e-9 records in every solution) is set in
+ * zero_out (may be p->zero), *found counts them. *settled when the method
+ * converged to the centre and proved every cell it puts on the zero side:
+ * then the others are positive there, and the zeros are complete. */
+enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero_out, size_t *found,
+			       int *settled);
+
 /* ---- schur.c ------------------------------------------------------------ */
 
 /* Doubles of a factorization of a g x h block. */
@@ -166,6 +187,8 @@ struct newton_problem {
 	/* stop (*stalled) on linear convergence, the mark of a minimum at
 	 * infinity: for probes */
 	int linear_stop;
+	/* rounding error of f: a decrease below it proves nothing */
+	double f_noise;
 };
 
 /* Newton steps from x until the violation is at most target, the
@@ -206,6 +229,10 @@ struct scaling_block {
 	double *a, *b; /* log-scalings: start (warm) and result */
 	double *y;     /* result, g x h */
 	double excess; /* result with dm: Σ y0 expm1(dm + a + b), precise */
+	/* a trial point of an outer line search: if Newton stalls far from
+	 * the target, a few Sinkhorn sweeps, not thousands (the caller
+	 * rejects the point) */
+	int trial;
 };
 
 /* Solves k until the largest row or column violation is at most target

@@ -27,6 +27,7 @@
  * Σ y0 expm1(Δm + α + β) - Σ n α - Σ n β - c·(μ - μ0) keeps full
  * precision when the changes are tiny.
  */
+#include <float.h>
 #include <lbfgs.h>
 #include <math.h>
 #include <stdio.h>
@@ -37,6 +38,9 @@
 
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)
+/* An inner solve further than this (records) from its target fails the
+ * evaluation (eval_mu). */
+#define INNER_FAIL 1e-6
 
 static void part_finish(struct twolevel_part *pt)
 {
@@ -190,7 +194,8 @@ static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k)
 				     .ns = ds->bs_count + ds->bs_off[b],
 				     .a = t->alpha + t->qoff[k],
 				     .b = t->beta + t->soff[k],
-				     .y = t->y + off};
+				     .y = t->y + off,
+				     .trial = 1};
 	kernel(t, pt, k, &blk);
 	if (t->factored)
 		predict(t, pt, k, blk.a, blk.b);
@@ -221,7 +226,7 @@ static void eval_part(void *ctx, int p, int parts)
 /* G(μ) - G(μ0) at t->mu, as twolevel_eval. */
 static double eval_mu(struct twolevel *t, double *g, double *violation)
 {
-	double f = 0, worst = 0;
+	double f = 0, worst = 0, inner = 0;
 
 	t->dmu_max = 0;
 	for (size_t k = 0; k < t->r; k++) {
@@ -236,6 +241,7 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 		f += t->part[p].f;
 		worst = fmax(worst, t->part[p].worst);
 	}
+	inner = worst;
 	for (size_t k = 0; k < t->r; k++) {
 		double s = t->part[0].vec[k];
 
@@ -247,7 +253,10 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 		worst = fmax(worst, fabs(s - t->rhs[k]));
 	}
 	*violation = worst;
-	return f;
+	/* an inner solve that ended far from its target (a wild trial point:
+	 * scaling_solve gave up early) leaves f and g meaningless: no line
+	 * search may take the point */
+	return inner > INNER_FAIL ? INFINITY : f;
 }
 
 double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation)
@@ -323,13 +332,19 @@ static void nt_hessian(void *ctx, double *out)
 
 void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 {
+	double records = 0;
+
+	for (size_t k = 0; k < t->nb; k++)
+		records += t->inv->bucket_n[t->bk[k]];
 	*np = (struct newton_problem){.ctx = t,
 				      .n = t->r,
 				      .eval = nt_eval,
 				      .prepare = nt_prepare,
 				      .diag = nt_diag,
 				      .hv = nt_hv,
-				      .hessian = formed && t->dense ? nt_hessian : NULL};
+				      .hessian = formed && t->dense ? nt_hessian : NULL,
+				      /* f sums terms of up to the records' size */
+				      .f_noise = 64 * DBL_EPSILON * records};
 }
 
 /* ---- L-BFGS fallback ---------------------------------------------------- */
