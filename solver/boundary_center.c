@@ -275,6 +275,8 @@ static int form_bucket(struct center *c, size_t k, size_t *cap)
 	size_t g = bucket_g(c, k), h = bucket_h(c, k), gh = g + h, L = bucket_rows(c, k);
 	const double *d = c->d + c->loff[k], *f = c->fac + c->foff[k];
 
+	if (!L)
+		return 0; /* no open row in this bucket: nothing of S */
 	if (reserve(c, L * gh, cap))
 		return -1;
 	memset(c->pq, 0, L * gh * sizeof *c->pq);
