@@ -239,15 +239,30 @@ static void metrics_finish(struct metrics *m)
 	free(m->violation);
 }
 
+/* Are all of tuple q's buckets in the closed form? Then the sums of y
+ * are those of the closed form. */
+static int tuple_closed(const struct metrics *m, size_t q)
+{
+	const struct invariants *inv = m->inv;
+
+	if (!m->closed)
+		return 0;
+	for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++)
+		if (!m->closed[inv->occ_bucket[o]])
+			return 0;
+	return 1;
+}
+
 /* Sums y (and, with records to compare with, the closed form of Theorem
  * 5; a closed-form bucket's cells are it already) over tuple q's cells by
- * slot, in bucket order. */
-static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
+ * slot, in bucket order; with `closed` (tuple_closed) the sums of y alone,
+ * the two being one. */
+static void tuple_sums(const struct metrics *m, struct part *t, size_t q, int closed)
 {
 	const struct invariants *inv = m->inv;
 	const struct dataset *ds = m->ds;
 	size_t s0 = inv->slot_off[q], o1 = inv->occ_off[q + 1];
-	int truth = ds->has_ground_truth;
+	int truth = ds->has_ground_truth && !closed;
 
 	for (size_t i = 0; i < inv->slot_off[q + 1] - s0; i++)
 		t->sum[i] = t->base[i] = 0;
@@ -281,11 +296,22 @@ static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
 
 /* One chunk's accuracy sums, kept on the stack of the thread that does
  * the chunk and stored once: chunks side by side in memory, done by
- * different threads, would otherwise fight over cache lines. */
+ * different threads, would otherwise fight over cache lines. Terms that
+ * both sums share, c ln(c / s) for a slot with c records and sum s, are
+ * gathered as Σ c ln c and the product of the s^c (prod 2^pexp), one
+ * logarithm per chunk (kl_shared, kl_store). */
 struct kl_sums {
 	double est, base;
 	int est_inf, base_inf;
+	double clogc, prod;
+	int pexp;
 };
+
+/* Products beyond these bounds are renormalised (frexp). */
+#define PROD_HIGH 0x1p500
+#define PROD_LOW  0x1p-500
+/* Slots with up to this many records go into the product. */
+#define PROD_COUNT 3
 
 /* One term of the weighted KL sum: P(q) P(s|q) ln(P(s|q) / P*(s|q)). */
 static void kl_add(double w, double p, double pstar, double *sum, int *infinite)
@@ -296,10 +322,42 @@ static void kl_add(double w, double p, double pstar, double *sum, int *infinite)
 		*sum += w * log(p / pstar);
 }
 
+static double klogk(const struct metrics *m, uint32_t k);
+
+/* The shared term c ln(c / s) (times 1 / N later), s > 0. */
+static void kl_shared(const struct metrics *m, uint32_t c, double s, struct kl_sums *sk)
+{
+	if (c > PROD_COUNT) {
+		double term = c * log(c / s);
+
+		sk->clogc += term;
+		return;
+	}
+	sk->clogc += klogk(m, c);
+	for (uint32_t i = 0; i < c; i++)
+		sk->prod *= s;
+	if (sk->prod > PROD_HIGH || sk->prod < PROD_LOW) {
+		int e;
+
+		sk->prod = frexp(sk->prod, &e);
+		sk->pexp += e;
+	}
+}
+
+/* The shared terms into both sums. */
+static void kl_close(const struct metrics *m, struct kl_sums *sk)
+{
+	double all = (double)m->ds->n_records;
+	double term = (sk->clogc - (log(sk->prod) + sk->pexp * M_LN2)) / all;
+
+	sk->est += term;
+	sk->base += term;
+}
+
 /* The accuracy terms of tuple q, for its slots with records. Where the
- * estimate is the closed form (the same sums of the same cells) the two
- * terms are one. */
-static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t q,
+ * estimate is the closed form (closed: every bucket of the tuple, the same
+ * sums of the same cells) the two terms are one. */
+static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t q, int closed,
 			   struct kl_sums *sk)
 {
 	const struct invariants *inv = m->inv;
@@ -308,10 +366,15 @@ static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t
 	for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
 		double c = inv->slot_records[i];
 		size_t at = i - inv->slot_off[q];
+		double base = closed ? t->sum[at] : t->base[at];
 
 		if (!c)
 			continue;
-		if (t->sum[at] == t->base[at] && t->sum[at] > 0) {
+		if (closed && t->sum[at] > 0) {
+			kl_shared(m, inv->slot_records[i], t->sum[at], sk);
+			continue;
+		}
+		if (t->sum[at] == base && t->sum[at] > 0) {
 			double term = c / all * log(c / nq / (t->sum[at] / nq));
 
 			sk->est += term;
@@ -319,7 +382,7 @@ static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t
 			continue;
 		}
 		kl_add(c / all, c / nq, t->sum[at] / nq, &sk->est, &sk->est_inf);
-		kl_add(c / all, c / nq, t->base[at] / nq, &sk->base, &sk->base_inf);
+		kl_add(c / all, c / nq, base / nq, &sk->base, &sk->base_inf);
 	}
 }
 
@@ -393,10 +456,11 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 	struct solver_result *r = m->r;
 	size_t q1 = (k + 1) * CHUNK < m->ds->n_tuples ? (k + 1) * CHUNK : m->ds->n_tuples;
 	size_t np = inv->slot_off[k * CHUNK];
-	struct kl_sums sk = {0};
+	struct kl_sums sk = {.prod = 1};
 
 	for (size_t q = k * CHUNK; q < q1; q++) {
 		double nq = m->ds->tuple_count[q];
+		int closed;
 
 		r->post_off[q] = np;
 		if (inv->occ_off[q + 1] - inv->occ_off[q] == 1) {
@@ -405,7 +469,8 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 				single_accuracy(m, q, &sk);
 			continue;
 		}
-		tuple_sums(m, t, q);
+		closed = tuple_closed(m, q);
+		tuple_sums(m, t, q, closed);
 		for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
 			double p = t->sum[i - inv->slot_off[q]];
 
@@ -415,8 +480,9 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 			}
 		}
 		if (m->ds->has_ground_truth)
-			tuple_accuracy(m, t, q, &sk);
+			tuple_accuracy(m, t, q, closed, &sk);
 	}
+	kl_close(m, &sk);
 	m->n_post[k] = np - inv->slot_off[k * CHUNK];
 	m->est[k] = sk.est;
 	m->base[k] = sk.base;

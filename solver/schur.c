@@ -138,22 +138,37 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
  * null direction (rows dependent once the invariants are eliminated):
  * D = 0 and L's column 0, as in schur_factor.
  */
+/* Σ a[l] b[l] over n entries: four independent sums, so that the adds
+ * need not wait on each other. */
+static double dot4(const double *a, const double *b, size_t n)
+{
+	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	size_t l = 0;
+
+	for (; l + 4 <= n; l += 4) {
+		s0 += a[l] * b[l];
+		s1 += a[l + 1] * b[l + 1];
+		s2 += a[l + 2] * b[l + 2];
+		s3 += a[l + 3] * b[l + 3];
+	}
+	for (; l < n; l++)
+		s0 += a[l] * b[l];
+	return (s0 + s1) + (s2 + s3);
+}
+
 void schur_dense_factor(double *a, size_t n, double *w)
 {
 	for (size_t j = 0; j < n; j++) {
-		double *aj = a + j * n, d = aj[j], scale = aj[j];
+		double *aj = a + j * n, d, scale = aj[j];
 
-		for (size_t l = 0; l < j; l++) {
+		for (size_t l = 0; l < j; l++)
 			w[l] = aj[l] * a[l * n + l];
-			d -= aj[l] * w[l];
-		}
+		d = aj[j] - dot4(aj, w, j);
 		d = d > PIVOT_EPS * scale ? d : 0;
 		aj[j] = d;
 		for (size_t k = j + 1; k < n; k++) {
-			double *ak = a + k * n, v = ak[j];
+			double *ak = a + k * n, v = ak[j] - dot4(ak, w, j);
 
-			for (size_t l = 0; l < j; l++)
-				v -= ak[l] * w[l];
 			ak[j] = d > 0 ? v / d : 0;
 		}
 	}
