@@ -607,8 +607,15 @@ def test_restart_after_kill_9_loses_nothing(make_server, spec, tmp_path):
     a = c.analyse(ds["id"], {"knowledge": {"mine": {"positive": 50, "negative": 50,
                                                     "qi_attributes": 2}}})
     c.wait(a["id"], states=("running", "succeeded"))
-    time.sleep(0.2)
-    mid = c.get("/v1/analyses/" + a["id"]).json()
+    # kill once the solver has reported progress (the forced-zero stage
+    # reports none, and under a sanitizer it can outlast any fixed sleep)
+    deadline = time.monotonic() + 20
+    while True:
+        mid = c.get("/v1/analyses/" + a["id"]).json()
+        if (mid["status"] != "running" or (mid.get("progress") or {}).get("iterations", 0) > 0
+                or time.monotonic() > deadline):
+            break
+        time.sleep(0.02)
     srv.kill()  # kill -9, mid-analysis
     srv2 = make_server(["--workers", "1"], data_dir=data, name="restart2")
     c2 = Client(srv2, spec)
