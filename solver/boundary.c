@@ -560,7 +560,8 @@ static enum pm_status component_center(struct boundary *bd, const struct compone
 				   .o = bd->o,
 				   .buckets = c->buckets,
 				   .n_buckets = c->n_buckets,
-				   .zero = bd->zero};
+				   .zero = bd->zero,
+				   .threads = bd->o ? bd->o->threads : 0};
 	uint32_t *rows = malloc((c->n_krows + 1) * sizeof *rows);
 	size_t n = 0;
 	enum pm_status st;

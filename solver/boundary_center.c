@@ -35,7 +35,9 @@
 /* A claimed zero is below this many records in every solution. */
 #define CENTER_BOUND 1e-9
 /* A cell on the positive side is clearly so when y >= CENTER_GAP s. */
-#define CENTER_GAP 1e6
+/* Iterates with mu below this (times the largest count) try to certify. */
+#define CENTER_CERTIFY 1e-8
+#define CENTER_GAP     1e6
 /* Open rows up to which the dense Schur complement is formed (r^2
  * doubles: 128 MiB); larger components are left to the caller's LP. */
 #define CENTER_ROWS 4096
@@ -52,12 +54,22 @@ struct center {
 	double *w, *dw, *rp, *rhs; /* per bucket row or column */
 	double *mu, *dmu, *rk, *rhsk;
 	double *fac, *S, *scratch;
-	/* forming S: per bucket, its distinct rows, their sums and solves */
+	double *tw;   /* 2 (g + h) of the widest bucket */
+	size_t width; /* g + h of the widest bucket */
+	struct parallel *pool;
+	int parts;
+	struct center_part *part;
+};
+
+/* Forming S on one part of the pool: its share of S (part 0: c->S), and
+ * per bucket its distinct rows, their sums and solves. */
+struct center_part {
+	double *S;
 	uint32_t *loc, *rows;
 	uint64_t *stamp, tick;
 	double *pq, *ab;
-	double *tw;   /* 2 (g + h) of the widest bucket */
-	size_t width; /* g + h of the widest bucket */
+	size_t cap;
+	int failed;
 };
 
 static size_t bucket_g(const struct center *c, size_t k)
@@ -72,13 +84,26 @@ static size_t bucket_h(const struct center *c, size_t k)
 
 static void center_free(struct center *c)
 {
-	void *all[] = {c->loff, c->qoff, c->foff, c->ck_off, c->ck,  c->fixed, c->y,	   c->s,
-		       c->d,	c->v,	 c->rd,	  c->dy,     c->ds,  c->atw,   c->u,	   c->w,
-		       c->dw,	c->rp,	 c->rhs,  c->mu,     c->dmu, c->rk,    c->rhsk,	   c->fac,
-		       c->S,	c->loc,	 c->rows, c->stamp,  c->pq,  c->ab,    c->scratch, c->tw};
+	void *all[] = {c->loff, c->qoff, c->foff, c->ck_off, c->ck,	 c->fixed, c->y,
+		       c->s,	c->d,	 c->v,	  c->rd,     c->dy,	 c->ds,	   c->atw,
+		       c->u,	c->w,	 c->dw,	  c->rp,     c->rhs,	 c->mu,	   c->dmu,
+		       c->rk,	c->rhsk, c->fac,  c->S,	     c->scratch, c->tw};
 
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
+	for (int p = 0; c->part && p < c->parts; p++) {
+		struct center_part *pt = &c->part[p];
+
+		if (p > 0)
+			free(pt->S);
+		free(pt->loc);
+		free(pt->rows);
+		free(pt->stamp);
+		free(pt->pq);
+		free(pt->ab);
+	}
+	free(c->part);
+	parallel_destroy(c->pool);
 }
 
 /* Offsets of every bucket's cells, rows + columns and factorization. */
@@ -147,11 +172,23 @@ static int center_alloc(struct center *c)
 	c->fixed = calloc(n, 1);
 	c->fac = malloc((c->foff[c->nb] + 1) * sizeof *c->fac);
 	c->S = malloc(r * r * sizeof *c->S);
-	c->loc = malloc(r * sizeof *c->loc);
-	c->rows = malloc(r * sizeof *c->rows);
-	c->stamp = calloc(r, sizeof *c->stamp);
 	c->tw = malloc((2 * c->width + 1) * sizeof *c->tw);
-	return ok && c->tw && c->fixed && c->fac && c->S && c->loc && c->rows && c->stamp ? 0 : -1;
+	if (!ok || !c->tw || !c->fixed || !c->fac || !c->S ||
+	    parallel_create(c->p->threads, &c->pool))
+		return -1;
+	c->parts = parallel_parts(c->pool);
+	c->part = calloc((size_t)c->parts, sizeof *c->part);
+	for (int p = 0; c->part && p < c->parts; p++) {
+		struct center_part *pt = &c->part[p];
+
+		pt->S = p ? malloc(r * r * sizeof *pt->S) : c->S;
+		pt->loc = malloc(r * sizeof *pt->loc);
+		pt->rows = malloc(r * sizeof *pt->rows);
+		pt->stamp = calloc(r, sizeof *pt->stamp);
+		if (!pt->S || !pt->loc || !pt->rows || !pt->stamp)
+			return -1;
+	}
+	return c->part ? 0 : -1;
 }
 
 /* Starting point: the closed form of each bucket on its free cells, s = 1;
@@ -228,40 +265,50 @@ static double residuals(struct center *c, const double *v, double *rp, double *r
 	return worst;
 }
 
-/* Bucket k's distinct open rows: c->rows[0 .. L), c->loc[row] their place. */
-static size_t bucket_rows(struct center *c, size_t k)
+/* Bucket k's distinct open rows, ascending: pt->rows[0 .. L), pt->loc[row]
+ * their place. */
+static size_t bucket_rows(const struct center *c, struct center_part *pt, size_t k)
 {
 	size_t n = 0;
 
-	c->tick++;
+	pt->tick++;
 	for (size_t l = c->loff[k]; l < c->loff[k + 1]; l++)
 		for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++) {
 			uint32_t r = c->ck[x];
 
-			if (c->stamp[r] != c->tick) {
-				c->stamp[r] = c->tick;
-				c->loc[r] = (uint32_t)n;
-				c->rows[n++] = r;
+			if (pt->stamp[r] != pt->tick) {
+				pt->stamp[r] = pt->tick;
+				pt->rows[n++] = r;
 			}
 		}
+	for (size_t a = 1; a < n; a++) { /* insertion sort: a few dozen rows */
+		uint32_t r = pt->rows[a];
+		size_t b = a;
+
+		for (; b > 0 && pt->rows[b - 1] > r; b--)
+			pt->rows[b] = pt->rows[b - 1];
+		pt->rows[b] = r;
+	}
+	for (size_t a = 0; a < n; a++)
+		pt->loc[pt->rows[a]] = (uint32_t)a;
 	return n;
 }
 
-static int reserve(struct center *c, size_t need, size_t *cap)
+static int reserve(struct center_part *pt, size_t need)
 {
 	double *a, *b;
 
-	if (need <= *cap)
+	if (need <= pt->cap)
 		return 0;
-	a = realloc(c->pq, need * sizeof *a);
+	a = realloc(pt->pq, need * sizeof *a);
 	if (a)
-		c->pq = a;
-	b = a ? realloc(c->ab, need * sizeof *b) : NULL;
+		pt->pq = a;
+	b = a ? realloc(pt->ab, need * sizeof *b) : NULL;
 	if (b)
-		c->ab = b;
+		pt->ab = b;
 	if (!a || !b)
 		return -1;
-	*cap = need;
+	pt->cap = need;
 	return 0;
 }
 
@@ -270,60 +317,80 @@ static int reserve(struct center *c, size_t need, size_t *cap)
  * D on the pairs of rows through each cell, less P_l . M^+ P_l' for the
  * row sums and column sums P_l of D over each row's cells.
  */
-static int form_bucket(struct center *c, size_t k, size_t *cap)
+static int form_bucket(const struct center *c, struct center_part *pt, size_t k)
 {
-	size_t g = bucket_g(c, k), h = bucket_h(c, k), gh = g + h, L = bucket_rows(c, k);
+	size_t g = bucket_g(c, k), h = bucket_h(c, k), gh = g + h, L = bucket_rows(c, pt, k);
 	const double *d = c->d + c->loff[k], *f = c->fac + c->foff[k];
+	double *S = pt->S;
 
 	if (!L)
 		return 0; /* no open row in this bucket: nothing of S */
-	if (reserve(c, L * gh, cap))
+	if (reserve(pt, L * gh))
 		return -1;
-	memset(c->pq, 0, L * gh * sizeof *c->pq);
+	memset(pt->pq, 0, L * gh * sizeof *pt->pq);
 	for (size_t i = 0; i < g; i++)
 		for (size_t j = 0; j < h; j++) {
 			size_t l = c->loff[k] + i * h + j;
 
 			for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++) {
-				double *pl = c->pq + c->loc[c->ck[x]] * gh;
+				double *pl = pt->pq + pt->loc[c->ck[x]] * gh;
 
 				pl[i] += d[i * h + j];
 				pl[g + j] += d[i * h + j];
 				/* ck is ascending: ck[z] <= ck[x] */
 				for (size_t z = c->ck_off[l]; z <= x; z++)
-					c->S[c->ck[x] * c->nr + c->ck[z]] += d[i * h + j];
+					S[c->ck[x] * c->nr + c->ck[z]] += d[i * h + j];
 			}
 		}
 	for (size_t a = 0; a < L; a++)
-		schur_solve(f, d, g, h, c->pq + a * gh, c->pq + a * gh + g, c->ab + a * gh,
-			    c->ab + a * gh + g);
-	for (size_t a = 0; a < L; a++)
-		for (size_t b = 0; b < L; b++) {
+		schur_solve(f, d, g, h, pt->pq + a * gh, pt->pq + a * gh + g, pt->ab + a * gh,
+			    pt->ab + a * gh + g);
+	for (size_t a = 0; a < L; a++) /* rows ascending: b <= a is the lower triangle */
+		for (size_t b = 0; b <= a; b++) {
 			double t = 0;
 
-			if (c->rows[b] > c->rows[a])
-				continue;
 			for (size_t e = 0; e < gh; e++)
-				t += c->pq[a * gh + e] * c->ab[b * gh + e];
-			c->S[c->rows[a] * c->nr + c->rows[b]] -= t;
+				t += pt->pq[a * gh + e] * pt->ab[b * gh + e];
+			S[pt->rows[a] * c->nr + pt->rows[b]] -= t;
 		}
 	return 0;
 }
 
-/* D = y / s, every bucket's M factored, S formed and factored. */
-static int factor(struct center *c, size_t *cap)
+/* Part p's buckets: their M factored, their share of S formed. */
+static void form_part(void *ctx, int p, int parts)
 {
-	for (size_t l = 0; l < c->n; l++)
-		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
-	for (size_t k = 0; k < c->nb; k++)
+	struct center *c = ctx;
+	struct center_part *pt = &c->part[p];
+	size_t lo, hi;
+
+	parallel_range(c->nb, c->loff, p, parts, &lo, &hi);
+	memset(pt->S, 0, c->nr * c->nr * sizeof *pt->S);
+	pt->failed = 0;
+	for (size_t k = lo; k < hi; k++) {
 		schur_factor(c->d + c->loff[k], bucket_g(c, k), bucket_h(c, k),
 			     c->fac + c->foff[k]);
-	memset(c->S, 0, c->nr * c->nr * sizeof *c->S);
-	for (size_t k = 0; k < c->nb; k++)
-		if (form_bucket(c, k, cap))
-			return -1;
-	schur_dense_factor(c->S, c->nr, c->scratch);
-	return 0;
+		pt->failed |= form_bucket(c, pt, k);
+	}
+}
+
+/* D = y / s, every bucket's M factored, S formed (the parts' shares added
+ * in part order) and factored. */
+static int factor(struct center *c)
+{
+	int failed = 0;
+
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
+	parallel_run(c->pool, form_part, c);
+	for (int p = 0; p < c->parts; p++)
+		failed |= c->part[p].failed;
+	for (int p = 1; p < c->parts; p++)
+		for (size_t i = 0; i < c->nr; i++)
+			for (size_t j = 0; j <= i; j++)
+				c->S[i * c->nr + j] += c->part[p].S[i * c->nr + j];
+	if (!failed)
+		schur_dense_factor(c->S, c->nr, c->scratch);
+	return failed ? -1 : 0;
 }
 
 /*
@@ -407,11 +474,11 @@ static double mu_at(const struct center *c, double ap, double ad, size_t free)
 
 /* One Mehrotra predictor-corrector step (c->v's storage is reused for the
  * second-order term only after the predictor is done with it). */
-static int step(struct center *c, size_t free, size_t *cap)
+static int step(struct center *c, size_t free)
 {
 	double ap, ad, mu = mu_at(c, 0, 0, free), sigma;
 
-	if (factor(c, cap))
+	if (factor(c))
 		return -1;
 	direction(c, 0, NULL);
 	max_steps(c, &ap, &ad);
@@ -457,8 +524,9 @@ static double dual_value(struct center *c)
 }
 
 /* Claims the cells the iterate puts on the zero side (y < s) whose bound
- * from the certificate is below CENTER_BOUND records; returns how many,
- * *all whether that is every cell on the zero side. */
+ * from the certificate is below CENTER_BOUND records; returns how many
+ * it newly claims, *all whether every zero-side cell is proved and every
+ * other one clearly positive. */
 static size_t certify(struct center *c, uint8_t *zero, int *all)
 {
 	double e = dual_value(c);
@@ -470,7 +538,7 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 			e += -c->v[l] * c->u[l];
 	e = fmax(e, 0);
 	for (size_t k = 0; k < c->nb; k++) {
-		size_t c0 = c->inv->cell_off[c->p->buckets[k]];
+		uint8_t *z = zero + c->inv->cell_off[c->p->buckets[k]] - c->loff[k];
 
 		for (size_t l = c->loff[k]; l < c->loff[k + 1]; l++) {
 			if (c->fixed[l])
@@ -480,11 +548,11 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 				continue;
 			}
 			if (!(c->v[l] > 0) || !(e <= CENTER_BOUND * c->v[l])) {
-				*all = 0;
+				*all &= z[l];
 				continue;
 			}
-			zero[c0 + l - c->loff[k]] = 1;
-			n++;
+			n += !z[l];
+			z[l] = 1;
 		}
 	}
 	return n;
@@ -496,9 +564,15 @@ static int cancelled(const struct center_problem *p)
 	return p->o && p->o->progress && p->o->progress(p->o->progress_ctx, 0, NAN);
 }
 
-static enum pm_status iterate(struct center *c, int *converged)
+/*
+ * Iterates until settled or converged. Every w is a certificate of its
+ * own, so each iterate of the endgame (mu below CENTER_CERTIFY) claims
+ * what it proves: the bound is sensitive to rounding, and one iterate
+ * proves what the next may miss.
+ */
+static enum pm_status iterate(struct center *c, uint8_t *zero, size_t *found, int *settled)
 {
-	size_t free = 0, cap = 0;
+	size_t free = 0;
 	double scale = 1;
 
 	for (size_t l = 0; l < c->n; l++) {
@@ -508,13 +582,16 @@ static enum pm_status iterate(struct center *c, int *converged)
 	for (int it = 0; it < CENTER_MAX_ITER; it++) {
 		double viol = residuals(c, NULL, c->rp, c->rk), mu = mu_at(c, 0, 0, free);
 
-		if (viol <= 1e-10 * scale && mu <= 1e-14 * scale) {
-			*converged = 1;
-			break;
+		if (mu <= CENTER_CERTIFY * scale && viol <= 1e-9 * scale) {
+			*found += certify(c, zero, settled);
+			if (*settled)
+				break;
 		}
+		if (viol <= 1e-10 * scale && mu <= 1e-14 * scale)
+			break;
 		if (cancelled(c->p))
 			return PM_ERR_CANCELLED;
-		if (step(c, free, &cap))
+		if (step(c, free))
 			return PM_ERR_NOMEM;
 		if (!isfinite(mu_at(c, 0, 0, free)))
 			break;
@@ -528,8 +605,6 @@ enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero, si
 	struct center c = {.p = p, .inv = p->inv, .nb = p->n_buckets, .nr = p->n_rows};
 	int32_t *local = malloc((p->inv->n_cells + 1) * sizeof *local);
 	enum pm_status st = PM_ERR_NOMEM;
-
-	int converged = 0;
 
 	*found = 0;
 	*settled = 0;
@@ -550,9 +625,7 @@ enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero, si
 	if (row_index(&c, local) || center_alloc(&c))
 		goto out;
 	start(&c);
-	st = iterate(&c, &converged);
-	if (!st && converged)
-		*found = certify(&c, zero, settled);
+	st = iterate(&c, zero, found, settled);
 out:
 	free(local);
 	center_free(&c);

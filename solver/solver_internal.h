@@ -133,6 +133,7 @@ struct center_problem {
 	const uint32_t *buckets, *rows;
 	size_t n_buckets, n_rows;
 	const uint8_t *zero;
+	int threads; /* of the pool forming the Schur complement (<= 0: all) */
 };
 
 /* Forced zeros of the component by an interior point method: every cell
