@@ -16,8 +16,12 @@
  * so with s >= 0 every cell obeys y_j <= -c^T w / s_j. Rounding leaves
  * some s_j slightly negative; with u_j >= y_j (the smaller of its QI and
  * SA counts) the bound becomes y_j <= (-c^T w + Σ_{s_k < 0} -s_k u_k) / s_j,
- * and a cell is claimed only when that is below CENTER_BOUND records. A
- * cell missed here shows in the caller's next probe.
+ * and a cell is claimed only when that is below CENTER_BOUND records (a
+ * solve without it then differs by no more than that). Each iterate's w
+ * is a certificate of its own. When every cell on the zero side (y < s)
+ * is proved and every other is clearly positive (y >= CENTER_GAP s), the
+ * zeros are complete ("settled"); otherwise the caller's linear program
+ * decides.
  *
  * The normal equations A D A^T Δw = r (D = y / s) have the structure of
  * the two-level Hessian: each bucket's block E^T D_b E is the scaling
@@ -35,9 +39,9 @@
 /* A claimed zero is below this many records in every solution. */
 #define CENTER_BOUND 1e-9
 /* A cell on the positive side is clearly so when y >= CENTER_GAP s. */
+#define CENTER_GAP 1e6
 /* Iterates with mu below this (times the largest count) try to certify. */
 #define CENTER_CERTIFY 1e-8
-#define CENTER_GAP     1e6
 /* Open rows up to which the dense Schur complement is formed (r^2
  * doubles: 128 MiB); larger components are left to the caller's LP. */
 #define CENTER_ROWS 4096
@@ -393,6 +397,25 @@ static int factor(struct center *c)
 	return failed ? -1 : 0;
 }
 
+/* rhs (bucket rows and columns) and dmu (open rows) hold r_p - A v; the
+ * bucket blocks eliminated: dmu -= K D E M_b^+ rhs_b. */
+static void eliminate(struct center *c)
+{
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+		double *z = c->tw, *rq = c->rhs + c->qoff[k];
+
+		schur_solve(c->fac + c->foff[k], c->d + c->loff[k], g, h, rq, rq + g, z, z + g);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+
+				for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+					c->dmu[c->ck[x]] -= c->d[l] * (z[i] + z[g + j]);
+			}
+	}
+}
+
 /*
  * The Newton direction for complementarity targets y_j s_j = a - corr_j
  * (corr NULL: 0): v = r_c / s - D r_d, then A D A^T Δw = r_p - A v by
@@ -409,19 +432,7 @@ static void direction(struct center *c, double a, const double *corr)
 		c->rhs[q] += c->rp[q];
 	for (size_t r = 0; r < c->nr; r++)
 		c->dmu[r] = c->rhsk[r] + c->rk[r];
-	for (size_t k = 0; k < c->nb; k++) {
-		size_t g = bucket_g(c, k), h = bucket_h(c, k);
-		double *z = c->tw, *rq = c->rhs + c->qoff[k];
-
-		schur_solve(c->fac + c->foff[k], c->d + c->loff[k], g, h, rq, rq + g, z, z + g);
-		for (size_t i = 0; i < g; i++)
-			for (size_t j = 0; j < h; j++) {
-				size_t l = c->loff[k] + i * h + j;
-
-				for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
-					c->dmu[c->ck[x]] -= c->d[l] * (z[i] + z[g + j]);
-			}
-	}
+	eliminate(c);
 	schur_dense_solve(c->S, c->nr, c->dmu);
 	for (size_t k = 0; k < c->nb; k++) {
 		size_t g = bucket_g(c, k), h = bucket_h(c, k);
