@@ -621,7 +621,7 @@ static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t 
 
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, int relax,
+			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,
 			     struct pm_error *err)
 {
 	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
@@ -640,7 +640,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 		st = propagate_zeros(inv, zero, resolved, &infeasible);
 	/* the relaxations cost more than a probe that needs none of them (0.18 s
 	 * on Adult, K = 250, qi_attributes 1): a first probe goes without */
-	if (!st && (relax || !deferred))
+	if (!st && ((flags & BOUNDARY_RELAX) || !deferred))
 		st = relax_and_propagate(inv, zero, resolved, &infeasible);
 	if (!st && (infeasible || open_rows(inv, resolved)))
 		st = components_build(&bd, &cs, &n);
@@ -657,7 +657,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 				deferred[cs[i].buckets[b]] = 1;
 			continue;
 		}
-		if (!infeasible && o)
+		if (!infeasible && o && (flags & BOUNDARY_PROBE))
 			st = component_probe(&bd, &cs[i], resolved, o, &stable, err);
 		/* the interior point method first: simplex takes minutes on
 		 * components of 100,000 cells */

@@ -309,15 +309,16 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
  * zero can change) go to the other threads meanwhile. */
 static enum pm_status find_zeros(const struct dataset *ds, const struct knowledge *k,
 				 const struct invariants *inv, const struct solver_options *o,
-				 struct run *u, uint8_t *deferred, int relax, struct pm_error *err)
+				 struct run *u, uint8_t *deferred, unsigned flags,
+				 struct pm_error *err)
 {
 	size_t chunks = (inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
 	enum pm_status st;
 
 	if (u->early)
-		return boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, relax, err);
+		return boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, flags, err);
 	parallel_items_start(u->pool, chunks, untouched_item, u);
-	st = boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, relax, err);
+	st = boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, flags, err);
 	parallel_items_finish(u->pool, chunks, untouched_item, u);
 	u->early = 1;
 	return st;
@@ -342,7 +343,7 @@ static enum pm_status probe_stage(const struct dataset *ds, const struct knowled
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
 	memset(u->deferred, 0, inv->n_groups);
-	st = find_zeros(ds, k, inv, o, u, u->deferred, relax, err);
+	st = find_zeros(ds, k, inv, o, u, u->deferred, relax ? BOUNDARY_RELAX : 0, err);
 	if (st)
 		return st;
 	defer = memchr(u->deferred, 1, inv->n_groups) != NULL;
@@ -361,12 +362,13 @@ static enum pm_status probe_stage(const struct dataset *ds, const struct knowled
 
 /*
  * Forced zeros and the solve. The full dual keeps the engine's order
- * (boundary.c probes open components with the full dual, then the LP).
- * The two-level method defers open components: its own solve is the
- * probe, first after the cheap arguments alone (the relaxations cost more
- * than most probes), then after the relaxations too; only if that one
- * shows a sign of a forced zero as well are the exact zeros found by the
- * LP and the problem solved again.
+ * (boundary.c probes open components with the full dual, then decides
+ * them exactly). The two-level method defers open components: its own
+ * solve is the probe, first after the cheap arguments alone (the
+ * relaxations cost more than most probes), then after the relaxations
+ * too; only if that one shows a sign of a forced zero as well are the
+ * exact zeros found (the interior point method, then if need be the LP),
+ * and the problem solved again unless they are the probe's own.
  */
 static enum pm_status solve_all(const struct dataset *ds, const struct knowledge *k,
 				const struct invariants *inv, const struct solver_options *o,
@@ -380,7 +382,8 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
 	if (o->method != SOLVER_TWO_LEVEL || !inv->n_knowledge_rows) {
 		if (inv->n_knowledge_rows)
-			st = find_zeros(ds, k, inv, o, u, NULL, 1, err);
+			st = find_zeros(ds, k, inv, o, u, NULL, BOUNDARY_RELAX | BOUNDARY_PROBE,
+					err);
 		return st ? st : solve_split(ds, inv, o, 0, u, r, err);
 	}
 	for (int relax = 0; relax < 2 && !st && !clean; relax++) {
@@ -396,7 +399,7 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 	memcpy(probed, u->zero, inv->n_cells);
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
-	st = find_zeros(ds, k, inv, NULL, u, NULL, 1, err);
+	st = find_zeros(ds, k, inv, o, u, NULL, BOUNDARY_RELAX, err);
 	/* the exact zeros are the probe's: its converged solve is the answer
 	 * (cells it left tiny, not a forced zero, made it look unclean) */
 	same = !st && u->ms.converged && !memcmp(probed, u->zero, inv->n_cells);

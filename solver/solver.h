@@ -15,23 +15,28 @@ struct solver_options;
 /*
  * Finds every cell that is zero in every y >= 0 with A y = c, writing
  * zero[cell] = 1 for those (zero has inv->n_cells entries): rows with
- * right-hand side 0, propagation and per-bucket flows first (exact); a
- * component they leave open is probed with the dual (o; NULL skips the
- * probe) and, unless the probe shows no sign of a forced zero, decided by
- * a linear program per component. If no y satisfies the rows, returns
+ * right-hand side 0, propagation and per-bucket flows first (exact); with
+ * BOUNDARY_RELAX, the per-value relaxations of boundary_relax.c; a
+ * component they leave open is probed with the full dual (BOUNDARY_PROBE)
+ * and, unless the probe shows no sign of a forced zero, decided by the
+ * interior point method of boundary_center.c and, if that does not
+ * settle, a linear program. If no y satisfies the rows, returns
  * PM_ERR_INCONSISTENT naming an irreducible set of conflicting rules.
+ * o (may be NULL) supplies the probe's options and the progress callback
+ * through which a cancel stops the search.
  * implied (n_rows entries, may be NULL) receives the knowledge rows that
  * the zeros make a sum of invariant rows: they need no multiplier.
  * deferred (n_groups entries, may be NULL): open components are neither
- * probed nor given to the LP; their buckets get deferred[b] = 1, and the
- * caller, whose solve serves as the probe, calls again should that solve
- * show a sign of a forced zero: with relax set (the per-value relaxations
- * of boundary_relax.c, skipped when relax is 0 and deferred is given), then
- * with deferred and o NULL (straight to the LP).
+ * probed nor decided; their buckets get deferred[b] = 1, and the caller,
+ * whose solve serves as the probe, calls again should that solve show a
+ * sign of a forced zero (the relaxations run with deferred only if
+ * BOUNDARY_RELAX asks for them).
  */
+#define BOUNDARY_RELAX 1u
+#define BOUNDARY_PROBE 2u
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, int relax,
+			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,
 			     struct pm_error *err);
 
 /* ---- propagate.c -------------------------------------------------------- */

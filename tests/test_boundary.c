@@ -84,8 +84,8 @@ static void random_instance(uint64_t seed, int deterministic, int probe, size_t 
 		for (size_t r = inv.n_qi_rows + inv.n_sa_rows; r < inv.n_rows; r++)
 			*unresolved += !resolved[r];
 	} else {
-		CHECK(boundary_find(ds, &k, &inv, probe ? &o : NULL, zero, NULL, NULL, 1, &err) ==
-		      PM_OK);
+		CHECK(boundary_find(ds, &k, &inv, &o, zero, NULL, NULL,
+				    BOUNDARY_RELAX | (probe ? BOUNDARY_PROBE : 0), &err) == PM_OK);
 	}
 	if (!same_zeros(&inv, &sys, zero))
 		fprintf(stderr, "zeros differ from the reference, seed %llu (%s)\n",
@@ -180,6 +180,14 @@ static void relax_instance(uint64_t seed, size_t *extra)
 	fixture_finish(&f);
 }
 
+static int cancel_now(void *ctx, int iteration, double max_violation)
+{
+	(void)ctx;
+	(void)iteration;
+	(void)max_violation;
+	return 1;
+}
+
 /*
  * The interior point method of boundary_center.c, after propagation alone,
  * on every bucket a knowledge row touches (components side by side) with
@@ -213,6 +221,19 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 					   .zero = f.zero,
 					   .threads = 2};
 
+		if (*runs == 0) { /* a cancel stops it, claiming nothing */
+			struct solver_options o;
+			uint8_t *scratch = malloc(inv->n_cells + 1);
+
+			solver_options_init(&o);
+			o.progress = cancel_now;
+			p.o = &o;
+			memcpy(scratch, f.zero, inv->n_cells);
+			CHECK(boundary_center(&p, scratch, &n, &done) == PM_ERR_CANCELLED);
+			CHECK(n == 0 && !done && !memcmp(scratch, f.zero, inv->n_cells));
+			p.o = NULL;
+			free(scratch);
+		}
 		CHECK(boundary_center(&p, f.zero, &n, &done) == PM_OK);
 		compare(&f, &wrong, &missed);
 		if (wrong || (done && missed))

@@ -76,7 +76,8 @@ static int instance_make(struct instance *in, uint64_t *rng)
 	in->coupled = calloc(in->inv.n_groups + 1, 1);
 	in->y = calloc(in->inv.n_cells + 1, sizeof *in->y);
 	if (!in->zero || !in->implied || !in->coupled || !in->y ||
-	    boundary_find(in->ds, &in->k, &in->inv, NULL, in->zero, in->implied, NULL, 1, &err))
+	    boundary_find(in->ds, &in->k, &in->inv, NULL, in->zero, in->implied, NULL,
+			  BOUNDARY_RELAX, &err))
 		return 0;
 	for (size_t b = 0; b < in->inv.n_groups; b++)
 		for (size_t e = in->inv.kb_off[b]; e < in->inv.kb_off[b + 1]; e++)
