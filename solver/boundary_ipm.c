@@ -320,7 +320,39 @@ static double ipm_step(struct ipm *s, uint8_t *skip, int first)
 	return mu_at(s, 0, 0);
 }
 
-enum pm_status relax_ipm(const struct relax_problem *p, double *x, int *converged)
+/*
+ * The certificate of a claim (see solver_internal.h): with t = -A^T y for
+ * the duals y of the last iterate, z = max(t, 0) and w = max(-t, 0) make
+ * A^T y + z - w = 0 exactly, so every feasible x has
+ *     Σ z_j x_j + Σ w_j (u_j - x_j) = -(d . yg + c . yr) + Σ w_j u_j = E,
+ * each term >= 0: x_j <= E / z_j and u_j - x_j <= E / w_j.
+ */
+static void certificate(const struct ipm *s, double *lo_bound, double *up_bound)
+{
+	const struct relax_problem *p = s->p;
+	double e = 0;
+
+	for (size_t g = 0; g < s->ng; g++)
+		e -= p->d[g] * s->yg[g];
+	for (size_t r = 0; r < s->m; r++)
+		e -= p->c[r] * s->yr[r];
+	for (size_t j = 0; j < s->n; j++) {
+		double t = -s->yg[p->group[j]];
+
+		for (size_t k = p->var_off[j]; k < p->var_off[j + 1]; k++)
+			t -= s->yr[p->var_row[k]];
+		s->theta[j] = t;
+		e += t < 0 ? -t * p->u[j] : 0;
+	}
+	e = fmax(e, 0);
+	for (size_t j = 0; j < s->n; j++) {
+		lo_bound[j] = s->theta[j] > 0 ? e / s->theta[j] : INFINITY;
+		up_bound[j] = s->theta[j] < 0 ? e / -s->theta[j] : INFINITY;
+	}
+}
+
+enum pm_status relax_ipm(const struct relax_problem *p, double *x, double *lo_bound,
+			 double *up_bound, int *converged)
 {
 	struct ipm s = {.p = p, .n = p->n, .m = p->n_rows, .ng = p->n_groups};
 	uint8_t *skip = calloc(p->n_rows + 1, 1);
@@ -347,6 +379,8 @@ enum pm_status relax_ipm(const struct relax_problem *p, double *x, int *converge
 			break;
 	}
 	memcpy(x, s.x, s.n * sizeof(double));
+	if (*converged)
+		certificate(&s, lo_bound, up_bound);
 	st = PM_OK;
 out:
 	free(skip);

@@ -19,9 +19,11 @@
  * summed, and so do buckets with the same demand and classes (the sum of
  * m copies of a polytope is m times it): both are merged, exactly, before
  * the program is set up. A small interior point method (boundary_ipm.c)
- * suggests the variables held at a bound; a linear program (GLPK's
- * simplex) maximises the distance from those bounds and only the claims
- * it holds at 0 are used.
+ * suggests the variables held at a bound and, from its duals, bounds how
+ * far any solution can be from them: when that proves every claim (to
+ * RELAX_BOUND records), they are used; otherwise a linear program
+ * (GLPK's simplex) maximises the distance from those bounds and only the
+ * claims it holds at 0 are used.
  */
 #include <glpk.h>
 #include <math.h>
@@ -29,6 +31,10 @@
 #include <string.h>
 
 #include "solver_internal.h"
+
+/* A claim is proved when every solution keeps it within this many records
+ * of its bound (relax_ipm's certificate). */
+#define RELAX_BOUND 1e-9
 
 /* Interned lists of uint32 (signatures, bucket keys) -> dense ids. */
 struct intern {
@@ -369,7 +375,7 @@ static enum pm_status value_program(struct value *v)
 		}
 	}
 	v->u = malloc((nv + 1) * sizeof *v->u);
-	v->xs = malloc((nv + 1) * sizeof *v->xs);
+	v->xs = malloc((3 * nv + 1) * sizeof *v->xs); /* x, and relax_ipm's two bounds */
 	v->group = malloc((nv + 1) * sizeof *v->group);
 	v->var_class = malloc((nv + 1) * sizeof *v->var_class);
 	v->var_off = malloc((nv + 2) * sizeof *v->var_off);
@@ -631,7 +637,7 @@ static enum pm_status relax_value(struct relax *x, const uint32_t *rows, size_t 
 {
 	struct value v = {.x = x, .rows = rows, .nr = nr};
 	enum pm_status st = value_classes(&v);
-	int converged = 0, claims = 0;
+	int converged = 0, claims = 0, proved = 1;
 
 	if (!st)
 		st = value_buckets(&v);
@@ -640,13 +646,16 @@ static enum pm_status relax_value(struct relax *x, const uint32_t *rows, size_t 
 	if (!st && !x->infeasible)
 		st = value_dedupe(&v);
 	if (!st && !x->infeasible && v.p.n)
-		st = relax_ipm(&v.p, v.xs, &converged);
+		st = relax_ipm(&v.p, v.xs, v.xs + v.p.n, v.xs + 2 * v.p.n, &converged);
 	for (size_t j = 0; !st && converged && j < v.p.n; j++) {
 		v.low[j] = v.xs[j] <= 1e-6 * v.u[j];
 		v.high[j] = v.u[j] - v.xs[j] <= 1e-6 * v.u[j];
 		claims |= v.low[j] | v.high[j];
+		proved &= !v.low[j] || v.xs[v.p.n + j] <= RELAX_BOUND;
+		proved &= !v.high[j] || v.xs[2 * v.p.n + j] <= RELAX_BOUND;
 	}
-	if (!st && claims && !x->infeasible)
+	/* the interior point method's own certificate, else the simplex */
+	if (!st && claims && !proved && !x->infeasible)
 		st = value_verify(&v);
 	if (!st && claims && !x->infeasible)
 		st = value_apply(&v);

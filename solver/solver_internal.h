@@ -119,8 +119,12 @@ struct relax_problem {
 
 /* Interior point iterates toward the relative interior of the feasible
  * set (zero objective): x (n entries) receives the last iterate and
- * *converged whether residuals and complementarity reached rounding. */
-enum pm_status relax_ipm(const struct relax_problem *p, double *x, int *converged);
+ * *converged whether residuals and complementarity reached rounding.
+ * Then lo_bound[j] and up_bound[j] (n entries each) bound x_j and u_j -
+ * x_j in every feasible x, from the duals of the last iterate (a claim
+ * with a bound at rounding level is proved; INFINITY: no bound). */
+enum pm_status relax_ipm(const struct relax_problem *p, double *x, double *lo_bound,
+			 double *up_bound, int *converged);
 
 /* ---- boundary_center.c -------------------------------------------------- */
 
