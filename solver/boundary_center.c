@@ -164,7 +164,7 @@ static int center_alloc(struct center *c)
 	size_t n = c->n + 1, q = c->qoff[c->nb] + 1, r = c->nr + 1;
 	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->atw, &c->u};
 	double **vq[] = {&c->w, &c->dw, &c->rp, &c->rhs};
-	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk, &c->scratch};
+	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk};
 	int ok = 1;
 
 	for (size_t i = 0; i < sizeof vn / sizeof *vn; i++)
@@ -176,6 +176,7 @@ static int center_alloc(struct center *c)
 	c->fixed = calloc(n, 1);
 	c->fac = malloc((c->foff[c->nb] + 1) * sizeof *c->fac);
 	c->S = malloc(r * r * sizeof *c->S);
+	c->scratch = malloc(schur_dense_work(c->nr) * sizeof *c->scratch);
 	c->tw = malloc((2 * c->width + 1) * sizeof *c->tw);
 	if (!ok || !c->tw || !c->fixed || !c->fac || !c->S ||
 	    parallel_create(c->p->threads, &c->pool))
@@ -393,7 +394,7 @@ static int factor(struct center *c)
 			for (size_t j = 0; j <= i; j++)
 				c->S[i * c->nr + j] += c->part[p].S[i * c->nr + j];
 	if (!failed)
-		schur_dense_factor(c->S, c->nr, c->scratch);
+		schur_dense_factor_blocked(c->S, c->nr, c->scratch, c->pool);
 	return failed ? -1 : 0;
 }
 

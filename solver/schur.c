@@ -174,6 +174,84 @@ void schur_dense_factor(double *a, size_t n, double *w)
 	}
 }
 
+/*
+ * The same L D L^T by panels of DENSE_BLOCK columns, for the interior
+ * point method's large Schur complements: each panel is factored (its
+ * columns against the panel's earlier ones only), then every later row
+ * subtracts the panel's part, a[k][m] -= Σ_l a[k][l] d_l a[m][l], from a
+ * copy W of the panel's rows scaled by D that stays in cache: the same
+ * arithmetic as schur_dense_factor in another order, with the trailing
+ * rows shared out among the pool's parts by the triangle's area. A null
+ * pivot is judged against the matrix's own diagonal, saved first.
+ */
+#define DENSE_BLOCK 64
+
+size_t schur_dense_work(size_t n)
+{
+	return n + n * DENSE_BLOCK + DENSE_BLOCK;
+}
+
+struct panel {
+	double *a;
+	const double *wp; /* (n - j1) x b: row m of the panel times D */
+	size_t n, j0, j1;
+};
+
+/* Columns [j0, j1) of a, every row below the diagonal (serial). */
+static void panel_factor(double *a, size_t n, size_t j0, size_t j1, const double *diag, double *w)
+{
+	for (size_t j = j0; j < j1; j++) {
+		double *aj = a + j * n, d;
+
+		for (size_t l = j0; l < j; l++)
+			w[l - j0] = aj[l] * a[l * n + l];
+		d = aj[j] - dot4(aj + j0, w, j - j0);
+		d = d > PIVOT_EPS * diag[j] ? d : 0;
+		aj[j] = d;
+		for (size_t k = j + 1; k < n; k++) {
+			double *ak = a + k * n, v = ak[j] - dot4(ak + j0, w, j - j0);
+
+			ak[j] = d > 0 ? v / d : 0;
+		}
+	}
+}
+
+/* Part p's rows of the trailing matrix, by equal shares of its area. */
+static void panel_update(void *ctx, int p, int parts)
+{
+	const struct panel *u = ctx;
+	size_t t = u->n - u->j1, b = u->j1 - u->j0;
+	size_t lo = u->j1 + (size_t)(sqrt((double)p / parts) * (double)t);
+	size_t hi =
+	    p + 1 == parts ? u->n : u->j1 + (size_t)(sqrt((double)(p + 1) / parts) * (double)t);
+
+	for (size_t k = lo; k < hi; k++) {
+		double *ak = u->a + k * u->n;
+
+		for (size_t m = u->j1; m <= k; m++)
+			ak[m] -= dot4(ak + u->j0, u->wp + (m - u->j1) * b, b);
+	}
+}
+
+void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parallel *pool)
+{
+	double *diag = work, *wp = work + n, *w = wp + n * DENSE_BLOCK;
+
+	for (size_t j = 0; j < n; j++)
+		diag[j] = a[j * n + j];
+	for (size_t j0 = 0; j0 < n; j0 += DENSE_BLOCK) {
+		size_t j1 = j0 + DENSE_BLOCK < n ? j0 + DENSE_BLOCK : n, b = j1 - j0;
+		struct panel u = {.a = a, .wp = wp, .n = n, .j0 = j0, .j1 = j1};
+
+		panel_factor(a, n, j0, j1, diag, w);
+		for (size_t m = j1; m < n; m++)
+			for (size_t l = j0; l < j1; l++)
+				wp[(m - j1) * b + l - j0] = a[m * n + l] * a[l * n + l];
+		if (j1 < n)
+			parallel_run(pool, panel_update, &u);
+	}
+}
+
 void schur_dense_solve(const double *a, size_t n, double *x)
 {
 	ldl_solve(a, n, x);

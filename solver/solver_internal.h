@@ -171,6 +171,10 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
  * overwrites x with H^+ x, exact for x in H's range. */
 void schur_dense_factor(double *a, size_t n, double *w);
 void schur_dense_solve(const double *a, size_t n, double *x);
+/* The same factorization by cache-sized panels, the updates shared out
+ * on pool (may be NULL): for large n. work: schur_dense_work(n) doubles. */
+size_t schur_dense_work(size_t n);
+void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parallel *pool);
 
 /* ---- newton.c ----------------------------------------------------------- */
 

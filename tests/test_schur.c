@@ -333,6 +333,61 @@ static double test_dense(void)
 	return worst / (norm + 1e-300);
 }
 
+/*
+ * The blocked factorization on A = B B^T (n up to 300: several panels; B
+ * n x m), its updates on `parts` parts: A x = A w solved to rounding
+ * (relative to |A w|, null pivots from rank m < n included), and when A
+ * is well conditioned (m = 2n) pivots and L equal the plain
+ * factorization's to rounding. Returns the worst of both.
+ */
+static double test_blocked(size_t n, size_t m, int parts)
+{
+	double *bm = malloc(n * m * sizeof *bm), *a = malloc(n * n * sizeof *a);
+	double *f = malloc(n * n * sizeof *f), *w = malloc((n + 1) * sizeof *w);
+	double *work = malloc(schur_dense_work(n) * sizeof *work), *x = malloc(n * sizeof *x);
+	double *v = malloc(n * sizeof *v), worst = 0, norm = 1e-300;
+	struct parallel *pool = NULL;
+
+	CHECK(parallel_create(parts, &pool) == PM_OK);
+	for (size_t i = 0; i < n * m; i++)
+		bm[i] = 2 * rnd() - 1;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < n; j++) {
+			a[i * n + j] = 0;
+			for (size_t l = 0; l < m; l++)
+				a[i * n + j] += bm[i * m + l] * bm[j * m + l];
+		}
+	for (size_t i = 0; i < n; i++)
+		w[i] = 2 * rnd() - 1;
+	for (size_t i = 0; i < n; i++) {
+		v[i] = 0;
+		for (size_t j = 0; j < n; j++)
+			v[i] += a[i * n + j] * w[j];
+		x[i] = v[i];
+		norm = fmax(norm, fabs(v[i]));
+	}
+	memcpy(f, a, n * n * sizeof *f);
+	schur_dense_factor_blocked(f, n, work, pool);
+	schur_dense_solve(f, n, x);
+	for (size_t i = 0; i < n; i++) {
+		double s = 0;
+
+		for (size_t j = 0; j < n; j++)
+			s += a[i * n + j] * x[j];
+		worst = fmax(worst, fabs(s - v[i]) / norm);
+	}
+	if (m >= 2 * n) {
+		schur_dense_factor(a, n, w);
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j <= i; j++)
+				worst = fmax(worst, fabs(a[i * n + j] - f[i * n + j]) /
+							(1 + fabs(a[i * n + j])));
+	}
+	parallel_destroy(pool);
+	free(bm), free(a), free(f), free(w), free(work), free(x), free(v);
+	return worst;
+}
+
 /* |H v - finite difference| relative to |H v| + 1. */
 static double test_hessian(const struct block *k, struct scaling_work *w)
 {
@@ -399,7 +454,7 @@ int main(void)
 {
 	struct scaling_work w = {0};
 	double worst_solve = 0, worst_scaling = 0, worst_ref = 0, worst_hess = 0, worst_root = 0;
-	double worst_dense = 0;
+	double worst_dense = 0, worst_blocked = 0;
 
 	CHECK(scaling_work_init(&w, MAXG, MAXH) == PM_OK);
 	for (int n = 0; n < 2000; n++) {
@@ -411,6 +466,13 @@ int main(void)
 	}
 	for (int n = 0; n < 500; n++)
 		worst_dense = fmax(worst_dense, test_dense());
+	for (int n = 0; n < 12; n++) {
+		size_t size = 1 + rnd_int(300);
+
+		size_t m = n % 3 == 0 ? 1 + rnd_int(size) : n % 3 == 1 ? 2 * size : size;
+
+		worst_blocked = fmax(worst_blocked, test_blocked(size, m, 1 + n % 2));
+	}
 	test_excess(&w);
 	for (int n = 0; n < 300; n++) {
 		struct block k;
@@ -434,6 +496,8 @@ int main(void)
 	CHECK(worst_solve <= 1e-10);
 	CHECK(worst_root <= 1e-10);
 	CHECK(worst_dense <= 1e-9);
+	fprintf(stderr, "blocked vs plain L D L^T: %.3g\n", worst_blocked);
+	CHECK(worst_blocked <= 1e-9);
 	CHECK(worst_excess <= 1e-13);
 	CHECK(worst_kernel <= 1e-12);
 	CHECK(worst_scaling <= 1e-13);
