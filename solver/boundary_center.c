@@ -71,8 +71,11 @@ struct center_part {
 	double *S;
 	uint32_t *loc, *rows;
 	uint64_t *stamp, tick;
-	double *pq, *ab;
+	double *pq, *ab; /* per row of the bucket: P, and per pattern M^+ P */
 	size_t cap;
+	uint32_t *pat, *first; /* per row its pattern; per pattern its first row */
+	double *key, *t;       /* per pattern Σ P; the patterns' P . M^+ P' */
+	size_t tcap;
 	int failed;
 };
 
@@ -105,6 +108,10 @@ static void center_free(struct center *c)
 		free(pt->stamp);
 		free(pt->pq);
 		free(pt->ab);
+		free(pt->pat);
+		free(pt->first);
+		free(pt->key);
+		free(pt->t);
 	}
 	free(c->part);
 	parallel_destroy(c->pool);
@@ -190,7 +197,11 @@ static int center_alloc(struct center *c)
 		pt->loc = malloc(r * sizeof *pt->loc);
 		pt->rows = malloc(r * sizeof *pt->rows);
 		pt->stamp = calloc(r, sizeof *pt->stamp);
-		if (!pt->S || !pt->loc || !pt->rows || !pt->stamp)
+		pt->pat = malloc(r * sizeof *pt->pat);
+		pt->first = malloc(r * sizeof *pt->first);
+		pt->key = malloc(r * sizeof *pt->key);
+		if (!pt->S || !pt->loc || !pt->rows || !pt->stamp || !pt->pat || !pt->first ||
+		    !pt->key)
 			return -1;
 	}
 	return c->part ? 0 : -1;
@@ -322,15 +333,57 @@ static int reserve(struct center_part *pt, size_t need)
  * D on the pairs of rows through each cell, less P_l . M^+ P_l' for the
  * row sums and column sums P_l of D over each row's cells.
  */
+/* Rows of the bucket whose P is the same (the same cells: a rule's
+ * tuples often coincide within a bucket) share one pattern: one solve and
+ * one set of dot products for them all. Returns the number of patterns. */
+static size_t bucket_patterns(struct center_part *pt, size_t L, size_t gh)
+{
+	size_t n = 0;
+
+	for (size_t a = 0; a < L; a++) {
+		const double *pa = pt->pq + a * gh;
+		double key = 0;
+		size_t u = 0;
+
+		for (size_t e = 0; e < gh; e++)
+			key += pa[e];
+		for (; u < n; u++)
+			if (pt->key[u] == key &&
+			    !memcmp(pt->pq + pt->first[u] * gh, pa, gh * sizeof *pa))
+				break;
+		if (u == n) {
+			pt->key[n] = key;
+			pt->first[n++] = (uint32_t)a;
+		}
+		pt->pat[a] = (uint32_t)u;
+	}
+	return n;
+}
+
+/* Grows the patterns' table to n x n. */
+static int reserve_t(struct center_part *pt, size_t n)
+{
+	double *t;
+
+	if (n * n <= pt->tcap)
+		return 0;
+	t = realloc(pt->t, n * n * sizeof *t);
+	if (!t)
+		return -1;
+	pt->t = t;
+	pt->tcap = n * n;
+	return 0;
+}
+
 static int form_bucket(const struct center *c, struct center_part *pt, size_t k)
 {
-	size_t g = bucket_g(c, k), h = bucket_h(c, k), gh = g + h, L = bucket_rows(c, pt, k);
+	size_t g = bucket_g(c, k), h = bucket_h(c, k), gh = g + h, L = bucket_rows(c, pt, k), n;
 	const double *d = c->d + c->loff[k], *f = c->fac + c->foff[k];
 	double *S = pt->S;
 
 	if (!L)
 		return 0; /* no open row in this bucket: nothing of S */
-	if (reserve(pt, L * gh))
+	if (reserve(pt, L * gh) || reserve_t(pt, L))
 		return -1;
 	memset(pt->pq, 0, L * gh * sizeof *pt->pq);
 	for (size_t i = 0; i < g; i++)
@@ -347,17 +400,27 @@ static int form_bucket(const struct center *c, struct center_part *pt, size_t k)
 					S[c->ck[x] * c->nr + c->ck[z]] += d[i * h + j];
 			}
 		}
-	for (size_t a = 0; a < L; a++)
-		schur_solve(f, d, g, h, pt->pq + a * gh, pt->pq + a * gh + g, pt->ab + a * gh,
-			    pt->ab + a * gh + g);
-	for (size_t a = 0; a < L; a++) /* rows ascending: b <= a is the lower triangle */
-		for (size_t b = 0; b <= a; b++) {
+	n = bucket_patterns(pt, L, gh);
+	for (size_t u = 0; u < n; u++) {
+		const double *pu = pt->pq + pt->first[u] * gh;
+
+		schur_solve(f, d, g, h, pu, pu + g, pt->ab + u * gh, pt->ab + u * gh + g);
+	}
+	for (size_t u = 0; u < n; u++)
+		for (size_t v = 0; v <= u; v++) {
 			double t = 0;
 
 			for (size_t e = 0; e < gh; e++)
-				t += pt->pq[a * gh + e] * pt->ab[b * gh + e];
-			S[pt->rows[a] * c->nr + pt->rows[b]] -= t;
+				t += pt->pq[pt->first[u] * gh + e] * pt->ab[v * gh + e];
+			pt->t[u * n + v] = pt->t[v * n + u] = t;
 		}
+	for (size_t a = 0; a < L; a++) { /* rows ascending: b <= a is the lower triangle */
+		double *sa = S + pt->rows[a] * c->nr;
+		const double *ta = pt->t + pt->pat[a] * n;
+
+		for (size_t b = 0; b <= a; b++)
+			sa[pt->rows[b]] -= ta[pt->pat[b]];
+	}
 	return 0;
 }
 
