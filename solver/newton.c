@@ -24,7 +24,7 @@
 #define ARMIJO 1e-4
 /* Linear convergence: this many full steps in a row, each leaving more
  * than this fraction of the violation. */
-#define LINEAR_STEPS 6
+#define LINEAR_STEPS 4
 #define LINEAR_RATE  0.25
 
 struct newton {
