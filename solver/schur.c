@@ -188,32 +188,65 @@ void schur_dense_factor(double *a, size_t n, double *w)
 
 size_t schur_dense_work(size_t n)
 {
-	return n + n * DENSE_BLOCK + DENSE_BLOCK;
+	return n + n * DENSE_BLOCK + DENSE_BLOCK * DENSE_BLOCK;
 }
 
 struct panel {
 	double *a;
-	const double *wp; /* (n - j1) x b: row m of the panel times D */
+	double *wp;	  /* (n - j1) x b: row m of the panel times D */
+	const double *wj; /* b x b: row j of the panel times D, for column j */
 	size_t n, j0, j1;
 };
 
-/* Columns [j0, j1) of a, every row below the diagonal (serial). */
-static void panel_factor(double *a, size_t n, size_t j0, size_t j1, const double *diag, double *w)
+/* The panel's own rows, columns [j0, j1) (serial); wj row j - j0 gets
+ * the row's entries times D, which column j of every later row needs. */
+static void panel_factor(double *a, size_t n, size_t j0, size_t j1, const double *diag, double *wj)
 {
+	size_t b = j1 - j0;
+
 	for (size_t j = j0; j < j1; j++) {
-		double *aj = a + j * n, d;
+		double *aj = a + j * n, *w = wj + (j - j0) * b, d;
 
 		for (size_t l = j0; l < j; l++)
 			w[l - j0] = aj[l] * a[l * n + l];
 		d = aj[j] - dot4(aj + j0, w, j - j0);
 		d = d > PIVOT_EPS * diag[j] ? d : 0;
 		aj[j] = d;
-		for (size_t k = j + 1; k < n; k++) {
+		for (size_t k = j + 1; k < j1; k++) {
 			double *ak = a + k * n, v = ak[j] - dot4(ak + j0, w, j - j0);
 
 			ak[j] = d > 0 ? v / d : 0;
 		}
 	}
+}
+
+/* Rows [lo, hi) below the panel: their panel columns, then times D into
+ * wp for the update. */
+static void panel_rows(const struct panel *u, size_t lo, size_t hi)
+{
+	size_t n = u->n, b = u->j1 - u->j0;
+
+	for (size_t k = lo; k < hi; k++) {
+		double *ak = u->a + k * n, *wk = u->wp + (k - u->j1) * b;
+
+		for (size_t j = u->j0; j < u->j1; j++) {
+			double d = u->a[j * n + j],
+			       v = ak[j] - dot4(ak + u->j0, u->wj + (j - u->j0) * b, j - u->j0);
+
+			ak[j] = d > 0 ? v / d : 0;
+		}
+		for (size_t l = u->j0; l < u->j1; l++)
+			wk[l - u->j0] = ak[l] * u->a[l * n + l];
+	}
+}
+
+static void panel_rows_part(void *ctx, int p, int parts)
+{
+	const struct panel *u = ctx;
+	size_t t = u->n - u->j1;
+
+	panel_rows(u, u->j1 + t * (size_t)p / (size_t)parts,
+		   u->j1 + t * (size_t)(p + 1) / (size_t)parts);
 }
 
 /* Part p's rows of the trailing matrix, by equal shares of its area. */
@@ -235,20 +268,19 @@ static void panel_update(void *ctx, int p, int parts)
 
 void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parallel *pool)
 {
-	double *diag = work, *wp = work + n, *w = wp + n * DENSE_BLOCK;
+	double *diag = work, *wp = work + n, *wj = wp + n * DENSE_BLOCK;
 
 	for (size_t j = 0; j < n; j++)
 		diag[j] = a[j * n + j];
 	for (size_t j0 = 0; j0 < n; j0 += DENSE_BLOCK) {
-		size_t j1 = j0 + DENSE_BLOCK < n ? j0 + DENSE_BLOCK : n, b = j1 - j0;
-		struct panel u = {.a = a, .wp = wp, .n = n, .j0 = j0, .j1 = j1};
+		size_t j1 = j0 + DENSE_BLOCK < n ? j0 + DENSE_BLOCK : n;
+		struct panel u = {.a = a, .wp = wp, .wj = wj, .n = n, .j0 = j0, .j1 = j1};
 
-		panel_factor(a, n, j0, j1, diag, w);
-		for (size_t m = j1; m < n; m++)
-			for (size_t l = j0; l < j1; l++)
-				wp[(m - j1) * b + l - j0] = a[m * n + l] * a[l * n + l];
-		if (j1 < n)
-			parallel_run(pool, panel_update, &u);
+		panel_factor(a, n, j0, j1, diag, wj);
+		if (j1 == n)
+			break;
+		parallel_run(pool, panel_rows_part, &u);
+		parallel_run(pool, panel_update, &u);
 	}
 }
 
