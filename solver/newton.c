@@ -25,12 +25,16 @@
 /* Linear convergence: this many full steps in a row, each leaving more
  * than this fraction of the violation. */
 #define LINEAR_STEPS 4
+/* A formed H of this many rows or more is factored by panels, on the
+ * problem's pool (schur_dense_factor_blocked): faster from about 1000 rows. */
+#define BLOCKED_ROWS 768
 #define LINEAR_RATE  0.25
 
 struct newton {
 	const struct newton_problem *p;
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *h, *ldl; /* n x n: H formed, and its factorization (or NULL) */
+	double *work;	 /* for the blocked factorization, if n is large */
 	int dense;	 /* this direction: ldl preconditions, h multiplies */
 };
 
@@ -97,7 +101,10 @@ static void setup(struct newton *nw)
 		nw->diag[i] = nw->h[i * n + i];
 		memcpy(nw->ldl + i * n, nw->h + i * n, (i + 1) * sizeof *nw->ldl);
 	}
-	schur_dense_factor(nw->ldl, n, nw->z);
+	if (nw->work)
+		schur_dense_factor_blocked(nw->ldl, n, nw->work, p->pool);
+	else
+		schur_dense_factor(nw->ldl, n, nw->z);
 }
 
 /*
@@ -231,6 +238,9 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 	if (p->hessian) {
 		nw.h = malloc(p->n * p->n * sizeof *nw.h + 1);
 		nw.ldl = malloc(p->n * p->n * sizeof *nw.ldl + 1);
+		if (p->n >= BLOCKED_ROWS &&
+		    !(nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work)))
+			goto out;
 	}
 	if (!all || (p->hessian && (!nw.h || !nw.ldl)))
 		goto out;
@@ -247,5 +257,6 @@ out:
 	free(all);
 	free(nw.h);
 	free(nw.ldl);
+	free(nw.work);
 	return ret;
 }

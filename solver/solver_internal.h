@@ -198,6 +198,8 @@ struct newton_problem {
 	int linear_stop;
 	/* rounding error of f: a decrease below it proves nothing */
 	double f_noise;
+	/* for factoring a large formed H on all cores (may be NULL) */
+	struct parallel *pool;
 };
 
 /* Newton steps from x until the violation is at most target, the

@@ -344,7 +344,8 @@ void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 				      .hv = nt_hv,
 				      .hessian = formed && t->dense ? nt_hessian : NULL,
 				      /* f sums terms of up to the records' size */
-				      .f_noise = 64 * DBL_EPSILON * records};
+				      .f_noise = 64 * DBL_EPSILON * records,
+				      .pool = t->pool};
 }
 
 /* ---- L-BFGS fallback ---------------------------------------------------- */

@@ -27,7 +27,7 @@
 #include "solver_internal.h"
 
 /* Open rows up to which H may be formed (r^2 doubles per part). */
-#define DENSE_ROWS 1024
+#define DENSE_ROWS 2048
 /* Cap (doubles) on a part's per-bucket scratch for forming H. */
 #define DENSE_SCRATCH ((size_t)1 << 22)
 /*
@@ -36,11 +36,14 @@
  * pair of open rows sharing a bucket (the pass over the pairs, R, the
  * scatter: 7 ns), a product H v about DENSE_CELL per coupled cell and
  * per entry of ck (5 to 9 ns), and CG takes about DENSE_CG products per
- * Newton step (14 to 24 seen with Jacobi).
+ * Newton step: 14 to 24 seen with Jacobi on Adult with K = 250, but on
+ * ill-conditioned problems with many open rows far more (about 100 per
+ * step on Adult, K+ = K- = 1000, qi_attributes 1: 1,494 rows, where the
+ * formed H, factored by panels, made the solve 22 -> 15 s).
  */
 #define DENSE_PAIR 12.0
 #define DENSE_CELL 12.0
-#define DENSE_CG   20.0
+#define DENSE_CG   80.0
 
 /* Sums the parts' vectors into out (in part order: deterministic). */
 static void reduce(const struct twolevel *t, double *out)
@@ -514,7 +517,10 @@ static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
 	double r = (double)t->r, cells = (double)t->coff[t->nb];
 	double entries = (double)(t->ck_off[t->inv->n_cells]);
 
-	return r * r * r / 6 + DENSE_PAIR * z->pairs <= DENSE_CG * DENSE_CELL * (cells + entries);
+	/* large ones are factored by panels on the pool (newton.c): half */
+	double factor = r * r * r / 6 * (t->r >= 768 ? 0.5 : 1);
+
+	return factor + DENSE_PAIR * z->pairs <= DENSE_CG * DENSE_CELL * (cells + entries);
 }
 
 /* init_patterns' pass: the buckets of part p, with its scratch. */
