@@ -1,0 +1,176 @@
+/*
+ * newton_minimize on a smooth convex function with a known minimum,
+ *
+ *     f(x) = Σ_j exp((B x)_j) - t . x,   t = B^T exp(B x*),
+ *
+ * B sparse (the identity, then rows of three entries) so f is strictly
+ * convex with its minimum at x*: with H formed and n above the size where
+ * the factorization goes by panels (serial and on two parts), and with H
+ * products alone (CG). Each must reach x* to 1e-8.
+ */
+#include <stdint.h>
+
+#include "check.h"
+#include "solver_internal.h"
+
+#define N   800 /* above newton.c's BLOCKED_ROWS */
+#define M   (N + N / 2)
+#define NNZ 3
+
+struct quad {
+	uint32_t col[M][NNZ];
+	double val[M][NNZ];
+	int nnz[M];
+	double t[N], base, e[M]; /* e: exp(B x) at the prepared point */
+};
+
+static uint64_t rng = 0x6e657774;
+
+static double rnd(void)
+{
+	rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void bx(const struct quad *q, const double *x, double *out)
+{
+	for (int j = 0; j < M; j++) {
+		out[j] = 0;
+		for (int e = 0; e < q->nnz[j]; e++)
+			out[j] += q->val[j][e] * x[q->col[j][e]];
+	}
+}
+
+static double f_at(struct quad *q, const double *x, double *g, double *viol)
+{
+	double y[M], f = 0;
+
+	bx(q, x, y);
+	for (int i = 0; i < N; i++) {
+		f -= q->t[i] * x[i];
+		if (g)
+			g[i] = -q->t[i];
+	}
+	for (int j = 0; j < M; j++) {
+		double ey = exp(y[j]);
+
+		f += ey;
+		for (int e = 0; g && e < q->nnz[j]; e++)
+			g[q->col[j][e]] += q->val[j][e] * ey;
+	}
+	*viol = 0;
+	for (int i = 0; g && i < N; i++)
+		*viol = fmax(*viol, fabs(g[i]));
+	return f;
+}
+
+static double q_eval(void *ctx, const double *x, double *g, double *viol)
+{
+	struct quad *q = ctx;
+	double gg[N];
+
+	return f_at(q, x, g ? g : gg, viol) - q->base;
+}
+
+static void q_prepare(void *ctx, const double *x)
+{
+	struct quad *q = ctx;
+	double v, y[M], g[N];
+
+	q->base = f_at(q, x, g, &v);
+	bx(q, x, y);
+	for (int j = 0; j < M; j++)
+		q->e[j] = exp(y[j]);
+}
+
+static void q_hv(void *ctx, const double *v, double *out)
+{
+	struct quad *q = ctx;
+	double y[M];
+
+	bx(q, v, y);
+	memset(out, 0, N * sizeof *out);
+	for (int j = 0; j < M; j++)
+		for (int e = 0; e < q->nnz[j]; e++)
+			out[q->col[j][e]] += q->val[j][e] * q->e[j] * y[j];
+}
+
+static void q_diag(void *ctx, double *out)
+{
+	struct quad *q = ctx;
+
+	memset(out, 0, N * sizeof *out);
+	for (int j = 0; j < M; j++)
+		for (int e = 0; e < q->nnz[j]; e++)
+			out[q->col[j][e]] += q->val[j][e] * q->val[j][e] * q->e[j];
+}
+
+static void q_hessian(void *ctx, double *out)
+{
+	struct quad *q = ctx;
+
+	memset(out, 0, (size_t)N * N * sizeof *out);
+	for (int j = 0; j < M; j++)
+		for (int a = 0; a < q->nnz[j]; a++)
+			for (int b = 0; b < q->nnz[j]; b++) {
+				uint32_t ca = q->col[j][a], cb = q->col[j][b];
+
+				if (ca >= cb)
+					out[(size_t)ca * N + cb] +=
+					    q->val[j][a] * q->val[j][b] * q->e[j];
+			}
+}
+
+/* Minimizes from 0; returns max |x - x*|. */
+static double run(struct quad *q, const double *xs, int formed, struct parallel *pool)
+{
+	struct newton_problem p = {.ctx = q,
+				   .n = N,
+				   .eval = q_eval,
+				   .prepare = q_prepare,
+				   .diag = q_diag,
+				   .hv = q_hv,
+				   .hessian = formed ? q_hessian : NULL,
+				   /* f - base by subtraction: rounding of f's size */
+				   .f_noise = 1e-9,
+				   .pool = pool};
+	struct solver_options o;
+	struct maxent_stats st = {0};
+	double x[N] = {0}, worst = 0;
+	int stalled = 0;
+
+	solver_options_init(&o);
+	CHECK(newton_minimize(&p, &o, 1e-11, x, &st, &stalled) == PM_OK);
+	CHECK(!stalled && st.max_violation <= 1e-11);
+	for (int i = 0; i < N; i++)
+		worst = fmax(worst, fabs(x[i] - xs[i]));
+	return worst;
+}
+
+int main(void)
+{
+	static struct quad q;
+	double xs[N], y[M];
+	struct parallel *pool = NULL;
+
+	for (int j = 0; j < M; j++) {
+		q.nnz[j] = j < N ? 1 : NNZ;
+		for (int e = 0; e < q.nnz[j]; e++) {
+			q.col[j][e] = j < N ? (uint32_t)j : (uint32_t)(rnd() * N);
+			q.val[j][e] = j < N ? 1 : 2 * rnd() - 1;
+		}
+	}
+	for (int i = 0; i < N; i++)
+		xs[i] = rnd() - 0.5;
+	bx(&q, xs, y);
+	memset(q.t, 0, sizeof q.t);
+	for (int j = 0; j < M; j++)
+		for (int e = 0; e < q.nnz[j]; e++)
+			q.t[q.col[j][e]] += q.val[j][e] * exp(y[j]);
+	CHECK(parallel_create(2, &pool) == PM_OK);
+	CHECK(run(&q, xs, 1, NULL) <= 1e-8);
+	CHECK(run(&q, xs, 1, pool) <= 1e-8);
+	CHECK(run(&q, xs, 0, pool) <= 1e-8);
+	parallel_destroy(pool);
+	return check_done();
+}
