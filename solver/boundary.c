@@ -375,14 +375,52 @@ static int lp_solve(const struct boundary *bd, glp_prob *lp)
 	return -1;
 }
 
-/* Is the component feasible with the knowledge rows in use[]? */
+/* Does propagation alone prove the component infeasible with the
+ * knowledge rows in use[] (NULL: all of them)? Every other knowledge row
+ * is set aside as resolved, which propagation skips. 1 yes, 0 no, -1 out
+ * of memory. */
+static int proved_infeasible(struct boundary *bd, const struct component *c, const uint8_t *use)
+{
+	const struct invariants *inv = bd->inv;
+	uint8_t *zero = calloc(inv->n_cells + 1, 1), *resolved = malloc(inv->n_rows + 1);
+	int infeasible = -1;
+
+	if (zero && resolved) {
+		memset(resolved, 1, inv->n_rows);
+		for (size_t k = 0; k < c->n_krows; k++) {
+			size_t r = c->krows[k];
+
+			int used = !use || use[k];
+
+			resolved[r] = (uint8_t)!used;
+			for (size_t e = inv->row_off[r];
+			     used && inv->rhs[r] <= 0 && e < inv->row_off[r + 1]; e++)
+				zero[inv->row_cell[e]] = 1;
+		}
+		if (propagate_zeros(inv, zero, resolved, &infeasible))
+			infeasible = -1;
+	}
+	free(zero);
+	free(resolved);
+	return infeasible;
+}
+
+/* Is the component feasible with the knowledge rows in use[]? Propagation
+ * first (a second each for GLPK on 150,000 cells, and minutes), and no rule
+ * at all is always feasible (the closed form). */
 static int feasible(struct boundary *bd, const struct component *c, const uint8_t *use)
 {
-	glp_prob *lp = c->m ? lp_build(bd, c, use, 0) : NULL;
+	int proved = proved_infeasible(bd, c, use);
+	glp_prob *lp;
 	int r;
 
+	if (proved)
+		return proved > 0 ? 0 : -1;
+	if (!memchr(use, 1, c->n_krows))
+		return 1;
 	if (!c->m)
 		return 0; /* every cell zero, yet QI rows need records */
+	lp = lp_build(bd, c, use, 0);
 	if (!lp)
 		return -1;
 	r = lp_solve(bd, lp);
@@ -650,18 +688,27 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 		int stable = 0;
 		size_t found = 0;
 
-		if (!infeasible && component_resolved(&cs[i], resolved))
+		if (infeasible) { /* propagation's proof: name the rules, no LP over it */
+			int p = proved_infeasible(&bd, &cs[i], NULL);
+
+			/* else (the relaxations' proof) the program decides */
+			st = p < 0 ? PM_ERR_NOMEM
+			     : p   ? conflict_report(&bd, &cs[i], err)
+				   : component_solve(&bd, &cs[i], err);
 			continue;
-		if (!infeasible && deferred) { /* the caller's solve is the probe */
+		}
+		if (component_resolved(&cs[i], resolved))
+			continue;
+		if (deferred) { /* the caller's solve is the probe */
 			for (size_t b = 0; b < cs[i].n_buckets; b++)
 				deferred[cs[i].buckets[b]] = 1;
 			continue;
 		}
-		if (!infeasible && o && (flags & BOUNDARY_PROBE))
+		if (o && (flags & BOUNDARY_PROBE))
 			st = component_probe(&bd, &cs[i], resolved, o, &stable, err);
 		/* the interior point method first: simplex takes minutes on
 		 * components of 100,000 cells */
-		if (!st && !stable && !infeasible)
+		if (!st && !stable)
 			st = component_center(&bd, &cs[i], resolved, &stable, &found, err);
 		if (!st && !stable)
 			st = component_solve(&bd, &cs[i], err);
