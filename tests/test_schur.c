@@ -292,13 +292,11 @@ static double test_root(const struct block *k)
 
 #define MAXN 40
 
-/* The dense L D L^T on A = B B^T (n x n, rank m <= n): |A x - v| for
- * v = A w, relative to |v|. */
-static double test_dense(void)
+/* A = B B^T (n x n, B random n x m: rank m <= n, null pivots when m < n)
+ * and v = A w for a random w, copied to x; returns max |v|. */
+static double gram_system(size_t n, size_t m, double *a, double *v, double *x)
 {
-	static double bm[MAXN * MAXN], a[MAXN * MAXN], f[MAXN * MAXN];
-	double w[MAXN], v[MAXN], x[MAXN], scratch[MAXN], worst = 0, norm = 0;
-	size_t n = 1 + rnd_int(MAXN), m = 1 + rnd_int(n);
+	double *bm = malloc(n * m * sizeof *bm), *w = malloc(n * sizeof *w), norm = 1e-300;
 
 	for (size_t i = 0; i < n * m; i++)
 		bm[i] = 2 * rnd() - 1;
@@ -317,12 +315,16 @@ static double test_dense(void)
 		x[i] = v[i];
 		norm = fmax(norm, fabs(v[i]));
 	}
-	memcpy(f, a, n * n * sizeof *f);
-	for (size_t i = 0; i < n; i++) /* the upper triangle must not be read */
-		for (size_t j = i + 1; j < n; j++)
-			f[i * n + j] = NAN;
-	schur_dense_factor(f, n, scratch);
-	schur_dense_solve(f, n, x);
+	free(bm);
+	free(w);
+	return norm;
+}
+
+/* max |A x - v| / norm. */
+static double residual(const double *a, size_t n, const double *x, const double *v, double norm)
+{
+	double worst = 0;
+
 	for (size_t i = 0; i < n; i++) {
 		double s = 0;
 
@@ -330,7 +332,25 @@ static double test_dense(void)
 			s += a[i * n + j] * x[j];
 		worst = fmax(worst, fabs(s - v[i]));
 	}
-	return worst / (norm + 1e-300);
+	return worst / norm;
+}
+
+/* The dense L D L^T on A = B B^T (n x n, rank m <= n): |A x - v| for
+ * v = A w, relative to |v|. */
+static double test_dense(void)
+{
+	static double a[MAXN * MAXN], f[MAXN * MAXN];
+	double v[MAXN], x[MAXN], scratch[MAXN];
+	size_t n = 1 + rnd_int(MAXN), m = 1 + rnd_int(n);
+	double norm = gram_system(n, m, a, v, x);
+
+	memcpy(f, a, n * n * sizeof *f);
+	for (size_t i = 0; i < n; i++) /* the upper triangle must not be read */
+		for (size_t j = i + 1; j < n; j++)
+			f[i * n + j] = NAN;
+	schur_dense_factor(f, n, scratch);
+	schur_dense_solve(f, n, x);
+	return residual(a, n, x, v, norm);
 }
 
 /*
@@ -342,40 +362,17 @@ static double test_dense(void)
  */
 static double test_blocked(size_t n, size_t m, int parts)
 {
-	double *bm = malloc(n * m * sizeof *bm), *a = malloc(n * n * sizeof *a);
-	double *f = malloc(n * n * sizeof *f), *w = malloc((n + 1) * sizeof *w);
-	double *work = malloc(schur_dense_work(n) * sizeof *work), *x = malloc(n * sizeof *x);
-	double *v = malloc(n * sizeof *v), worst = 0, norm = 1e-300;
+	double *a = malloc(n * n * sizeof *a), *f = malloc(n * n * sizeof *f);
+	double *w = malloc((n + 1) * sizeof *w), *x = malloc(n * sizeof *x);
+	double *work = malloc(schur_dense_work(n) * sizeof *work), *v = malloc(n * sizeof *v);
+	double norm = gram_system(n, m, a, v, x), worst;
 	struct parallel *pool = NULL;
 
 	CHECK(parallel_create(parts, &pool) == PM_OK);
-	for (size_t i = 0; i < n * m; i++)
-		bm[i] = 2 * rnd() - 1;
-	for (size_t i = 0; i < n; i++)
-		for (size_t j = 0; j < n; j++) {
-			a[i * n + j] = 0;
-			for (size_t l = 0; l < m; l++)
-				a[i * n + j] += bm[i * m + l] * bm[j * m + l];
-		}
-	for (size_t i = 0; i < n; i++)
-		w[i] = 2 * rnd() - 1;
-	for (size_t i = 0; i < n; i++) {
-		v[i] = 0;
-		for (size_t j = 0; j < n; j++)
-			v[i] += a[i * n + j] * w[j];
-		x[i] = v[i];
-		norm = fmax(norm, fabs(v[i]));
-	}
 	memcpy(f, a, n * n * sizeof *f);
 	schur_dense_factor_blocked(f, n, work, pool);
 	schur_dense_solve(f, n, x);
-	for (size_t i = 0; i < n; i++) {
-		double s = 0;
-
-		for (size_t j = 0; j < n; j++)
-			s += a[i * n + j] * x[j];
-		worst = fmax(worst, fabs(s - v[i]) / norm);
-	}
+	worst = residual(a, n, x, v, norm);
 	if (m >= 2 * n) {
 		schur_dense_factor(a, n, w);
 		for (size_t i = 0; i < n; i++)
@@ -384,7 +381,7 @@ static double test_blocked(size_t n, size_t m, int parts)
 							(1 + fabs(a[i * n + j])));
 	}
 	parallel_destroy(pool);
-	free(bm), free(a), free(f), free(w), free(work), free(x), free(v);
+	free(a), free(f), free(w), free(work), free(x), free(v);
 	return worst;
 }
 
