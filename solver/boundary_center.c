@@ -54,7 +54,9 @@ struct center {
 	size_t *ck_off;		    /* per local cell: its open rows ck[..] */
 	uint32_t *ck;
 	uint8_t *fixed; /* local cell known to be zero */
-	double *y, *s, *d, *v, *rd, *dy, *ds, *atw, *u;
+	/* per cell: iterate, D = y / s, scratch, dual residual, step,
+	 * Mehrotra's second-order term, bound */
+	double *y, *s, *d, *v, *rd, *dy, *ds, *corr, *u;
 	double *w, *dw, *rp, *rhs; /* per bucket row or column */
 	double *mu, *dmu, *rk, *rhsk;
 	double *fac, *S, *scratch;
@@ -92,7 +94,7 @@ static size_t bucket_h(const struct center *c, size_t k)
 static void center_free(struct center *c)
 {
 	void *all[] = {c->loff, c->qoff, c->foff, c->ck_off, c->ck,	 c->fixed, c->y,
-		       c->s,	c->d,	 c->v,	  c->rd,     c->dy,	 c->ds,	   c->atw,
+		       c->s,	c->d,	 c->v,	  c->rd,     c->dy,	 c->ds,	   c->corr,
 		       c->u,	c->w,	 c->dw,	  c->rp,     c->rhs,	 c->mu,	   c->dmu,
 		       c->rk,	c->rhsk, c->fac,  c->S,	     c->scratch, c->tw};
 
@@ -169,7 +171,7 @@ static int row_index(struct center *c, int32_t *local)
 static int center_alloc(struct center *c)
 {
 	size_t n = c->n + 1, q = c->qoff[c->nb] + 1, r = c->nr + 1;
-	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->atw, &c->u};
+	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->corr, &c->u};
 	double **vq[] = {&c->w, &c->dw, &c->rp, &c->rhs};
 	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk};
 	int ok = 1;
@@ -547,8 +549,8 @@ static double mu_at(const struct center *c, double ap, double ad, size_t free)
 	return free ? sum / (double)free : 0;
 }
 
-/* One Mehrotra predictor-corrector step (c->v's storage is reused for the
- * second-order term only after the predictor is done with it). */
+/* One Mehrotra predictor-corrector step: the affine direction, then the
+ * corrector toward sigma mu with the second-order term dy ds. */
 static int step(struct center *c, size_t free)
 {
 	double ap, ad, mu = mu_at(c, 0, 0, free), sigma;
@@ -560,8 +562,8 @@ static int step(struct center *c, size_t free)
 	sigma = pow(mu_at(c, ap, ad, free) / mu, 3);
 	sigma = sigma > 1 ? 1 : sigma;
 	for (size_t l = 0; l < c->n; l++)
-		c->atw[l] = c->dy[l] * c->ds[l];
-	direction(c, sigma * mu, c->atw);
+		c->corr[l] = c->dy[l] * c->ds[l];
+	direction(c, sigma * mu, c->corr);
 	max_steps(c, &ap, &ad);
 	ap = fmin(1, 0.995 * ap);
 	ad = fmin(1, 0.995 * ad);
