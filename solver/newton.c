@@ -25,10 +25,10 @@
 /* Linear convergence: this many full steps in a row, each leaving more
  * than this fraction of the violation. */
 #define LINEAR_STEPS 4
+#define LINEAR_RATE  0.25
 /* A formed H of this many rows or more is factored by panels, on the
  * problem's pool (schur_dense_factor_blocked): faster from about 1000 rows. */
 #define BLOCKED_ROWS 768
-#define LINEAR_RATE  0.25
 
 struct newton {
 	const struct newton_problem *p;
@@ -159,8 +159,9 @@ static void direction(struct newton *nw, double eta, int max_it)
  * falls below that rounding (p->f_noise), where it proves nothing: such a
  * step may not raise the violation more than tenfold (taking them let it
  * jump a thousandfold, again and again, on Adult, K = 2000, qi_attributes
- * 1), and otherwise a step must reduce the violation. Returns 1 with x moved (gradient
- * in nw->g, violation in *viol), 0 if no step helped (x and the problem's state restored).
+ * 1), and otherwise a step must reduce the violation. Returns 1 with x
+ * moved (gradient in nw->g, violation in *viol), 0 if no step helped (x
+ * and the problem's state restored).
  */
 static int line_search(struct newton *nw, double *x, double *viol, int *full)
 {
