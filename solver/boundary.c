@@ -389,7 +389,6 @@ static int proved_infeasible(struct boundary *bd, const struct component *c, con
 		memset(resolved, 1, inv->n_rows);
 		for (size_t k = 0; k < c->n_krows; k++) {
 			size_t r = c->krows[k];
-
 			int used = !use || use[k];
 
 			resolved[r] = (uint8_t)!used;
@@ -406,8 +405,8 @@ static int proved_infeasible(struct boundary *bd, const struct component *c, con
 }
 
 /* Is the component feasible with the knowledge rows in use[]? Propagation
- * first (a second each for GLPK on 150,000 cells, and minutes), and no rule
- * at all is always feasible (the closed form). */
+ * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
+ * no rule at all it is (the closed form); else the linear program. */
 static int feasible(struct boundary *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);

@@ -341,7 +341,7 @@ static void certificate(const struct ipm *s, double *lo_bound, double *up_bound)
 
 		for (size_t k = p->var_off[j]; k < p->var_off[j + 1]; k++)
 			t -= s->yr[p->var_row[k]];
-		s->theta[j] = t;
+		s->theta[j] = t; /* the iterations are over: theta is scratch */
 		e += t < 0 ? -t * p->u[j] : 0;
 	}
 	e = fmax(e, 0);

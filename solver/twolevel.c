@@ -226,7 +226,8 @@ static void eval_part(void *ctx, int p, int parts)
 /* G(μ) - G(μ0) at t->mu, as twolevel_eval. */
 static double eval_mu(struct twolevel *t, double *g, double *violation)
 {
-	double f = 0, worst = 0, inner = 0;
+	double f = 0, worst = 0;
+	int failed;
 
 	t->dmu_max = 0;
 	for (size_t k = 0; k < t->r; k++) {
@@ -241,7 +242,10 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 		f += t->part[p].f;
 		worst = fmax(worst, t->part[p].worst);
 	}
-	inner = worst;
+	/* an inner solve that ended far from its target (a wild trial point:
+	 * scaling_solve gave up early) leaves f and g meaningless: no line
+	 * search may take the point */
+	failed = worst > INNER_FAIL;
 	for (size_t k = 0; k < t->r; k++) {
 		double s = t->part[0].vec[k];
 
@@ -253,10 +257,7 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 		worst = fmax(worst, fabs(s - t->rhs[k]));
 	}
 	*violation = worst;
-	/* an inner solve that ended far from its target (a wild trial point:
-	 * scaling_solve gave up early) leaves f and g meaningless: no line
-	 * search may take the point */
-	return inner > INNER_FAIL ? INFINITY : f;
+	return failed ? INFINITY : f;
 }
 
 double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation)
