@@ -603,9 +603,12 @@ def test_restart_after_kill_9_loses_nothing(make_server, spec, tmp_path):
     c = Client(srv, spec)
     done_ds = c.upload(read_json("codec_small.json"))
     done = c.wait(c.analyse(done_ds["id"])["id"])
-    ds = c.upload(synthetic(200))  # about 3 s of solver (8,000 iterations)
+    ds = c.upload(synthetic(200))
+    # the paper's method: seconds of L-BFGS, so the kill lands mid-run (the
+    # default method finished between the last poll and the kill)
     a = c.analyse(ds["id"], {"knowledge": {"mine": {"positive": 50, "negative": 50,
-                                                    "qi_attributes": 2}}})
+                                                    "qi_attributes": 2}},
+                             "solver": {"method": "full-dual"}})
     c.wait(a["id"], states=("running", "succeeded"))
     # kill once the solver has reported progress (the forced-zero stage
     # reports none, and under a sanitizer it can outlast any fixed sleep)
