@@ -12,16 +12,26 @@
  * thread is free takes the next one, so a worker that wakes late (the
  * other core busy elsewhere) costs nothing but its share; callers keep
  * one result per item and reduce them in item order.
+ *
+ * Waking a thread blocked on a condition variable takes tens of
+ * microseconds on a virtual machine, about what a whole phase of a small
+ * solve takes. So a thread that waits (a worker for the next phase, the
+ * caller for the workers) first spins for up to SPIN_NS on the atomic
+ * it waits for, and blocks only if that is not enough: phases follow one
+ * another closely within a solve, and a pool lives for one solve.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "solver_internal.h"
 
 /* More threads than this buy nothing on bucket loops of this size. */
 #define MAX_THREADS 16
+/* How long a waiting thread spins before it blocks (nanoseconds). */
+#define SPIN_NS 200000
 
 struct parallel;
 
@@ -36,17 +46,59 @@ struct parallel {
 	int alive; /* workers not yet returned; the last one out frees p */
 	pthread_mutex_t mu;
 	pthread_cond_t go, done;
-	unsigned long generation;
-	int pending, stop;
+	/* written with mu held, read without it by spinning threads */
+	atomic_ulong generation;
+	atomic_int pending, stop;
 	void (*fn)(void *ctx, int part, int parts);
 	void *ctx;
 	/* the current parallel_items pass, if items: workers still in it
 	 * (busy), no new one may join (closed), the next item to take */
-	int items, busy, closed;
+	int items, closed;
+	atomic_int busy;
 	size_t n_items;
 	atomic_size_t next;
 	void (*item_fn)(void *ctx, size_t item, int part);
 };
+
+static double spin_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Spins until *v differs from `from` (or *stop is set), for at most
+ * SPIN_NS; returns whether it did. The caller then checks again under
+ * the mutex, so giving up early is only slower, never wrong. */
+static int spin_while(const atomic_ulong *v, unsigned long from, const atomic_int *stop)
+{
+	double end = spin_now() + SPIN_NS;
+
+	for (unsigned i = 1;; i++) {
+		if (atomic_load(v) != from || (stop && atomic_load(stop)))
+			return 1;
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		if (i % 64 == 0 && spin_now() > end)
+			return 0;
+	}
+}
+
+/* The same for a count that must fall to zero. */
+static void spin_until_zero(const atomic_int *v)
+{
+	double end = spin_now() + SPIN_NS;
+
+	for (unsigned i = 1; atomic_load(v) > 0; i++) {
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+		if (i % 64 == 0 && spin_now() > end)
+			return;
+	}
+}
 
 /* Takes items until none is left. */
 static void take_items(struct parallel *p, int part)
@@ -94,6 +146,7 @@ static void *worker(void *arg)
 	unsigned long seen = 0;
 
 	for (;;) {
+		spin_while(&p->generation, seen, &p->stop);
 		pthread_mutex_lock(&p->mu);
 		while (p->generation == seen && !p->stop)
 			pthread_cond_wait(&p->go, &p->mu);
@@ -167,6 +220,7 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
 	fn(ctx, 0, p->n);
+	spin_until_zero(&p->pending);
 	pthread_mutex_lock(&p->mu);
 	while (p->pending > 0)
 		pthread_cond_wait(&p->done, &p->mu);
@@ -203,6 +257,9 @@ void parallel_items_finish(struct parallel *p, size_t n,
 	pthread_mutex_lock(&p->mu);
 	/* closed until the next phase: a worker that wakes only now skips it */
 	p->closed = 1;
+	pthread_mutex_unlock(&p->mu);
+	spin_until_zero(&p->busy);
+	pthread_mutex_lock(&p->mu);
 	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->mu);
 	pthread_mutex_unlock(&p->mu);

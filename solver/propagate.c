@@ -33,9 +33,11 @@ struct prop {
 	uint32_t *col, *touched;
 	double *qsum;
 	uint8_t *inrow; /* per cell: a free cell of this row */
-	/* what a new zero may change: its bucket's flow, the rows touching
-	 * the bucket (per bucket and per row, set until looked at again) */
+	/* what a new zero may change: its bucket's flow, the rows of its
+	 * bucket and value (per bucket and per row, set until looked at
+	 * again); per knowledge row its value (row_sa) */
 	uint8_t *bucket_dirty, *row_dirty;
+	uint32_t *row_sa;
 	int changed, infeasible;
 };
 
@@ -49,10 +51,12 @@ static void set_zero(struct prop *p, size_t c)
 	p->zero[c] = 1;
 	p->changed = 1;
 	p->bucket_dirty[b] = 1;
-	/* every time: a row of b looked at since the last zero of b must
-	 * look again */
+	/* every time: a row through c looked at since must look again. A
+	 * row's test reads only its own cells' zeros, all of its value:
+	 * the rows of b with another value need not. */
 	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
-		p->row_dirty[inv->kb_row[e]] = 1;
+		if (p->row_sa[inv->kb_row[e]] == inv->cell_sa[c])
+			p->row_dirty[inv->kb_row[e]] = 1;
 }
 
 static enum pm_status prop_init(struct prop *p)
@@ -69,9 +73,15 @@ static enum pm_status prop_init(struct prop *p)
 	p->inrow = calloc(inv->n_cells + 1, 1);
 	p->bucket_dirty = malloc(nb + 1);
 	p->row_dirty = malloc(inv->n_rows + 1);
+	p->row_sa = malloc((inv->n_rows + 1) * sizeof *p->row_sa);
 	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->bucket_dirty ||
-	    !p->row_dirty)
+	    !p->row_dirty || !p->row_sa)
 		return PM_ERR_NOMEM;
+	/* a knowledge row is about one value (UINT32_MAX: no cells) */
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
+		p->row_sa[r] = inv->row_off[r + 1] > inv->row_off[r]
+				   ? inv->cell_sa[inv->row_cell[inv->row_off[r]]]
+				   : UINT32_MAX;
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
 	memset(p->row_dirty, 1, inv->n_rows + 1);
@@ -87,6 +97,7 @@ static void prop_finish(struct prop *p)
 	free(p->inrow);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
+	free(p->row_sa);
 }
 
 /* Buckets of knowledge row r with Q_b and the column of its SA value;
