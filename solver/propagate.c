@@ -100,8 +100,8 @@ static void prop_finish(struct prop *p)
 	free(p->row_sa);
 }
 
-/* Buckets of knowledge row r with Q_b and the column of its SA value;
- * marks the row's free cells in inrow. Returns the number of buckets. */
+/* Buckets of knowledge row r with Q_b and the column of its SA value.
+ * Returns the number of buckets. */
 static size_t row_gather(struct prop *p, size_t r)
 {
 	const struct invariants *inv = p->inv;
@@ -118,10 +118,8 @@ static size_t row_gather(struct prop *p, size_t r)
 			p->col[b] = at - i * p->h[b];
 			p->touched[n++] = (uint32_t)b;
 		}
-		if (!p->zero[c]) {
+		if (!p->zero[c])
 			p->qsum[b] += invariants_qi_count(p->inv, b, i);
-			p->inrow[c] = 1;
-		}
 	}
 	return n;
 }
@@ -163,7 +161,12 @@ static int row_tighten(struct prop *p, size_t r)
 	lower = !upper && c <= l + eps;
 	if (c > u + eps || c < l - eps)
 		p->infeasible = 1;
-	for (size_t k = 0; k < n && !p->infeasible && (upper || lower); k++) {
+	if (p->infeasible || !(upper || lower))
+		return upper || lower;
+	/* tight: zero_part needs the row's free cells (few rows get here) */
+	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
+		p->inrow[inv->row_cell[e]] = !p->zero[inv->row_cell[e]];
+	for (size_t k = 0; k < n; k++) {
 		size_t b = p->touched[k];
 		double ns = invariants_sa_count(p->inv, b, p->col[b]),
 		       lb = p->qsum[b] - (p->nb[b] - ns);
@@ -179,7 +182,7 @@ static int row_tighten(struct prop *p, size_t r)
 	}
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
 		p->inrow[inv->row_cell[e]] = 0;
-	return upper || lower;
+	return 1;
 }
 
 /* Scratch for bucket flows, sized for the widest bucket. */
