@@ -26,9 +26,11 @@
  * than this fraction of the violation. */
 #define LINEAR_STEPS 4
 #define LINEAR_RATE  0.25
-/* A formed H of this many rows or more is factored by panels, on the
- * problem's pool (schur_dense_factor_blocked): faster from about 1000 rows. */
-#define BLOCKED_ROWS 768
+/* A formed H of this many rows or more is factored by panels
+ * (schur_dense_factor_blocked): faster from about 1000 rows on one core,
+ * from about 200 when the problem's pool has two parts or more. */
+#define BLOCKED_ROWS	  768
+#define BLOCKED_ROWS_POOL 192
 
 struct newton {
 	const struct newton_problem *p;
@@ -239,7 +241,8 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 	if (p->hessian) {
 		nw.h = malloc(p->n * p->n * sizeof *nw.h + 1);
 		nw.ldl = malloc(p->n * p->n * sizeof *nw.ldl + 1);
-		if (p->n >= BLOCKED_ROWS &&
+		if ((p->n >= BLOCKED_ROWS ||
+		     (p->n >= BLOCKED_ROWS_POOL && parallel_parts(p->pool) > 1)) &&
 		    !(nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work)))
 			goto out;
 	}

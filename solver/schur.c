@@ -138,22 +138,39 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
  * null direction (rows dependent once the invariants are eliminated):
  * D = 0 and L's column 0, as in schur_factor.
  */
-/* Σ a[l] b[l] over n entries: four independent sums, so that the adds
- * need not wait on each other. */
-static double dot4(const double *a, const double *b, size_t n)
+/*
+ * Σ a[l] b[l] over n entries: four independent sums (lane k takes the
+ * entries l = k mod 4), so that the adds need not wait on each other, in
+ * one vector of four doubles: two SSE2 registers, or one AVX2 register
+ * where the CPU has it (the clone is picked at load time). The lanes do
+ * the same arithmetic in the same order either way, so the result does
+ * not depend on the CPU.
+ */
+typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DOT_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define DOT_CLONES
+#endif
+
+DOT_CLONES static double dot4(const double *a, const double *b, size_t n)
 {
-	double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+	v4d s = {0, 0, 0, 0};
 	size_t l = 0;
+	double s0;
 
 	for (; l + 4 <= n; l += 4) {
-		s0 += a[l] * b[l];
-		s1 += a[l + 1] * b[l + 1];
-		s2 += a[l + 2] * b[l + 2];
-		s3 += a[l + 3] * b[l + 3];
+		v4d x, y;
+
+		memcpy(&x, a + l, sizeof x);
+		memcpy(&y, b + l, sizeof y);
+		s += x * y;
 	}
+	s0 = s[0];
 	for (; l < n; l++)
 		s0 += a[l] * b[l];
-	return (s0 + s1) + (s2 + s3);
+	return (s0 + s[1]) + (s[2] + s[3]);
 }
 
 void schur_dense_factor(double *a, size_t n, double *w)
