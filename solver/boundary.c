@@ -122,13 +122,14 @@ static void component_finish(struct component *c)
 }
 
 /* Knowledge rows with right-hand side 0 zero all their cells; every
- * knowledge row links the buckets it touches. */
+ * knowledge row links the buckets it touches (a bucket's entries of a
+ * row are adjacent: one union per bucket, not per cell). */
 static void direct_zeros_and_links(struct boundary *bd)
 {
 	const struct invariants *inv = bd->inv;
 
 	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
-		uint32_t first = UINT32_MAX;
+		uint32_t first = UINT32_MAX, last = UINT32_MAX;
 
 		for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++) {
 			uint32_t c = inv->row_cell[e], b = inv->cell_group[c];
@@ -137,8 +138,9 @@ static void direct_zeros_and_links(struct boundary *bd)
 				bd->zero[c] = 1;
 			if (first == UINT32_MAX)
 				first = b;
-			else
+			else if (b != last)
 				bd->parent[find(bd->parent, b)] = find(bd->parent, first);
+			last = b;
 		}
 	}
 }
