@@ -173,7 +173,10 @@ struct metrics {
 	const uint8_t *closed;
 	double closed_violation;
 	struct solver_result *r;
-	double *lnk, *klogk, *lnkn; /* ln k, k ln k and ln(k N), k < TABLE */
+	/* ln k, k ln k and ln(k N) for k < top: top is 1 + the largest
+	 * bucket, at most TABLE (record counts beyond it are computed) */
+	double *lnk, *klogk, *lnkn;
+	size_t top;
 	size_t n_tc, n_bc;
 	/* per tuple chunk: entries written, accuracy sums */
 	size_t *n_post;
@@ -209,6 +212,7 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 		return PM_ERR_NOMEM;
 	m->base = m->est + m->n_tc + 1;
 	m->base_inf = m->est_inf + m->n_tc + 1;
+	m->top = top;
 	m->klogk = m->lnk + top;
 	m->lnkn = m->lnk + 2 * top;
 	m->lnk[0] = m->klogk[0] = m->lnkn[0] = 0;
@@ -388,12 +392,12 @@ static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t
 
 static double klogk(const struct metrics *m, uint32_t k)
 {
-	return k < TABLE ? m->klogk[k] : k * log((double)k);
+	return k < m->top ? m->klogk[k] : k * log((double)k);
 }
 
 static double lnk(const struct metrics *m, uint32_t k)
 {
-	return k < TABLE ? m->lnk[k] : log((double)k);
+	return k < m->top ? m->lnk[k] : log((double)k);
 }
 
 /*
@@ -504,7 +508,7 @@ static double bucket_entropy(const struct metrics *m, size_t b)
 	double n = (double)ds->n_records, h = 0;
 
 	if (m->closed && m->closed[b]) {
-		h = nb * (nb < TABLE ? m->lnkn[nb] : log(nb * n));
+		h = nb * (nb < m->top ? m->lnkn[nb] : log(nb * n));
 		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
 			h -= klogk(m, ds->bq_count[i]);
 		for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++)
