@@ -32,6 +32,7 @@ struct ipm {
 	double *ax, *az, *aw; /* affine (predictor) directions */
 	double *M, *dg, *v;   /* Schur complement, group sums of theta, scratch */
 	uint8_t *dead;	      /* rows dropped as dependent */
+	uint8_t *seen;	      /* rows in touched (schur_form) */
 	size_t *touched;
 };
 
@@ -44,6 +45,7 @@ static void ipm_free(struct ipm *s)
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
 	free(s->dead);
+	free(s->seen);
 	free(s->touched);
 }
 
@@ -64,8 +66,9 @@ static int ipm_alloc(struct ipm *s)
 		ok &= (*vg[i] = calloc(g, sizeof(double))) != NULL;
 	s->M = calloc(m * m, sizeof(double));
 	s->dead = calloc(m, 1);
+	s->seen = calloc(m, 1);
 	s->touched = calloc(m, sizeof(size_t));
-	return ok && s->M && s->dead && s->touched;
+	return ok && s->M && s->dead && s->seen && s->touched;
 }
 
 /* Residuals rg = d - B x, rr = c - K x, rc = -(A^T y + z - w); returns
@@ -116,16 +119,22 @@ static void schur_form(struct ipm *s)
 			for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++) {
 				size_t r = p->var_row[e];
 
-				if (s->v[r] == 0)
+				/* a flag, not v[r] == 0: theta may be 0, and a row
+				 * listed twice overran touched */
+				if (!s->seen[r]) {
+					s->seen[r] = 1;
 					s->touched[nt++] = r;
+				}
 				s->v[r] += s->theta[j];
 			}
 		for (size_t a = 0; a < nt; a++)
 			for (size_t b = 0; b < nt; b++)
 				s->M[s->touched[a] * m + s->touched[b]] -=
 				    s->v[s->touched[a]] * s->v[s->touched[b]] / s->dg[g];
-		for (size_t a = 0; a < nt; a++)
+		for (size_t a = 0; a < nt; a++) {
 			s->v[s->touched[a]] = 0;
+			s->seen[s->touched[a]] = 0;
+		}
 	}
 }
 

@@ -148,6 +148,14 @@ err_is 'pmaxent: solver.method: must be "two-level" or "full-dual", got "newton"
 run 3 solve "$DATA/codec_small.json" "$DATA/cli_inconsistent.json"
 err_has "pmaxent: rules: no distribution satisfies"
 out_empty
+# the relaxations' interior point method once overran its row list here
+# (a repeated rule, a variable with no weight): both methods name the same
+# two rules
+for m in two-level full-dual; do
+	run 3 solve "$DATA/cli_relax_dup_rows.json" "$DATA/cli_relax_dup_rows_knowledge.json" --method $m
+	err_has "rules[2] P(s0 | a0=v1, a1=v1) = 0.999999; rules[3] P(s0 | a1=v1) = 0.6"
+	out_empty
+done
 
 run 2 solve "$DATA/codec_bad_ds_qi_count.json"
 err_is "pmaxent: records[2].qi: must be an array of 2 values (qi_attributes), got 3"
