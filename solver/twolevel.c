@@ -558,6 +558,35 @@ enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
 	return ret;
 }
 
+/*
+ * The accuracies take logarithms of the posteriors, so a cell's error
+ * counts relative to the cell: on a rule of probability 0.999999, a cell
+ * of 1.5e-6 records came out 0.02% off at a violation of 5e-10 records,
+ * and estimation_accuracy 8e-5 off. Once at the target, Newton goes on to
+ * POLISH times the smallest free cell (not below rounding, floor), at
+ * most POLISH_STEPS more steps: one, as a rule, converging quadratically.
+ * Not for a probe with cells below PROBE_SMALL: it is solved again.
+ */
+#define POLISH	     1e-6
+#define POLISH_STEPS 3
+#define PROBE_SMALL  1e-6
+
+static double polish_target(const struct twolevel *t, double target, double floor, int probe)
+{
+	double ymin = INFINITY;
+
+	for (size_t k = 0; k < t->nb; k++) {
+		size_t off, g, h;
+
+		twolevel_shape(t, k, &off, &g, &h);
+		for (size_t c = off; c < off + g * h; c++)
+			ymin = t->y[c] > 0 && t->y[c] < ymin ? t->y[c] : ymin;
+	}
+	if (probe && ymin < PROBE_SMALL)
+		return target;
+	return fmax(floor, fmin(target, POLISH * ymin));
+}
+
 /* The outcome in st once Newton (and L-BFGS) stopped; prev gets the last
  * base point. */
 static void finish_stats(const struct twolevel *t, const struct solver_options *o, double *prev,
@@ -586,7 +615,7 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 	struct twolevel t;
 	struct newton_problem np;
 	double *x = NULL;
-	double max_rhs = 1, target;
+	double max_rhs = 1, target, polish;
 	int stalled = 0;
 	enum pm_status ret;
 
@@ -602,6 +631,17 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
 	np.linear_stop = prev != NULL;
 	ret = newton_minimize(&np, o, target, x, st, &stalled);
+	if (!ret && st->max_violation <= target &&
+	    st->max_violation >
+		(polish = polish_target(&t, target, 1e-13 * max_rhs, prev != NULL))) {
+		struct solver_options po = *o;
+
+		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations
+					? st->iterations + POLISH_STEPS
+					: o->max_iterations;
+		ret = newton_minimize(&np, &po, polish, x, st, &stalled);
+		stalled = 0; /* at the target already: no L-BFGS */
+	}
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
 	if (!ret && stalled && !prev && st->max_violation > target &&
 	    st->iterations < o->max_iterations)
