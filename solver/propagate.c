@@ -14,6 +14,16 @@
  *    flow can carry some iff its column reaches its row in the residual
  *    graph (a cycle to push flow around).
  *
+ * 3. Rows in the span of the invariants. A row that is neither tight nor
+ *    loose may still be a sum of invariant rows once the zeros are gone:
+ *    in every bucket, its free cells a_ij = u_i + v_j for some u, v (a
+ *    breadth-first search over the bucket's free cells). Then its value
+ *    is fixed, sum_i u_i n(q_i,b) + sum_j v_j n(s_j,b): it needs no
+ *    multiplier, and its right-hand side must be that value. Left open,
+ *    such a row makes the two-level dual's Hessian singular, Newton's
+ *    steps move its multiplier by hundreds, past the scaling's exponent
+ *    cap, and the answer is not the maximum-entropy point.
+ *
  * When every knowledge row of a component is resolved the feasible set is
  * the product of its buckets' polytopes, and step 2 alone is exact: no LP.
  */
@@ -29,15 +39,17 @@ struct prop {
 	const uint32_t *h; /* per bucket: width */
 	const double *nb;  /* n(b) */
 	/* scratch for one knowledge row */
-	uint32_t *stamp, now; /* per bucket: seen in this row when == now */
-	uint32_t *col, *touched;
+	uint32_t *stamp, now;	       /* per bucket: seen in this row when == now */
+	uint32_t *col, *touched, *cnt; /* cnt: the row's free cells in b */
 	double *qsum;
 	uint8_t *inrow; /* per cell: a free cell of this row */
-	/* what a new zero may change: its bucket's flow, the rows of its
-	 * bucket and value (per bucket and per row, set until looked at
-	 * again); per knowledge row its value (row_sa) */
+	/* step 3, per node of a bucket (g + h): potential, seen, queue */
+	int32_t *pot;
+	uint8_t *seen;
+	uint32_t *queue;
+	/* what a new zero may change: its bucket's flow, the rows touching
+	 * the bucket (per bucket and per row, set until looked at again) */
 	uint8_t *bucket_dirty, *row_dirty;
-	uint32_t *row_sa;
 	int changed, infeasible;
 };
 
@@ -51,18 +63,17 @@ static void set_zero(struct prop *p, size_t c)
 	p->zero[c] = 1;
 	p->changed = 1;
 	p->bucket_dirty[b] = 1;
-	/* every time: a row through c looked at since must look again. A
-	 * row's test reads only its own cells' zeros, all of its value:
-	 * the rows of b with another value need not. */
+	/* every time: a row of b looked at since the last zero of b must
+	 * look again (step 3 reads every zero of the row's buckets, not
+	 * only those of its own cells) */
 	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
-		if (p->row_sa[inv->kb_row[e]] == inv->cell_sa[c])
-			p->row_dirty[inv->kb_row[e]] = 1;
+		p->row_dirty[inv->kb_row[e]] = 1;
 }
 
 static enum pm_status prop_init(struct prop *p)
 {
 	const struct invariants *inv = p->inv;
-	size_t nb = inv->n_groups;
+	size_t nb = inv->n_groups, nodes = 1;
 
 	p->h = inv->bucket_h;
 	p->nb = inv->bucket_n;
@@ -70,18 +81,20 @@ static enum pm_status prop_init(struct prop *p)
 	p->col = malloc((nb + 1) * sizeof *p->col);
 	p->touched = malloc((nb + 1) * sizeof *p->touched);
 	p->qsum = malloc((nb + 1) * sizeof *p->qsum);
+	p->cnt = malloc((nb + 1) * sizeof *p->cnt);
 	p->inrow = calloc(inv->n_cells + 1, 1);
+	for (size_t b = 0; b < nb; b++)
+		nodes = invariants_bucket_g(inv, b) + p->h[b] > nodes
+			    ? invariants_bucket_g(inv, b) + p->h[b]
+			    : nodes;
+	p->pot = malloc(nodes * sizeof *p->pot);
+	p->seen = malloc(nodes);
+	p->queue = malloc(nodes * sizeof *p->queue);
 	p->bucket_dirty = malloc(nb + 1);
 	p->row_dirty = malloc(inv->n_rows + 1);
-	p->row_sa = malloc((inv->n_rows + 1) * sizeof *p->row_sa);
-	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->inrow || !p->bucket_dirty ||
-	    !p->row_dirty || !p->row_sa)
+	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->cnt || !p->inrow || !p->pot ||
+	    !p->seen || !p->queue || !p->bucket_dirty || !p->row_dirty)
 		return PM_ERR_NOMEM;
-	/* a knowledge row is about one value (UINT32_MAX: no cells) */
-	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
-		p->row_sa[r] = inv->row_off[r + 1] > inv->row_off[r]
-				   ? inv->cell_sa[inv->row_cell[inv->row_off[r]]]
-				   : UINT32_MAX;
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
 	memset(p->row_dirty, 1, inv->n_rows + 1);
@@ -94,10 +107,13 @@ static void prop_finish(struct prop *p)
 	free(p->col);
 	free(p->touched);
 	free(p->qsum);
+	free(p->cnt);
 	free(p->inrow);
+	free(p->pot);
+	free(p->seen);
+	free(p->queue);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
-	free(p->row_sa);
 }
 
 /* Buckets of knowledge row r with Q_b and the column of its SA value.
@@ -115,13 +131,115 @@ static size_t row_gather(struct prop *p, size_t r)
 		if (p->stamp[b] != p->now) {
 			p->stamp[b] = p->now;
 			p->qsum[b] = 0;
+			p->cnt[b] = 0;
 			p->col[b] = at - i * p->h[b];
 			p->touched[n++] = (uint32_t)b;
 		}
-		if (!p->zero[c])
+		if (!p->zero[c]) {
 			p->qsum[b] += invariants_qi_count(p->inv, b, i);
+			p->cnt[b]++;
+		}
 	}
 	return n;
+}
+
+/* Labels the nodes reachable from `root` (0..g-1 bucket rows, g.. columns)
+ * over the free cells with potentials such that a_ij = u_i + v_j, a the
+ * row's free cells (inrow); 0 if no labelling exists. */
+static int span_search(struct prop *p, size_t off, size_t g, size_t h, uint32_t root)
+{
+	const uint8_t *zero = p->zero + off, *in = p->inrow + off;
+	size_t head = 0, tail = 0;
+
+	p->seen[root] = 1;
+	p->pot[root] = 0;
+	p->queue[tail++] = root;
+	while (head < tail) {
+		uint32_t x = p->queue[head++];
+		int row = x < g;
+
+		for (size_t y = 0; y < (row ? h : g); y++) {
+			size_t c = row ? x * h + y : y * h + (x - g);
+			uint32_t to = row ? (uint32_t)(g + y) : (uint32_t)y;
+			int32_t want = (int32_t)in[c] - p->pot[x];
+
+			if (zero[c])
+				continue;
+			if (!p->seen[to]) {
+				p->seen[to] = 1;
+				p->pot[to] = want;
+				p->queue[tail++] = to;
+			} else if (p->pot[to] != want) {
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
+/* Step 3 in bucket b: whether the row's free cells there are in the span
+ * of b's invariants, and *value their sum in every solution. */
+static int span_bucket(struct prop *p, size_t b, double *value)
+{
+	const struct invariants *inv = p->inv;
+	size_t g = invariants_bucket_g(inv, b), h = p->h[b], off = inv->cell_off[b];
+
+	memset(p->seen, 0, g + h);
+	*value = 0;
+	for (uint32_t x = 0; x < g + h; x++) {
+		if (p->seen[x])
+			continue;
+		if (!span_search(p, off, g, h, x))
+			return 0;
+	}
+	for (size_t i = 0; i < g; i++)
+		*value += p->pot[i] * invariants_qi_count(inv, b, i);
+	for (size_t j = 0; j < h; j++)
+		*value += p->pot[g + j] * invariants_sa_count(inv, b, j);
+	return 1;
+}
+
+/*
+ * Step 3 for row r (gathered, n buckets, right-hand side c): 1 if it is a
+ * sum of invariant rows. Its free cells in b are part of one column: none,
+ * or all of the column's free cells, is the column's row (times 0 or 1);
+ * a part of it is in the span only where zeros split the bucket (without
+ * them, rows and columns are all linked): only then the search, which
+ * needs the row's cells marked.
+ */
+static int row_span(struct prop *p, size_t r, size_t n, double c, double eps)
+{
+	const struct invariants *inv = p->inv;
+	double value = 0, v = 0;
+	int marked = 0, span = 1;
+
+	for (size_t k = 0; k < n && span; k++) {
+		size_t b = p->touched[k], off = inv->cell_off[b], h = p->h[b], free = 0,
+		       g = invariants_bucket_g(inv, b);
+
+		if (p->cnt[b] == 0)
+			continue;
+		for (size_t i = 0; i < g; i++)
+			free += !p->zero[off + i * h + p->col[b]];
+		if (p->cnt[b] == free) {
+			value += invariants_sa_count(inv, b, p->col[b]);
+			continue;
+		}
+		if (!memchr(p->zero + off, 1, g * h)) {
+			span = 0;
+			break;
+		}
+		for (size_t e = inv->row_off[r]; !marked && e < inv->row_off[r + 1]; e++)
+			p->inrow[inv->row_cell[e]] = !p->zero[inv->row_cell[e]];
+		marked = 1;
+		span = span_bucket(p, b, &v);
+		value += v;
+	}
+	for (size_t e = inv->row_off[r]; marked && e < inv->row_off[r + 1]; e++)
+		p->inrow[inv->row_cell[e]] = 0;
+	if (span && fabs(value - c) > eps)
+		p->infeasible = 1; /* its value is fixed, and not c */
+	return span;
 }
 
 /* Zeroes, in bucket b, the cells (i, j) with (row i in R) == in_r and
@@ -161,8 +279,10 @@ static int row_tighten(struct prop *p, size_t r)
 	lower = !upper && c <= l + eps;
 	if (c > u + eps || c < l - eps)
 		p->infeasible = 1;
-	if (p->infeasible || !(upper || lower))
+	if (p->infeasible)
 		return upper || lower;
+	if (!(upper || lower))
+		return row_span(p, r, n, c, eps);
 	/* tight: zero_part needs the row's free cells (few rows get here) */
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
 		p->inrow[inv->row_cell[e]] = !p->zero[inv->row_cell[e]];

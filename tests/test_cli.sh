@@ -156,6 +156,15 @@ cp "$OUT" "$TMP/tight.json"
 run 0 solve "$DATA/cli_near_one.json" "$DATA/cli_near_one_knowledge.json"
 json_ok 'abs(d["estimation_accuracy"] - json.load(open("'"$TMP"'/tight.json"))["estimation_accuracy"]) < 1e-9'
 
+# rules 2, 3 and 4 are sums of invariant rows once propagation's zeros are
+# in (zeros in other columns of their buckets, found after the rows were
+# first looked at): the two-level method left them open, Newton moved their
+# multipliers past the exponent cap, and posteriors came out 0.03 off
+run 0 solve "$DATA/cli_span_rows.json" "$DATA/cli_span_rows_knowledge.json" --method full-dual
+cp "$OUT" "$TMP/span_full.json"
+run 0 solve "$DATA/cli_span_rows.json" "$DATA/cli_span_rows_knowledge.json"
+json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-8 for a, b in zip(d["posterior"], json.load(open("'"$TMP"'/span_full.json"))["posterior"]) for s in set(a["p"]) | set(b["p"]))'
+
 # the relaxations' interior point method once overran its row list here
 # (a repeated rule, a variable with no weight): both methods name the same
 # two rules
