@@ -17,7 +17,12 @@
  * some s_j slightly negative; with u_j >= y_j (the smaller of its QI and
  * SA counts) the bound becomes y_j <= (-c^T w + Σ_{s_k < 0} -s_k u_k) / s_j,
  * and a cell is claimed only when that is below CENTER_BOUND records (a
- * solve without it then differs by no more than that). Each iterate's w
+ * solve without it then differs by no more than that). Both -c^T w and
+ * each s_j are computed sums whose terms grow with w while the sums stay
+ * small, so each carries its rounding bound (a few eps times the sum of
+ * its terms' sizes): -c^T w at its largest, s_k at its smallest. Without
+ * that, one iterate proved ten cells zero whose largest value is 5e-6
+ * records, and consistent knowledge was reported inconsistent. Each iterate's w
  * is a certificate of its own. When every cell on the zero side (y < s)
  * is proved and every other is clearly positive (y >= CENTER_GAP s), the
  * zeros are complete ("settled"); otherwise the caller's linear program
@@ -29,6 +34,7 @@
  * the open rows, formed bucket by bucket and factored by
  * schur_dense_factor.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -578,26 +584,55 @@ static int step(struct center *c, size_t free)
 	return 0;
 }
 
-/* -c^T w, and s = -A^T w into c->v. */
+/* The rounding bound of a computed sum of `terms` terms whose sizes add
+ * up to `size` (products included), with a margin. */
+static double sum_error(size_t terms, double size)
+{
+	return 4.0 * (double)(terms + 2) * DBL_EPSILON * size;
+}
+
+/* Cell l's rounding bound of at_w (into c->corr: scratch between steps). */
+static void at_w_error(struct center *c, size_t k, size_t i, size_t j)
+{
+	size_t l = c->loff[k] + i * bucket_h(c, k) + j;
+	double size = fabs(c->w[c->qoff[k] + i]) + fabs(c->w[c->qoff[k] + bucket_g(c, k) + j]);
+
+	for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+		size += fabs(c->mu[c->ck[x]]);
+	c->corr[l] = sum_error(2 + c->ck_off[l + 1] - c->ck_off[l], size);
+}
+
+/* -c^T w plus its rounding bound (the largest it can be), s = -A^T w into
+ * c->v and the bounds of its entries into c->corr. */
 static double dual_value(struct center *c)
 {
 	const struct invariants *inv = c->inv;
-	double delta = 0;
+	double delta = 0, size = 0;
+	size_t terms = c->nr;
 
-	for (size_t r = 0; r < c->nr; r++)
+	for (size_t r = 0; r < c->nr; r++) {
 		delta -= inv->rhs[c->p->rows[r]] * c->mu[r];
+		size += fabs(inv->rhs[c->p->rows[r]] * c->mu[r]);
+	}
 	for (size_t k = 0; k < c->nb; k++) {
 		size_t b = c->p->buckets[k], g = bucket_g(c, k), h = bucket_h(c, k);
 
-		for (size_t i = 0; i < g; i++)
+		for (size_t i = 0; i < g; i++) {
 			delta -= invariants_qi_count(inv, b, i) * c->w[c->qoff[k] + i];
-		for (size_t j = 0; j < h; j++)
+			size += fabs(invariants_qi_count(inv, b, i) * c->w[c->qoff[k] + i]);
+		}
+		for (size_t j = 0; j < h; j++) {
 			delta -= invariants_sa_count(inv, b, j) * c->w[c->qoff[k] + g + j];
+			size += fabs(invariants_sa_count(inv, b, j) * c->w[c->qoff[k] + g + j]);
+		}
+		terms += g + h;
 		for (size_t i = 0; i < g; i++)
-			for (size_t j = 0; j < h; j++)
+			for (size_t j = 0; j < h; j++) {
 				c->v[c->loff[k] + i * h + j] = -at_w(c, k, i, j, c->w, c->mu);
+				at_w_error(c, k, i, j);
+			}
 	}
-	return delta;
+	return delta + sum_error(terms, size);
 }
 
 /* Claims the cells the iterate puts on the zero side (y < s) whose bound
@@ -610,9 +645,9 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 	size_t n = 0;
 
 	*all = 1;
-	for (size_t l = 0; l < c->n; l++)
-		if (!c->fixed[l] && c->v[l] < 0)
-			e += -c->v[l] * c->u[l];
+	for (size_t l = 0; l < c->n; l++) /* s_l at its smallest: v - corr */
+		if (!c->fixed[l] && c->v[l] - c->corr[l] < 0)
+			e += (c->corr[l] - c->v[l]) * c->u[l];
 	e = fmax(e, 0);
 	for (size_t k = 0; k < c->nb; k++) {
 		uint8_t *z = zero + c->inv->cell_off[c->p->buckets[k]] - c->loff[k];
@@ -624,7 +659,8 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 				*all &= c->y[l] >= CENTER_GAP * c->s[l];
 				continue;
 			}
-			if (!(c->v[l] > 0) || !(e <= CENTER_BOUND * c->v[l])) {
+			if (!(c->v[l] - c->corr[l] > 0) ||
+			    !(e <= CENTER_BOUND * (c->v[l] - c->corr[l]))) {
 				*all &= z[l];
 				continue;
 			}
