@@ -18,11 +18,11 @@
  * SA counts) the bound becomes y_j <= (-c^T w + Σ_{s_k < 0} -s_k u_k) / s_j,
  * and a cell is claimed only when that is below CENTER_BOUND records (a
  * solve without it then differs by no more than that). Both -c^T w and
- * each s_j are computed sums whose terms grow with w while the sums stay
- * small, so each carries its rounding bound (a few eps times the sum of
- * its terms' sizes): -c^T w at its largest, s_k at its smallest. Without
- * that, one iterate proved ten cells zero whose largest value is 5e-6
- * records, and consistent knowledge was reported inconsistent. Each iterate's w
+ * each s_j are sums whose terms grow with w while the sums stay small:
+ * they are summed with compensation and carry their rounding bounds
+ * (struct csum), -c^T w taken at its largest, s_k at its smallest.
+ * Without that, one iterate proved ten cells zero whose largest value is
+ * 5e-6 records, and consistent knowledge was reported inconsistent. Each iterate's w
  * is a certificate of its own. When every cell on the zero side (y < s)
  * is proved and every other is clearly positive (y >= CENTER_GAP s), the
  * zeros are complete ("settled"); otherwise the caller's linear program
@@ -34,7 +34,6 @@
  * the open rows, formed bucket by bucket and factored by
  * schur_dense_factor.
  */
-#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -584,22 +583,19 @@ static int step(struct center *c, size_t free)
 	return 0;
 }
 
-/* The rounding bound of a computed sum of `terms` terms whose sizes add
- * up to `size` (products included), with a margin. */
-static double sum_error(size_t terms, double size)
-{
-	return 4.0 * (double)(terms + 2) * DBL_EPSILON * size;
-}
-
-/* Cell l's rounding bound of at_w (into c->corr: scratch between steps). */
-static void at_w_error(struct center *c, size_t k, size_t i, size_t j)
+/* s_l = -A^T w at local cell l (bucket k, row i, column j) into c->v,
+ * its rounding bound into c->corr (scratch between steps). */
+static void slack(struct center *c, size_t k, size_t i, size_t j)
 {
 	size_t l = c->loff[k] + i * bucket_h(c, k) + j;
-	double size = fabs(c->w[c->qoff[k] + i]) + fabs(c->w[c->qoff[k] + bucket_g(c, k) + j]);
+	struct csum t = {0};
 
+	csum_add(&t, -c->w[c->qoff[k] + i]);
+	csum_add(&t, -c->w[c->qoff[k] + bucket_g(c, k) + j]);
 	for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
-		size += fabs(c->mu[c->ck[x]]);
-	c->corr[l] = sum_error(2 + c->ck_off[l + 1] - c->ck_off[l], size);
+		csum_add(&t, -c->mu[c->ck[x]]);
+	c->v[l] = csum_value(&t);
+	c->corr[l] = csum_error(&t);
 }
 
 /* -c^T w plus its rounding bound (the largest it can be), s = -A^T w into
@@ -607,32 +603,22 @@ static void at_w_error(struct center *c, size_t k, size_t i, size_t j)
 static double dual_value(struct center *c)
 {
 	const struct invariants *inv = c->inv;
-	double delta = 0, size = 0;
-	size_t terms = c->nr;
+	struct csum sum = {0};
 
-	for (size_t r = 0; r < c->nr; r++) {
-		delta -= inv->rhs[c->p->rows[r]] * c->mu[r];
-		size += fabs(inv->rhs[c->p->rows[r]] * c->mu[r]);
-	}
+	for (size_t r = 0; r < c->nr; r++)
+		csum_mul(&sum, -inv->rhs[c->p->rows[r]], c->mu[r]);
 	for (size_t k = 0; k < c->nb; k++) {
 		size_t b = c->p->buckets[k], g = bucket_g(c, k), h = bucket_h(c, k);
 
-		for (size_t i = 0; i < g; i++) {
-			delta -= invariants_qi_count(inv, b, i) * c->w[c->qoff[k] + i];
-			size += fabs(invariants_qi_count(inv, b, i) * c->w[c->qoff[k] + i]);
-		}
-		for (size_t j = 0; j < h; j++) {
-			delta -= invariants_sa_count(inv, b, j) * c->w[c->qoff[k] + g + j];
-			size += fabs(invariants_sa_count(inv, b, j) * c->w[c->qoff[k] + g + j]);
-		}
-		terms += g + h;
 		for (size_t i = 0; i < g; i++)
-			for (size_t j = 0; j < h; j++) {
-				c->v[c->loff[k] + i * h + j] = -at_w(c, k, i, j, c->w, c->mu);
-				at_w_error(c, k, i, j);
-			}
+			csum_mul(&sum, -invariants_qi_count(inv, b, i), c->w[c->qoff[k] + i]);
+		for (size_t j = 0; j < h; j++)
+			csum_mul(&sum, -invariants_sa_count(inv, b, j), c->w[c->qoff[k] + g + j]);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++)
+				slack(c, k, i, j);
 	}
-	return delta + sum_error(terms, size);
+	return csum_value(&sum) + csum_error(&sum);
 }
 
 /* Claims the cells the iterate puts on the zero side (y < s) whose bound

@@ -334,29 +334,40 @@ static double ipm_step(struct ipm *s, uint8_t *skip, int first)
  * the duals y of the last iterate, z = max(t, 0) and w = max(-t, 0) make
  * A^T y + z - w = 0 exactly, so every feasible x has
  *     Σ z_j x_j + Σ w_j (u_j - x_j) = -(d . yg + c . yr) + Σ w_j u_j = E,
- * each term >= 0: x_j <= E / z_j and u_j - x_j <= E / w_j.
+ * each term >= 0: x_j <= E / z_j and u_j - x_j <= E / w_j. E and every t_j
+ * are computed sums of large duals: E is taken at its largest and each
+ * t_j at its least favourable by their rounding bounds (struct csum).
+ * theta and dx are scratch once the iterations are over: t and its
+ * bound.
  */
 static void certificate(const struct ipm *s, double *lo_bound, double *up_bound)
 {
 	const struct relax_problem *p = s->p;
-	double e = 0;
+	struct csum sum = {0};
+	double e;
 
 	for (size_t g = 0; g < s->ng; g++)
-		e -= p->d[g] * s->yg[g];
+		csum_mul(&sum, -p->d[g], s->yg[g]);
 	for (size_t r = 0; r < s->m; r++)
-		e -= p->c[r] * s->yr[r];
+		csum_mul(&sum, -p->c[r], s->yr[r]);
+	e = csum_value(&sum) + csum_error(&sum);
 	for (size_t j = 0; j < s->n; j++) {
-		double t = -s->yg[p->group[j]];
+		struct csum t = {0};
 
+		csum_add(&t, -s->yg[p->group[j]]);
 		for (size_t k = p->var_off[j]; k < p->var_off[j + 1]; k++)
-			t -= s->yr[p->var_row[k]];
-		s->theta[j] = t; /* the iterations are over: theta is scratch */
-		e += t < 0 ? -t * p->u[j] : 0;
+			csum_add(&t, -s->yr[p->var_row[k]]);
+		s->theta[j] = csum_value(&t);
+		s->dx[j] = csum_error(&t);
+		/* w_j at its largest: t_j at its smallest */
+		e += fmax(s->dx[j] - s->theta[j], 0) * p->u[j];
 	}
 	e = fmax(e, 0);
 	for (size_t j = 0; j < s->n; j++) {
-		lo_bound[j] = s->theta[j] > 0 ? e / s->theta[j] : INFINITY;
-		up_bound[j] = s->theta[j] < 0 ? e / -s->theta[j] : INFINITY;
+		double lo = s->theta[j] - s->dx[j], up = -s->theta[j] - s->dx[j];
+
+		lo_bound[j] = lo > 0 ? e / lo : INFINITY;
+		up_bound[j] = up > 0 ? e / up : INFINITY;
 	}
 }
 

@@ -6,6 +6,8 @@
 #ifndef PMAXENT_SOLVER_INTERNAL_H
 #define PMAXENT_SOLVER_INTERNAL_H
 
+#include <float.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "solver.h"
@@ -125,6 +127,50 @@ struct relax_problem {
  * with a bound at rounding level is proved; INFINITY: no bound). */
 enum pm_status relax_ipm(const struct relax_problem *p, double *x, double *lo_bound,
 			 double *up_bound, int *converged);
+
+/*
+ * A sum with a bound on its rounding, for the certificates of
+ * boundary_ipm.c and boundary_center.c: sums of duals in the thousands
+ * that come out near zero. Compensated (Ogita, Rump and Oishi's Sum2, a
+ * product split exactly by fma), so the error is about eps times the
+ * result plus (n eps)^2 times the terms' sizes: cells whose sum is zero
+ * but for rounding add next to nothing to a certificate's charges.
+ */
+struct csum {
+	double s, c, size;
+	size_t n;
+};
+
+static inline void csum_add(struct csum *a, double x)
+{
+	double t = a->s + x, z = t - a->s;
+
+	a->c += (a->s - (t - z)) + (x - z);
+	a->s = t;
+	a->size += fabs(x);
+	a->n++;
+}
+
+static inline void csum_mul(struct csum *a, double x, double y)
+{
+	double p = x * y;
+
+	csum_add(a, p);
+	csum_add(a, fma(x, y, -p));
+}
+
+static inline double csum_value(const struct csum *a)
+{
+	return a->s + a->c;
+}
+
+/* |csum_value - exact sum| is below this (with a factor 2 to spare). */
+static inline double csum_error(const struct csum *a)
+{
+	double u = DBL_EPSILON / 2, g = 2.0 * (double)(a->n + 1) * u;
+
+	return 2.0 * (u * fabs(csum_value(a)) + g * g * a->size);
+}
 
 /* ---- boundary_center.c -------------------------------------------------- */
 

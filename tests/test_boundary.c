@@ -369,10 +369,51 @@ static void fixpoint_instance(uint64_t seed, size_t *zeros)
 	dataset_destroy(ds);
 }
 
+/* The certificates' compensated sums (struct csum): sums of full-mantissa
+ * terms in the thousands that cancel to about zero, products included,
+ * against the same sums in quadruple precision; the bound must hold, and
+ * be far below the terms' sizes times eps (what the plain sums left out). */
+#ifdef __SIZEOF_FLOAT128__
+typedef __float128 exact_t;
+#else
+typedef long double exact_t;
+#endif
+
+static void test_csum(void)
+{
+	uint64_t rng = 0xc5c5;
+
+	for (int round = 0; round < 2000; round++) {
+		struct csum a = {0};
+		exact_t exact = 0, diff;
+		size_t n = rng_in(&rng, 2, 40);
+		double x[41], y[41], total = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			x[i] = ((double)(rng_next(&rng) >> 11) * 0x1p-53 - 0.5) * 4096;
+			y[i] = round % 2 ? (double)(rng_next(&rng) >> 11) * 0x1p-53 * 9 : 1;
+		}
+		for (size_t i = 0; i + 1 < n; i++)
+			total += x[i] * y[i];
+		x[n - 1] = -total / y[n - 1]; /* about zero in all */
+		for (size_t i = 0; i < n; i++) {
+			if (round % 2)
+				csum_mul(&a, x[i], y[i]);
+			else
+				csum_add(&a, x[i]);
+			exact += (exact_t)x[i] * (exact_t)y[i];
+		}
+		diff = (exact_t)csum_value(&a) - exact;
+		CHECK((double)(diff < 0 ? -diff : diff) <= csum_error(&a));
+		CHECK(csum_error(&a) < 1e-3 * DBL_EPSILON * a.size);
+	}
+}
+
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, zeros = 0, centered = 0, settled = 0, runs = 0;
 
+	test_csum();
 	test_hand_cases();
 	for (uint64_t seed = 1; seed <= 300; seed++)
 		random_instance(0x5eed0000 + seed, 1, 0, &unresolved);
