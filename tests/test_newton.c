@@ -147,6 +147,80 @@ static double run(struct quad *q, const double *xs, int formed, struct parallel 
 	return worst;
 }
 
+/*
+ * A probe's problem with no minimum: f(x) = 2 ln(1 + e^x) - 3x falls
+ * forever while its gradient (the violation) tends to -1, and a trial
+ * more than 0.5 from the prepared point is rejected (f = inf), as a wild
+ * point's inner scaling is: every step is damped. With linear_stop the
+ * stagnation rule must end it within a few steps, not at the iteration
+ * cap.
+ */
+struct ray {
+	double x0, f0;
+};
+
+static double ray_f(double x)
+{
+	return 2 * (x > 0 ? x + log1p(exp(-x)) : log1p(exp(x))) - 3 * x;
+}
+
+static double ray_eval(void *ctx, const double *x, double *g, double *violation)
+{
+	struct ray *r = ctx;
+	double sig = 1 / (1 + exp(-x[0]));
+
+	if (fabs(x[0] - r->x0) > 0.5)
+		return INFINITY;
+	if (g)
+		g[0] = 2 * sig - 3;
+	*violation = fabs(2 * sig - 3);
+	return ray_f(x[0]) - r->f0;
+}
+
+static void ray_prepare(void *ctx, const double *x)
+{
+	struct ray *r = ctx;
+
+	r->x0 = x[0];
+	r->f0 = ray_f(x[0]);
+}
+
+static void ray_hessian(void *ctx, double *out)
+{
+	struct ray *r = ctx;
+	double sig = 1 / (1 + exp(-r->x0));
+
+	out[0] = 2 * sig * (1 - sig);
+}
+
+static void ray_hv(void *ctx, const double *v, double *out)
+{
+	ray_hessian(ctx, out);
+	out[0] *= v[0];
+}
+
+static void test_stagnation(void)
+{
+	struct ray r = {0, ray_f(0)};
+	struct newton_problem p = {.ctx = &r,
+				   .n = 1,
+				   .eval = ray_eval,
+				   .prepare = ray_prepare,
+				   .diag = ray_hessian,
+				   .hv = ray_hv,
+				   .hessian = ray_hessian,
+				   .linear_stop = 1,
+				   .f_noise = 1e-12};
+	struct solver_options o;
+	struct maxent_stats st = {0};
+	double x[1] = {0};
+	int stalled = 0;
+
+	solver_options_init(&o);
+	CHECK(newton_minimize(&p, &o, 1e-9, x, &st, &stalled) == PM_OK);
+	CHECK(stalled && st.iterations <= 12 && x[0] > 1);
+}
+
 int main(void)
 {
 	static struct quad q;
@@ -167,6 +241,7 @@ int main(void)
 	for (int j = 0; j < M; j++)
 		for (int e = 0; e < q.nnz[j]; e++)
 			q.t[q.col[j][e]] += q.val[j][e] * exp(y[j]);
+	test_stagnation();
 	CHECK(parallel_create(2, &pool) == PM_OK);
 	CHECK(run(&q, xs, 1, NULL) <= 1e-8);
 	CHECK(run(&q, xs, 1, pool) <= 1e-8);
