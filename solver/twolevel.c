@@ -146,7 +146,12 @@ static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, doub
  * kernel from the rows' exponentials: y0 exp(dm) as y0 Π exp(Δμ_r), and
  * expm1(dm) from expm1(x + z) = X + Z + X Z over the rows, each partial
  * sum within SCALING_SMALL, so as precise as expm1 itself. One
- * exponential per open row instead of one per cell.
+ * exponential per open row instead of one per cell. An exponent beyond
+ * SCALING_CAP (a wild trial, or a multiplier running off along a flat
+ * direction) is capped, so that nothing overflows, and the point fails
+ * (pt->worst): capped, the scaling is no longer G's, and a line search
+ * that took it once returned a feasible point that was not the
+ * maximum-entropy one.
  */
 static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		   struct scaling_block *blk)
@@ -165,6 +170,8 @@ static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 			em += t->xm[t->ck[x]] + em * t->xm[t->ck[x]];
 		}
 		pt->dm[c] = s < SCALING_CAP ? s > -SCALING_CAP ? s : -SCALING_CAP : SCALING_CAP;
+		/* a capped exponent is not G's kernel: the evaluation fails */
+		pt->worst = !(fabs(s) <= SCALING_CAP) && !t->zero[off + c] ? INFINITY : pt->worst;
 		pt->kk[c] = t->zero[off + c] ? 0 : kk;
 		pt->em[c] = em;
 	}
