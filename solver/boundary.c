@@ -122,8 +122,8 @@ static void component_finish(struct component *c)
 }
 
 /* Knowledge rows with right-hand side 0 zero all their cells; every
- * knowledge row links the buckets it touches (a bucket's entries of a
- * row are adjacent: one union per bucket, not per cell). */
+ * knowledge row links the buckets it touches (an entry in the same
+ * bucket as the one before, as a tuple's cells are, needs no union). */
 static void direct_zeros_and_links(struct boundary *bd)
 {
 	const struct invariants *inv = bd->inv;
