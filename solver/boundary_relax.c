@@ -501,6 +501,7 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	glp_init_smcp(&parm);
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.presolve = *first ? GLP_ON : GLP_OFF;
+	parm.tol_bnd = RELAX_BOUND; /* not GLPK's 1e-7: see below */
 	ret = glp_simplex(lp, &parm);
 	*first = 0;
 	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {
@@ -509,8 +510,12 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	}
 	if (ret || glp_get_status(lp) != GLP_OPT)
 		return -1;
+	/* a claim holds to RELAX_BOUND, as the certificate's: at 1e-7, a cell
+	 * whose largest value is 1e-7 records (a rule of probability
+	 * 0.9999999 on one record) was proved zero, and the knowledge then
+	 * looked inconsistent */
 	for (size_t j = 0; j < v->p.n; j++) {
-		double x = glp_get_col_prim(lp, (int)j + 1), tol = 1e-7 * fmax(1, v->u[j]);
+		double x = glp_get_col_prim(lp, (int)j + 1), tol = RELAX_BOUND * fmax(1, v->u[j]);
 
 		if (v->low[j] && x > tol)
 			v->low[j] = 0, held = 0;

@@ -173,6 +173,12 @@ cp "$OUT" "$TMP/center_full.json"
 run 0 solve "$DATA/cli_center_rounding.json" "$DATA/cli_center_rounding_knowledge.json"
 json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["posterior"], json.load(open("'"$TMP"'/center_full.json"))["posterior"]) for s in set(a["p"]) | set(b["p"]))'
 
+# two records, P(cold | age=30) = 0.9999999: every cell is fixed, two of
+# them at 1e-7 records; the relaxations' LP check (at GLPK's 1e-7) proved
+# them zero, the rule then looked inconsistent, and the solve hung in GLPK
+run 0 solve "$DATA/cli_two_records.json" "$DATA/cli_two_records_knowledge.json"
+json_ok 'abs(d["posterior"][0]["p"]["flu"] - 1e-7) < 1e-12 and abs(d["posterior"][1]["p"]["cold"] - 1e-7) < 1e-12'
+
 # the relaxations' interior point method once overran its row list here
 # (a repeated rule, a variable with no weight): both methods name the same
 # two rules
