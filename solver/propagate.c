@@ -143,6 +143,15 @@ static size_t row_gather(struct prop *p, size_t r)
 	return n;
 }
 
+/* Marks row r's free cells in inrow (set), or clears its marks. */
+static void mark_row(struct prop *p, size_t r, int set)
+{
+	const struct invariants *inv = p->inv;
+
+	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
+		p->inrow[inv->row_cell[e]] = set && !p->zero[inv->row_cell[e]];
+}
+
 /* Labels the nodes reachable from `root` (0..g-1 bucket rows, g.. columns)
  * over the free cells with potentials such that a_ij = u_i + v_j, a the
  * row's free cells (inrow); 0 if no labelling exists. */
@@ -229,14 +238,14 @@ static int row_span(struct prop *p, size_t r, size_t n, double c, double eps)
 			span = 0;
 			break;
 		}
-		for (size_t e = inv->row_off[r]; !marked && e < inv->row_off[r + 1]; e++)
-			p->inrow[inv->row_cell[e]] = !p->zero[inv->row_cell[e]];
+		if (!marked)
+			mark_row(p, r, 1);
 		marked = 1;
 		span = span_bucket(p, b, &v);
 		value += v;
 	}
-	for (size_t e = inv->row_off[r]; marked && e < inv->row_off[r + 1]; e++)
-		p->inrow[inv->row_cell[e]] = 0;
+	if (marked)
+		mark_row(p, r, 0);
 	if (span && fabs(value - c) > eps)
 		p->infeasible = 1; /* its value is fixed, and not c */
 	return span;
@@ -283,9 +292,7 @@ static int row_tighten(struct prop *p, size_t r)
 		return upper || lower;
 	if (!(upper || lower))
 		return row_span(p, r, n, c, eps);
-	/* tight: zero_part needs the row's free cells (few rows get here) */
-	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
-		p->inrow[inv->row_cell[e]] = !p->zero[inv->row_cell[e]];
+	mark_row(p, r, 1); /* tight: zero_part needs them (few rows get here) */
 	for (size_t k = 0; k < n; k++) {
 		size_t b = p->touched[k];
 		double ns = invariants_sa_count(p->inv, b, p->col[b]),
@@ -300,8 +307,7 @@ static int row_tighten(struct prop *p, size_t r)
 		else if (lower)
 			zero_part(p, b, 0, 0); /* R's q fill the other values */
 	}
-	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
-		p->inrow[inv->row_cell[e]] = 0;
+	mark_row(p, r, 0);
 	return 1;
 }
 
