@@ -68,30 +68,18 @@ static double spin_now(void)
 	return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
-/* Spins until *v differs from `from` (or *stop is set), for at most
- * SPIN_NS; returns whether it did. The caller then checks again under
- * the mutex, so giving up early is only slower, never wrong. */
-static int spin_while(const atomic_ulong *v, unsigned long from, const atomic_int *stop)
+/* Spins for up to SPIN_NS until the count falls to zero (count given), or
+ * else until the generation moves on from `seen` or the pool stops. The
+ * caller then checks again under the mutex, so giving up early is only
+ * slower, never wrong. */
+static void spin(struct parallel *p, const atomic_int *count, unsigned long seen)
 {
 	double end = spin_now() + SPIN_NS;
 
 	for (unsigned i = 1;; i++) {
-		if (atomic_load(v) != from || (stop && atomic_load(stop)))
-			return 1;
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_pause();
-#endif
-		if (i % 64 == 0 && spin_now() > end)
-			return 0;
-	}
-}
-
-/* The same for a count that must fall to zero. */
-static void spin_until_zero(const atomic_int *v)
-{
-	double end = spin_now() + SPIN_NS;
-
-	for (unsigned i = 1; atomic_load(v) > 0; i++) {
+		if (count ? atomic_load(count) <= 0
+			  : atomic_load(&p->generation) != seen || atomic_load(&p->stop))
+			return;
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
@@ -146,7 +134,7 @@ static void *worker(void *arg)
 	unsigned long seen = 0;
 
 	for (;;) {
-		spin_while(&p->generation, seen, &p->stop);
+		spin(p, NULL, seen);
 		pthread_mutex_lock(&p->mu);
 		while (p->generation == seen && !p->stop)
 			pthread_cond_wait(&p->go, &p->mu);
@@ -220,7 +208,7 @@ void parallel_run(struct parallel *p, void (*fn)(void *ctx, int part, int parts)
 	pthread_cond_broadcast(&p->go);
 	pthread_mutex_unlock(&p->mu);
 	fn(ctx, 0, p->n);
-	spin_until_zero(&p->pending);
+	spin(p, &p->pending, 0);
 	pthread_mutex_lock(&p->mu);
 	while (p->pending > 0)
 		pthread_cond_wait(&p->done, &p->mu);
@@ -258,7 +246,7 @@ void parallel_items_finish(struct parallel *p, size_t n,
 	/* closed until the next phase: a worker that wakes only now skips it */
 	p->closed = 1;
 	pthread_mutex_unlock(&p->mu);
-	spin_until_zero(&p->busy);
+	spin(p, &p->busy, 0);
 	pthread_mutex_lock(&p->mu);
 	while (p->busy > 0)
 		pthread_cond_wait(&p->done, &p->mu);
