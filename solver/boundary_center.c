@@ -22,11 +22,11 @@
  * they are summed with compensation and carry their rounding bounds
  * (struct csum), -c^T w taken at its largest, s_k at its smallest.
  * Without that, one iterate proved ten cells zero whose largest value is
- * 5e-6 records, and consistent knowledge was reported inconsistent. Each iterate's w
- * is a certificate of its own. When every cell on the zero side (y < s)
- * is proved and every other is clearly positive (y >= CENTER_GAP s), the
- * zeros are complete ("settled"); otherwise the caller's linear program
- * decides.
+ * 5e-6 records, and consistent knowledge was reported inconsistent.
+ * Each iterate's w is a certificate of its own. When every cell on the
+ * zero side (y < s) is proved and every other is clearly positive
+ * (y >= CENTER_GAP s), the zeros are complete ("settled"); otherwise the
+ * caller's linear program decides.
  *
  * The normal equations A D A^T Δw = r (D = y / s) have the structure of
  * the two-level Hessian: each bucket's block E^T D_b E is the scaling
