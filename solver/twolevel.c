@@ -158,7 +158,7 @@ static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 {
 	size_t off, g, h;
 	double reach = t->dmu_max * (double)t->ck_max;
-	int with_kk = reach <= SCALING_CAP, with_em = reach <= SCALING_SMALL;
+	int with_kk = reach <= SCALING_CAP, with_em = reach <= SCALING_SMALL, capped = 0;
 
 	twolevel_shape(t, k, &off, &g, &h);
 	for (size_t c = 0; c < g * h; c++) {
@@ -170,11 +170,13 @@ static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 			em += t->xm[t->ck[x]] + em * t->xm[t->ck[x]];
 		}
 		pt->dm[c] = s < SCALING_CAP ? s > -SCALING_CAP ? s : -SCALING_CAP : SCALING_CAP;
-		/* a capped exponent is not G's kernel: the evaluation fails */
-		pt->worst = !(fabs(s) <= SCALING_CAP) && !t->zero[off + c] ? INFINITY : pt->worst;
+		/* only when the reach allows it (not as a rule) */
+		capped |= !with_kk && !(fabs(s) <= SCALING_CAP) && !t->zero[off + c];
 		pt->kk[c] = t->zero[off + c] ? 0 : kk;
 		pt->em[c] = em;
 	}
+	if (capped) /* a capped exponent is not G's kernel: the evaluation fails */
+		pt->worst = INFINITY;
 	blk->kk = with_kk ? pt->kk : NULL;
 	blk->em = with_em ? pt->em : NULL;
 }
