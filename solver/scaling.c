@@ -120,17 +120,19 @@ static double max_abs(const double *v, size_t n)
  * every exponent stays within SCALING_CAP (no overflow, nothing to cap),
  * cell by cell (capped) otherwise; row sums into rs.
  */
-static void fill_cells(const struct scaling_block *k, struct scaling_work *w, const double *a,
-		       const double *b, double *y, double *rs)
+INLINE void fill_cells(const struct scaling_block *k, struct scaling_work *w, const double *a,
+		       const double *b, double *y, double *rs, size_t h)
 {
-	size_t g = k->g, h = k->h;
+	size_t g = k->g;
 
 	if (w->dm_max + max_abs(a, g) + max_abs(b, h) <= SCALING_CAP) {
+		UNROLL
 		for (size_t j = 0; j < h; j++)
 			w->xb[j] = exp(b[j]);
 		for (size_t i = 0; i < g; i++) {
 			double ea = exp(a[i]), sum = 0;
 
+			UNROLL
 			for (size_t j = 0; j < h; j++) {
 				double v = w->kp[i * h + j] * ea * w->xb[j];
 
@@ -157,13 +159,14 @@ static void fill_cells(const struct scaling_block *k, struct scaling_work *w, co
 
 /* y = y0 exp(dm + a + b) on the free cells; row and column residuals
  * into rs, cs; returns the largest violation, *ss the sum of squares. */
-static double fill(const struct scaling_block *k, struct scaling_work *w, const double *a,
-		   const double *b, double *y, double *rs, double *cs, double *ss)
+INLINE double fill(const struct scaling_block *k, struct scaling_work *w, const double *a,
+		   const double *b, double *y, double *rs, double *cs, double *ss, size_t h)
 {
-	size_t g = k->g, h = k->h;
+	size_t g = k->g;
 	double worst = 0, sq = 0;
 
-	fill_cells(k, w, a, b, y, rs);
+	fill_cells(k, w, a, b, y, rs, h);
+	UNROLL
 	for (size_t j = 0; j < h; j++) {
 		double sum = 0;
 
@@ -183,13 +186,15 @@ static double fill(const struct scaling_block *k, struct scaling_work *w, const 
 }
 
 /* One damped Newton step on (a, b); 0 if no step reduced the residual. */
-static int newton_step(struct scaling_block *k, struct scaling_work *w, double *worst, double *ss)
+INLINE int newton_step(struct scaling_block *k, struct scaling_work *w, double *worst, double *ss,
+		       size_t h)
 {
-	size_t g = k->g, h = k->h;
+	size_t g = k->g;
 
 	schur_factor(k->y, g, h, w->f);
 	for (size_t i = 0; i < g; i++)
 		w->p[i] = -w->rs[i];
+	UNROLL
 	for (size_t j = 0; j < h; j++)
 		w->q[j] = -w->cs[j];
 	schur_solve(w->f, k->y, g, h, w->p, w->q, w->da, w->db);
@@ -198,9 +203,10 @@ static int newton_step(struct scaling_block *k, struct scaling_work *w, double *
 
 		for (size_t i = 0; i < g; i++)
 			w->ta[i] = k->a[i] + t * w->da[i];
+		UNROLL
 		for (size_t j = 0; j < h; j++)
 			w->tb[j] = k->b[j] + t * w->db[j];
-		worst1 = fill(k, w, w->ta, w->tb, w->yt, w->rs, w->cs, &ss1);
+		worst1 = fill(k, w, w->ta, w->tb, w->yt, w->rs, w->cs, &ss1, h);
 		if (ss1 < *ss) {
 			memcpy(k->a, w->ta, g * sizeof *k->a);
 			memcpy(k->b, w->tb, h * sizeof *k->b);
@@ -218,17 +224,17 @@ static int newton_step(struct scaling_block *k, struct scaling_work *w, double *
 static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double target,
 		       int max_sweeps)
 {
-	double ss, worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
+	double ss, worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss, k->h);
 
 	for (int sweep = 0; sweep < max_sweeps && worst > target; sweep++) {
 		for (size_t i = 0; i < k->g; i++)
 			if (w->rs[i] + k->nq[i] > 0)
 				k->a[i] += log(k->nq[i] / (w->rs[i] + k->nq[i]));
-		fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
+		fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss, k->h);
 		for (size_t j = 0; j < k->h; j++)
 			if (w->cs[j] + k->ns[j] > 0)
 				k->b[j] += log(k->ns[j] / (w->cs[j] + k->ns[j]));
-		worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
+		worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss, k->h);
 	}
 	return worst;
 }
@@ -243,9 +249,9 @@ static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double t
  * where f is large) go cell by cell: there the terms could cancel
  * catastrophically.
  */
-static double excess(const struct scaling_block *k, struct scaling_work *w)
+INLINE double excess(const struct scaling_block *k, struct scaling_work *w, size_t h)
 {
-	size_t g = k->g, h = k->h;
+	size_t g = k->g;
 	double s = 0;
 
 	if (!w->ep || !(w->dm_max + max_abs(k->a, g) + max_abs(k->b, h) <= SCALING_SMALL)) {
@@ -257,9 +263,11 @@ static double excess(const struct scaling_block *k, struct scaling_work *w)
 	}
 	for (size_t i = 0; i < g; i++)
 		w->xa[i] = expm1(k->a[i]);
+	UNROLL
 	for (size_t j = 0; j < h; j++)
 		w->xb[j] = expm1(k->b[j]);
-	for (size_t i = 0; i < g; i++)
+	for (size_t i = 0; i < g; i++) {
+		UNROLL
 		for (size_t j = 0; j < h; j++) {
 			size_t c = i * h + j;
 			double ab = w->xa[i] + w->xb[j] + w->xa[i] * w->xb[j];
@@ -267,10 +275,12 @@ static double excess(const struct scaling_block *k, struct scaling_work *w)
 			if (!k->zero[c])
 				s += k->y0[c] * (w->ep[c] + ab + w->ep[c] * ab);
 		}
+	}
 	return s;
 }
 
-double scaling_solve(struct scaling_block *k, struct scaling_work *w, double target)
+INLINE void solve_width(struct scaling_block *k, struct scaling_work *w, double target, double *out,
+			size_t h)
 {
 	double ss, worst;
 
@@ -281,15 +291,23 @@ double scaling_solve(struct scaling_block *k, struct scaling_work *w, double tar
 		if (!isfinite(k->b[j]))
 			memset(k->b, 0, k->h * sizeof *k->b);
 	kernel(k, w);
-	worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss);
+	worst = fill(k, w, k->a, k->b, k->y, w->rs, w->cs, &ss, h);
 	for (int it = 0; it < NEWTON_STEPS && worst > target; it++)
-		if (!newton_step(k, w, &worst, &ss))
+		if (!newton_step(k, w, &worst, &ss, h))
 			break;
 	if (worst > target) /* Newton stalled (rounding, or a bad start) */
 		worst =
 		    sinkhorn(k, w, target,
 			     k->trial && worst > SCALING_FAR ? SCALING_FAR_SWEEPS : SCALING_SWEEPS);
-	k->excess = k->dm ? excess(k, w) : 0;
+	k->excess = k->dm ? excess(k, w, h) : 0;
+	*out = worst;
+}
+
+double scaling_solve(struct scaling_block *k, struct scaling_work *w, double target)
+{
+	double worst;
+
+	BY_WIDTH(solve_width, k->h, k, w, target, &worst);
 	return worst;
 }
 

@@ -34,7 +34,7 @@ size_t schur_size(size_t g, size_t h)
 	return g + h * h;
 }
 
-void schur_factor(const double *y, size_t g, size_t h, double *f)
+INLINE void factor(const double *y, size_t g, double *f, size_t h)
 {
 	double *dqi = f, *s = f + g;
 
@@ -43,19 +43,24 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 		const double *row = y + i * h;
 		double sum = 0;
 
+		UNROLL
 		for (size_t j = 0; j < h; j++)
 			sum += row[j];
 		dqi[i] = sum > 0 ? 1 / sum : 0;
+		UNROLL
 		for (size_t j = 0; j < h; j++) {
 			s[j * h + j] += row[j];
+			UNROLL
 			for (size_t l = 0; l <= j; l++)
 				s[j * h + l] -= row[j] * row[l] * dqi[i];
 		}
 	}
 	/* L D L^T, lower triangle; D on the diagonal, 0 for a null pivot */
+	UNROLL
 	for (size_t j = 0; j < h; j++) {
 		double d = s[j * h + j], scale = 0, di;
 
+		UNROLL
 		for (size_t l = 0; l < j; l++)
 			d -= s[j * h + l] * s[j * h + l] * s[l * h + l];
 		/* a pivot's scale is the column sum (Ds), not what elimination
@@ -65,9 +70,11 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 		d = d > PIVOT_EPS * scale ? d : 0;
 		s[j * h + j] = d;
 		di = d > 0 ? 1 / d : 0;
+		UNROLL
 		for (size_t k = j + 1; k < h; k++) {
 			double v = s[k * h + j];
 
+			UNROLL
 			for (size_t l = 0; l < j; l++)
 				v -= s[k * h + l] * s[j * h + l] * s[l * h + l];
 			s[k * h + j] = v * di;
@@ -75,17 +82,29 @@ void schur_factor(const double *y, size_t g, size_t h, double *f)
 	}
 }
 
-/* x = S^+ t in place (L D L^T with null pivots giving 0). */
-static void ldl_solve(const double *s, size_t h, double *t)
+void schur_factor(const double *y, size_t g, size_t h, double *f)
 {
-	for (size_t j = 0; j < h; j++)
+	BY_WIDTH(factor, h, y, g, f);
+}
+
+/* x = S^+ t in place (L D L^T with null pivots giving 0). */
+INLINE void ldl_solve(const double *s, size_t h, double *t)
+{
+	UNROLL
+	for (size_t j = 0; j < h; j++) {
+		UNROLL
 		for (size_t l = 0; l < j; l++)
 			t[j] -= s[j * h + l] * t[l];
+	}
+	UNROLL
 	for (size_t j = 0; j < h; j++)
 		t[j] = s[j * h + j] > 0 ? t[j] / s[j * h + j] : 0;
-	for (size_t j = h; j-- > 0;)
+	UNROLL
+	for (size_t j = h; j-- > 0;) {
+		UNROLL
 		for (size_t k = j + 1; k < h; k++)
 			t[j] -= s[k * h + j] * t[k];
+	}
 }
 
 /*
@@ -100,18 +119,24 @@ static void ldl_solve(const double *s, size_t h, double *t)
  * rt ((g + h) x h) receives the lower block by columns: row e of rt is
  * the last h entries of R e_e; sc (g) the diagonal Dq^-1/2.
  */
-void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt, double *sc)
+INLINE void root(const double *f, const double *y, size_t g, double *rt, double *sc, size_t h)
 {
 	const double *dqi = f, *s = f + g;
 
+	UNROLL
 	for (size_t j = 0; j < h; j++) { /* column j of L^-1, then of W */
 		double *w = rt + (g + j) * h;
 
+		UNROLL
 		for (size_t k = 0; k < h; k++)
 			w[k] = k == j;
-		for (size_t k = j + 1; k < h; k++)
+		UNROLL
+		for (size_t k = j + 1; k < h; k++) {
+			UNROLL
 			for (size_t l = j; l < k; l++)
 				w[k] -= s[k * h + l] * w[l];
+		}
+		UNROLL
 		for (size_t k = j; k < h; k++)
 			w[k] = s[k * h + k] > 0 ? w[k] / sqrt(s[k * h + k]) : 0;
 	}
@@ -120,14 +145,21 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
 
 		sc[i] = sqrt(dqi[i]);
 		memset(w, 0, h * sizeof *w);
+		UNROLL
 		for (size_t j = 0; j < h; j++) {
 			const double *wj = rt + (g + j) * h;
 			double v = y[i * h + j] * dqi[i];
 
+			UNROLL
 			for (size_t k = j; k < h; k++)
 				w[k] -= v * wj[k];
 		}
 	}
+}
+
+void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt, double *sc)
+{
+	BY_WIDTH(root, h, f, y, g, rt, sc);
 }
 
 /*
@@ -306,8 +338,8 @@ void schur_dense_solve(const double *a, size_t n, double *x)
 	ldl_solve(a, n, x);
 }
 
-void schur_solve(const double *f, const double *y, size_t g, size_t h, const double *p,
-		 const double *q, double *a, double *b)
+INLINE void solve(const double *f, const double *y, size_t g, const double *p, const double *q,
+		  double *a, double *b, size_t h)
 {
 	const double *dqi = f, *s = f + g;
 
@@ -316,6 +348,7 @@ void schur_solve(const double *f, const double *y, size_t g, size_t h, const dou
 	for (size_t i = 0; i < g; i++) {
 		double w = dqi[i] * p[i];
 
+		UNROLL
 		for (size_t j = 0; j < h; j++)
 			b[j] -= y[i * h + j] * w;
 	}
@@ -323,8 +356,15 @@ void schur_solve(const double *f, const double *y, size_t g, size_t h, const dou
 	for (size_t i = 0; i < g; i++) {
 		double v = p[i];
 
+		UNROLL
 		for (size_t j = 0; j < h; j++)
 			v -= y[i * h + j] * b[j];
 		a[i] = dqi[i] * v;
 	}
+}
+
+void schur_solve(const double *f, const double *y, size_t g, size_t h, const double *p,
+		 const double *q, double *a, double *b)
+{
+	BY_WIDTH(solve, h, f, y, g, p, q, a, b);
 }

@@ -12,6 +12,46 @@
 
 #include "solver.h"
 
+/*
+ * Calls fn(args..., h) with h a constant for the usual bucket widths, so
+ * that the compiler unrolls the short loops over h (buckets of 5 records
+ * under 5-diversity have h = 5): the same arithmetic in the same order as
+ * the general case, only without its loop overhead.
+ */
+#define BY_WIDTH(fn, h, ...)                                                                       \
+	do {                                                                                       \
+		switch (h) {                                                                       \
+		case 2:                                                                            \
+			fn(__VA_ARGS__, 2);                                                        \
+			break;                                                                     \
+		case 3:                                                                            \
+			fn(__VA_ARGS__, 3);                                                        \
+			break;                                                                     \
+		case 4:                                                                            \
+			fn(__VA_ARGS__, 4);                                                        \
+			break;                                                                     \
+		case 5:                                                                            \
+			fn(__VA_ARGS__, 5);                                                        \
+			break;                                                                     \
+		case 6:                                                                            \
+			fn(__VA_ARGS__, 6);                                                        \
+			break;                                                                     \
+		case 7:                                                                            \
+			fn(__VA_ARGS__, 7);                                                        \
+			break;                                                                     \
+		case 8:                                                                            \
+			fn(__VA_ARGS__, 8);                                                        \
+			break;                                                                     \
+		default:                                                                           \
+			fn(__VA_ARGS__, h);                                                        \
+			break;                                                                     \
+		}                                                                                  \
+	} while (0)
+/* For the functions BY_WIDTH specializes (inlined into each case), and
+ * their loops over h (unrolled where h is a constant). */
+#define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
+
 /* ---- parallel.c --------------------------------------------------------- */
 
 struct parallel;
@@ -260,6 +300,8 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 struct scaling_work {
 	double *yt, *f, *rs, *cs, *p, *q, *da, *db, *ta, *tb;
 	double *kk, *em, *xa, *xb; /* the kernel, and per row and column */
+	double *ra, *rr;	   /* row scales of y and of a trial (fill_rows) */
+	int ra_logs;		   /* ra holds a itself */
 	const double *kp, *ep;	   /* the kernel in use */
 	double dm_max;
 	double *y0, *ab; /* for scaling_bucket */

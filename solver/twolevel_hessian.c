@@ -216,11 +216,11 @@ void twolevel_hessian_diag(struct twolevel *t, double *out)
 /* ---- H formed ------------------------------------------------------------ */
 
 /*
- * lm -= X X^T (lower triangle) for the np rows of x (h entries each, np
- * even, lm of stride np): 2 x 2 blocks of rows, four independent sums
- * that share their loads.
+ * lm = -X X^T (lower triangle, and the upper entry of each diagonal
+ * block) for the np rows of x (h entries each, np even, lm of stride np):
+ * 2 x 2 blocks of rows, four independent sums that share their loads.
  */
-static void gram(const double *x, size_t np, size_t h, double *lm)
+INLINE void gram(const double *x, size_t np, double *lm, size_t h)
 {
 	for (size_t l = 0; l < np; l += 2) {
 		const double *x0 = x + l * h, *x1 = x0 + h;
@@ -229,16 +229,17 @@ static void gram(const double *x, size_t np, size_t h, double *lm)
 			const double *y0 = x + m * h, *y1 = y0 + h;
 			double a00 = 0, a01 = 0, a10 = 0, a11 = 0;
 
+			UNROLL
 			for (size_t e = 0; e < h; e++) {
 				a00 += x0[e] * y0[e];
 				a01 += x0[e] * y1[e];
 				a10 += x1[e] * y0[e];
 				a11 += x1[e] * y1[e];
 			}
-			lm[l * np + m] -= a00;
-			lm[l * np + m + 1] -= a01;
-			lm[(l + 1) * np + m] -= a10;
-			lm[(l + 1) * np + m + 1] -= a11;
+			lm[l * np + m] = -a00;
+			lm[l * np + m + 1] = -a01;
+			lm[(l + 1) * np + m] = -a10;
+			lm[(l + 1) * np + m + 1] = -a11;
 		}
 	}
 }
@@ -246,8 +247,9 @@ static void gram(const double *x, size_t np, size_t h, double *lm)
 /*
  * The first g entries' part of the Gram matrix, p_l^T Dq^-1 p_m, from
  * bucket row i: over the ordered pairs of the patterns' entries in the
- * row's cells. lm[l][m] gets every pair whose first entry is in pattern l
- * and second in pattern m: the whole sum, in both triangles.
+ * row's cells. lm[l][m], l >= m, gets every pair whose first entry is in
+ * pattern l and second in pattern m: the whole sum, in the lower
+ * triangle.
  */
 static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t i,
 		   size_t np, double *lm)
@@ -266,7 +268,8 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		double v = dqi[i] * pt->pv[a], *la = lm + pt->pi[a] * np;
 
 		for (size_t b = 0; b < cnt; b++)
-			la[pt->pi[b]] -= v * pt->pv[b];
+			if (pt->pi[b] <= pt->pi[a])
+				la[pt->pi[b]] -= v * pt->pv[b];
 	}
 }
 
@@ -285,33 +288,36 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k,
  * entries (gram_p); the last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i,
  * R_j the columns of c's row and column, are dense (gram).
  */
-static void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k)
+INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t h)
 {
-	size_t off, g, h, n = t->lr_off[k + 1] - t->lr_off[k], np = t->npat[k] + (t->npat[k] & 1);
+	size_t off, g, n = t->lr_off[k + 1] - t->lr_off[k], np = t->npat[k] + (t->npat[k] & 1);
 	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
 	const double *y;
 	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt;
 
-	twolevel_shape(t, k, &off, &g, &h);
+	off = t->inv->cell_off[t->bk[k]]; /* h is the caller's constant */
+	g = t->ds->bq_off[t->bk[k] + 1] - t->ds->bq_off[t->bk[k]];
 	y = t->y + off;
 	schur_root(t->fac + t->foff[k], y, g, h, rt, pt->sc);
 	memset(x, 0, np * h * sizeof *x);
-	memset(lm, 0, np * np * sizeof *lm);
 	for (size_t c = 0; c < g * h; c++) {
 		const double *ri = rt + (c / h) * h, *rj = rt + (g + c % h) * h;
 
 		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
 			size_t l = t->pk[e];
 
+			UNROLL
 			for (size_t j = 0; j < h; j++)
 				x[l * h + j] += y[c] * (ri[j] + rj[j]);
-			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
-				lm[l * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
 		}
 	}
+	gram(x, np, lm, h);
+	for (size_t c = 0; c < g * h; c++)
+		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++)
+			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
+				lm[t->pk[e] * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
 	for (size_t i = 0; i < g; i++)
 		gram_p(t, pt, k, i, np, lm);
-	gram(x, np, h, lm);
 	for (size_t l = 0; l < np; l++) /* both triangles, for any pattern order */
 		for (size_t m = 0; m < l; m++)
 			lm[m * np + l] = lm[l * np + m];
@@ -333,7 +339,8 @@ static void form_part(void *ctx, int p, int parts)
 	memset(pt->hmat, 0, t->r * t->r * sizeof *pt->hmat);
 	twolevel_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++)
-		bucket_form(t, pt, k);
+		BY_WIDTH(bucket_form, t->ds->bs_off[t->bk[k] + 1] - t->ds->bs_off[t->bk[k]], t, pt,
+			 k);
 }
 
 void twolevel_hessian_form(struct twolevel *t, double *out)
