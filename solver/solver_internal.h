@@ -369,9 +369,8 @@ struct twolevel_part {
 	double f, worst;
 	/* forming H: this part's share (r x r), per local row the dense part
 	 * of R z (twolevel_hessian.c), the local matrix, R, and per entry
-	 * of ck in a bucket row its y and local row */
+	 * of a bucket row's patterns its y */
 	double *hmat, *dx, *dl, *rt, *sc, *pv;
-	uint32_t *pi;
 };
 
 struct twolevel {
@@ -403,10 +402,12 @@ struct twolevel {
 	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
 	 * patterns (lpat: rows with the same cells share one; npat[k] of
 	 * them), and per cell its patterns, ascending, where its entries of
-	 * ck start (pk[ck_off[c] .. pk_end[c])) */
+	 * ck start (pk[ck_off[c] .. pk_end[c])); per bucket row (qoff[k] +
+	 * i) the patterns through its cells, ascending, with their cells
+	 * (rpat, rcell from ck_off of the row's first cell, rp_n of them) */
 	int dense;
 	size_t *lr_off, *pk_end;
-	uint32_t *lrows, *lpat, *npat, *pk;
+	uint32_t *lrows, *lpat, *npat, *pk, *rpat, *rcell, *rp_n;
 };
 
 /* For the coupled buckets (coupled[b]), the open rows (knowledge rows not

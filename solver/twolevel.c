@@ -62,7 +62,6 @@ static void part_finish(struct twolevel_part *pt)
 	free(pt->rt);
 	free(pt->sc);
 	free(pt->pv);
-	free(pt->pi);
 }
 
 void twolevel_finish(struct twolevel *t)
@@ -95,6 +94,9 @@ void twolevel_finish(struct twolevel *t)
 	free(t->npat);
 	free(t->pk_end);
 	free(t->pk);
+	free(t->rpat);
+	free(t->rcell);
+	free(t->rp_n);
 	memset(t, 0, sizeof *t);
 }
 

@@ -246,30 +246,23 @@ INLINE void gram(const double *x, size_t np, double *lm, size_t h)
 
 /*
  * The first g entries' part of the Gram matrix, p_l^T Dq^-1 p_m, from
- * bucket row i: over the ordered pairs of the patterns' entries in the
- * row's cells. lm[l][m], l >= m, gets every pair whose first entry is in
- * pattern l and second in pattern m: the whole sum, in the lower
- * triangle.
+ * bucket row i (y, dqi of the bucket; the row's patterns ascending from
+ * rp with their cells): a pattern has one cell in a row at most (a
+ * knowledge row's cells are of one SA value), so p_l[i] is that cell's
+ * y, and lm[l][m], l >= m, gets the products of the row's pairs.
  */
-static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t i,
-		   size_t np, double *lm)
+static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp, size_t n,
+		   const double *y, double dqi, size_t np, double *lm)
 {
-	size_t off, g, h, cnt = 0;
-	const double *dqi = t->fac + t->foff[k], *y;
+	const uint32_t *pat = t->rpat + rp, *cell = t->rcell + rp;
 
-	twolevel_shape(t, k, &off, &g, &h);
-	y = t->y + off;
-	for (size_t c = i * h; c < i * h + h; c++)
-		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
-			pt->pi[cnt] = t->pk[e];
-			pt->pv[cnt++] = y[c];
-		}
-	for (size_t a = 0; a < cnt; a++) {
-		double v = dqi[i] * pt->pv[a], *la = lm + pt->pi[a] * np;
+	for (size_t a = 0; a < n; a++)
+		pt->pv[a] = y[cell[a]];
+	for (size_t a = 0; a < n; a++) {
+		double v = dqi * pt->pv[a], *la = lm + pat[a] * np;
 
-		for (size_t b = 0; b < cnt; b++)
-			if (pt->pi[b] <= pt->pi[a])
-				la[pt->pi[b]] -= v * pt->pv[b];
+		for (size_t b = 0; b <= a; b++)
+			la[pat[b]] -= v * pt->pv[b];
 	}
 }
 
@@ -317,7 +310,8 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
 				lm[t->pk[e] * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
 	for (size_t i = 0; i < g; i++)
-		gram_p(t, pt, k, i, np, lm);
+		gram_p(t, pt, t->ck_off[off + i * h], t->rp_n[t->qoff[k] + i], y,
+		       t->fac[t->foff[k] + i], np, lm);
 	for (size_t l = 0; l < np; l++) /* both triangles, for any pattern order */
 		for (size_t m = 0; m < l; m++)
 			lm[m * np + l] = lm[l * np + m];
@@ -408,6 +402,29 @@ static void cell_patterns(struct twolevel *t, const uint32_t *pat, const uint32_
 	t->pk_end[c] = n;
 }
 
+/* Bucket k's row i: the patterns of its cells (cell_patterns), ascending,
+ * with their cells (within the bucket), for gram_p. Distinct: the cells
+ * of a row are in distinct columns, and a pattern's in one. */
+static void row_patterns(struct twolevel *t, size_t k, size_t i)
+{
+	size_t off, g, h, at, n = 0;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	at = t->ck_off[off + i * h];
+	for (size_t c = off + i * h; c < off + i * h + h; c++)
+		for (size_t e = t->ck_off[c]; e < t->pk_end[c]; e++) {
+			size_t m = n++;
+
+			for (; m > 0 && t->rpat[at + m - 1] > t->pk[e]; m--) {
+				t->rpat[at + m] = t->rpat[at + m - 1];
+				t->rcell[at + m] = t->rcell[at + m - 1];
+			}
+			t->rpat[at + m] = t->pk[e];
+			t->rcell[at + m] = (uint32_t)(c - off);
+		}
+	t->rp_n[t->qoff[k] + i] = (uint32_t)n;
+}
+
 /* Whether local rows l and m have the same cells (lists from cell_lists). */
 static int same_cells(const size_t *lo, const uint32_t *cells, size_t l, size_t m)
 {
@@ -476,6 +493,8 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
 	}
 	for (size_t c = off; c < off + g * h; c++)
 		cell_patterns(t, pat, pt->loc, c);
+	for (size_t i = 0; i < g; i++)
+		row_patterns(t, k, i);
 	t->npat[k] = (uint32_t)np;
 }
 
@@ -559,7 +578,11 @@ static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes 
 	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
 	t->pk_end = malloc((t->inv->n_cells + 1) * sizeof *t->pk_end);
 	t->pk = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->pk);
-	pp.failed = !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->pk_end || !t->pk;
+	t->rpat = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->rpat);
+	t->rcell = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->rcell);
+	t->rp_n = malloc((t->qoff[t->nb] + 1) * sizeof *t->rp_n);
+	pp.failed = !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->pk_end || !t->pk ||
+		    !t->rpat || !t->rcell || !t->rp_n;
 	for (int p = 0; !pp.failed && p < t->parts; p++) {
 		struct pattern_scratch *sc = &pp.sc[p];
 
@@ -601,8 +624,7 @@ enum pm_status twolevel_hessian_init(struct twolevel *t)
 		pt->rt = malloc(z.rt * sizeof *pt->rt);
 		pt->sc = malloc(z.rt * sizeof *pt->sc);
 		pt->pv = malloc(z.inc * sizeof *pt->pv);
-		pt->pi = malloc(z.inc * sizeof *pt->pi);
-		if (!pt->hmat || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv || !pt->pi)
+		if (!pt->hmat || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv)
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;
