@@ -304,6 +304,7 @@ struct scaling_work {
 	int ra_logs;		   /* ra holds a itself */
 	const double *kp, *ep;	   /* the kernel in use */
 	double dm_max;
+	int sweeps;	 /* Sinkhorn's, in the last solve (for tests) */
 	double *y0, *ab; /* for scaling_bucket */
 };
 enum pm_status scaling_work_init(struct scaling_work *w, size_t g, size_t h);

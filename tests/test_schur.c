@@ -433,6 +433,59 @@ static double test_hessian(const struct block *k, struct scaling_work *w)
 
 /* Scalings from tiny, small and large multipliers: their excess against
  * the cell-by-cell sum, with and without the caller's kernel (inner). */
+/*
+ * A bucket of an inconsistent input (tests/data: none; from a stress run,
+ * 66 records, rules of probability 1e-6 and 0) at a trial point whose
+ * kernel exponents reach SCALING_CAP: Newton stalls at the rounding floor,
+ * about 1e-11 records, above the target of 1e-13, and Sinkhorn cannot go
+ * lower. It must give up within a few windows, not sweep 10,000 times
+ * (that took 2.5-8 s over the line search's trial points).
+ */
+static void test_rounding_floor(struct scaling_work *w)
+{
+	static const double y0[15] = {0x1.000000000002ep+0,
+				      0x1.fffffff01b176p-1,
+				      0x1.0000000000038p+0,
+				      0,
+				      0x1.fc9dd8de34c64p-30,
+				      0,
+				      0x1.1ee8c76aa4007p-47,
+				      0x1.0c9ff4acb412ep-142,
+				      0x1.fc9d9f5ae7062p-30,
+				      0x1.fffffff01b135p-1,
+				      0x1.0e69882eaffccp-113,
+				      0x1.fc9eafc72269dp-30,
+				      0x1.0e69882eaffd8p-113,
+				      0x1.fffffff01b173p-1,
+				      0};
+	double dm[15] = {0}, y[15], worst; /* and the caller's warm start: */
+	double a[3] = {0x1.27dd29db72ca5p+9, 0x1.06f76c3db377p-26, 0x1.08b7a70a113f1p+3};
+	double b[5] = {-0x1.27dd29db72ca5p+9, 0x1.08b5892b8527dp+3, -0x1.27dd29db72ca5p+9,
+		       -0x1.08b7a701d9816p+3, 0};
+	uint8_t zero[15] = {0};
+	uint32_t nq[3] = {3, 1, 1}, ns[5] = {1, 1, 1, 1, 1};
+	struct scaling_block k = {.g = 3,
+				  .h = 5,
+				  .y0 = y0,
+				  .dm = dm,
+				  .zero = zero,
+				  .nq = nq,
+				  .ns = ns,
+				  .a = a,
+				  .b = b,
+				  .y = y,
+				  .trial = 1};
+
+	zero[3] = zero[5] = zero[14] = 1;
+	dm[1] = dm[4] = -600;
+	dm[11] = -0x1.8d1223ea89746p+4;
+	worst = scaling_solve(&k, w, 1e-13);
+	fprintf(stderr, "rounding floor: violation %.3g after %d Sinkhorn sweeps\n", worst,
+		w->sweeps);
+	CHECK(worst <= 1e-9);
+	CHECK(w->sweeps <= 1000);
+}
+
 static void test_excess(struct scaling_work *w)
 {
 	for (int n = 0; n < 300; n++) {
@@ -471,6 +524,7 @@ int main(void)
 		worst_blocked = fmax(worst_blocked, test_blocked(size, m, 1 + n % 2));
 	}
 	test_excess(&w);
+	test_rounding_floor(&w);
 	for (int n = 0; n < 300; n++) {
 		struct block k;
 		double mu[MAXR], y[MAXG * MAXH], yr[MAXG * MAXH], a[MAXG], b[MAXH];
