@@ -407,7 +407,7 @@ struct twolevel {
 	 * i) the patterns through its cells, ascending, with their cells
 	 * (rpat, rcell from ck_off of the row's first cell, rp_n of them) */
 	int dense;
-	size_t *lr_off, *pk_end;
+	size_t *lr_off, *pk_end, *fcost; /* fcost: form_costs */
 	uint32_t *lrows, *lpat, *npat, *pk, *rpat, *rcell, *rp_n;
 };
 

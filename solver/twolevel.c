@@ -93,6 +93,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->lpat);
 	free(t->npat);
 	free(t->pk_end);
+	free(t->fcost);
 	free(t->pk);
 	free(t->rpat);
 	free(t->rcell);
