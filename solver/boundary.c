@@ -31,9 +31,6 @@
 
 #include "solver_internal.h"
 
-/* Longest stretch of simplex work between two cancel checks. */
-#define LP_SLICE_MS 200
-
 /* A component: its buckets and knowledge rows, with local cell numbers. */
 struct component {
 	size_t n_buckets, n_krows, m;
@@ -334,49 +331,6 @@ static glp_prob *lp_build(struct boundary *bd, const struct component *c, const 
 	return lp;
 }
 
-/* Has the caller asked to stop? (the progress callback, with no
- * iteration to report yet) */
-static int cancelled(const struct boundary *bd)
-{
-	return bd->o && bd->o->progress && bd->o->progress(bd->o->progress_ctx, 0, NAN);
-}
-
-/*
- * 1 optimal (feasible), 0 infeasible, -1 solver failure, -2 cancelled.
- * GLPK's simplex has no callback, so it runs in slices of LP_SLICE_MS and
- * resumes from its current basis; between slices a cancel is honoured.
- */
-static int lp_solve(const struct boundary *bd, glp_prob *lp)
-{
-	glp_smcp p;
-	int ret;
-
-	glp_init_smcp(&p);
-	p.msg_lev = GLP_MSG_OFF;
-	p.presolve = GLP_OFF; /* the presolver cannot hand back a partial basis */
-	p.tm_lim = LP_SLICE_MS;
-	glp_adv_basis(lp, 0);
-	while ((ret = glp_simplex(lp, &p)) == GLP_ETMLIM)
-		if (cancelled(bd))
-			return -2;
-	if (ret != 0) {
-		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
-		while ((ret = glp_simplex(lp, &p)) == GLP_ETMLIM)
-			if (cancelled(bd))
-				return -2;
-	}
-	if (ret != 0)
-		return -1;
-	switch (glp_get_status(lp)) {
-	case GLP_OPT:
-	case GLP_FEAS:
-		return 1;
-	case GLP_NOFEAS:
-		return 0;
-	}
-	return -1;
-}
-
 /* Does propagation alone prove the component infeasible with the
  * knowledge rows in use[] (NULL: all of them)? Every other knowledge row
  * is set aside as resolved, which propagation skips. 1 yes, 0 no, -1 out
@@ -424,7 +378,7 @@ static int feasible(struct boundary *bd, const struct component *c, const uint8_
 	lp = lp_build(bd, c, use, 0);
 	if (!lp)
 		return -1;
-	r = lp_solve(bd, lp);
+	r = lp_solve(lp, bd->o);
 	glp_delete_prob(lp);
 	return r;
 }
@@ -505,7 +459,7 @@ static enum pm_status component_solve(struct boundary *bd, struct component *c,
 	lp = lp_build(bd, c, NULL, 1);
 	if (!lp)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	r = lp_solve(bd, lp);
+	r = lp_solve(lp, bd->o);
 	if (r > 0 && glp_get_obj_val(lp) < 0.5)
 		r = 0; /* only y = 0, t = 0: the rows admit no solution */
 	for (size_t j = 0; r > 0 && j < c->m; j++)

@@ -172,6 +172,15 @@ static inline double csum_error(const struct csum *a)
 	return 2.0 * (u * fabs(csum_value(a)) + g * g * a->size);
 }
 
+/* ---- boundary_lp.c ------------------------------------------------------ */
+
+struct glp_prob; /* glpk.h's glp_prob */
+
+/* Solves GLPK problem lp from an advanced basis: 1 optimal (feasible), 0
+ * infeasible, -1 solver failure, -2 cancelled (o's progress callback, may
+ * be NULL). */
+int lp_solve(struct glp_prob *lp, const struct solver_options *o);
+
 /* ---- boundary_center.c -------------------------------------------------- */
 
 /* A component of boundary.c: its buckets, its open knowledge rows (inv
