@@ -612,6 +612,29 @@ static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t 
 	return st;
 }
 
+/*
+ * Propagation or the relaxations found no solution. A component that
+ * propagation alone proves infeasible has its rules named, with no linear
+ * program over any component (the zero finder of a consistent one, first
+ * in line, once failed numerically and hid the conflict); otherwise (the
+ * relaxations' proof) each component's program decides.
+ */
+static enum pm_status infeasible_components(struct boundary *bd, struct component *cs, size_t n,
+					    struct pm_error *err)
+{
+	enum pm_status st = PM_OK;
+
+	for (size_t i = 0; i < n; i++) {
+		int p = proved_infeasible(bd, &cs[i], NULL);
+
+		if (p)
+			return p < 0 ? PM_ERR_NOMEM : conflict_report(bd, &cs[i], err);
+	}
+	for (size_t i = 0; !st && i < n; i++)
+		st = component_solve(bd, &cs[i], err);
+	return st;
+}
+
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
 			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,
@@ -639,19 +662,12 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 		st = components_build(&bd, &cs, &n);
 	/* the linear program only where propagation left a row open, or to
 	 * name the rules of a conflict */
-	for (size_t i = 0; !st && i < n; i++) {
+	if (!st && infeasible)
+		st = infeasible_components(&bd, cs, n, err);
+	for (size_t i = 0; !st && !infeasible && i < n; i++) {
 		int stable = 0;
 		size_t found = 0;
 
-		if (infeasible) { /* propagation's proof: name the rules, no LP over it */
-			int p = proved_infeasible(&bd, &cs[i], NULL);
-
-			/* else (the relaxations' proof) the program decides */
-			st = p < 0 ? PM_ERR_NOMEM
-			     : p   ? conflict_report(&bd, &cs[i], err)
-				   : component_solve(&bd, &cs[i], err);
-			continue;
-		}
 		if (component_resolved(&cs[i], resolved))
 			continue;
 		if (deferred) { /* the caller's solve is the probe */

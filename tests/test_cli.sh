@@ -188,6 +188,16 @@ for m in two-level full-dual; do
 	out_empty
 done
 
+# 7 records; only rules[1] conflicts (one record of s1 where it needs
+# five), and propagation proves it, but the zero finder of the other
+# component (rules[0], 5e-8 records) ran first, GLPK's simplex ended
+# "unbounded" there, and both methods exited 1 (solver failure)
+for m in two-level full-dual; do
+	run 3 solve "$DATA/cli_tiny_conflict.json" "$DATA/cli_tiny_conflict_knowledge.json" --method $m
+	err_is "pmaxent: rules: no distribution satisfies this rule: rules[1] P(s1 | a1=v3) = 0.99999999"
+	out_empty
+done
+
 run 2 solve "$DATA/codec_bad_ds_qi_count.json"
 err_is "pmaxent: records[2].qi: must be an array of 2 values (qi_attributes), got 3"
 out_empty
