@@ -501,7 +501,8 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	glp_init_smcp(&parm);
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.presolve = *first ? GLP_ON : GLP_OFF;
-	parm.tol_bnd = RELAX_BOUND; /* not GLPK's 1e-7: see below */
+	parm.tol_bnd = RELAX_BOUND;	       /* not GLPK's 1e-7: see below */
+	parm.it_lim = lp_iteration_budget(lp); /* a cycling simplex: nothing proved */
 	ret = glp_simplex(lp, &parm);
 	*first = 0;
 	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {

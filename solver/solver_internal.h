@@ -176,10 +176,15 @@ static inline double csum_error(const struct csum *a)
 
 struct glp_prob; /* glpk.h's glp_prob */
 
-/* Solves GLPK problem lp from an advanced basis: 1 optimal (feasible), 0
- * infeasible, -1 solver failure, -2 cancelled (o's progress callback, may
- * be NULL). */
+/* Solves GLPK problem lp (whose objective must be bounded) from an
+ * advanced basis, with the floating-point simplex and, where that fails or
+ * runs out of iterations, the exact one: 1 optimal (feasible), 0
+ * infeasible, -1 solver failure (the exact simplex too failed or ran out),
+ * -2 cancelled (o's progress callback, may be NULL). */
 int lp_solve(struct glp_prob *lp, const struct solver_options *o);
+/* Simplex iterations allowed on lp in each arithmetic, floating-point and
+ * exact; a simplex that needs more is taken to cycle. */
+int lp_iteration_budget(struct glp_prob *lp);
 
 /* ---- boundary_center.c -------------------------------------------------- */
 

@@ -452,12 +452,24 @@ static void test_lp_solve(void)
 	 * seed 38113402, where another component held the conflict). */
 	static const int tiny_rule[][4] = {{1, 2}, {3, 4}, {1, 3}, {1}};
 	static const double tiny_rhs[] = {1, 1, 1, 5e-8};
+	static const int hang_rows[][4] = {{1}, {2}, {2}, {1}};
+	static const double hang_rhs[] = {1, 1, 1, 0.9999999};
 	glp_prob *lp;
 
 	glp_term_out(GLP_OFF);
 	lp = zero_finder(4, 4, tiny_rule, tiny_rhs);
 	CHECK(lp_solve(lp, NULL) == 1);
 	CHECK(glp_get_obj_val(lp) == 4);
+	glp_delete_prob(lp);
+	/* the same bucket after a false zero on each value (stress seed
+	 * 38106743, before the relaxations' check held claims to 1e-9): rows
+	 * y1 = t, y2 = t twice and a rule y1 = 0.9999999 t admit only t = 0.
+	 * The simplex restarted after "numerical instability" for ever, and
+	 * lp_solve resumed it after every time slice: the solve hung */
+	lp = zero_finder(2, 4, hang_rows, hang_rhs);
+	CHECK(lp_solve(lp, NULL) == 1);
+	CHECK(glp_get_obj_val(lp) == 0);
+	CHECK(glp_get_it_cnt(lp) <= lp_iteration_budget(lp) * 2);
 	glp_delete_prob(lp);
 	glp_free_env();
 }
