@@ -362,7 +362,10 @@ static int proved_infeasible(struct boundary *bd, const struct component *c, con
 
 /* Is the component feasible with the knowledge rows in use[]? Propagation
  * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
- * no rule at all it is (the closed form); else the linear program. */
+ * no rule at all it is (the closed form); else the linear program, its
+ * verdict confirmed by the exact simplex (an error path: the cost is
+ * no matter, and the rules named must agree with component_solve's exact
+ * verdict). */
 static int feasible(struct boundary *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);
@@ -379,6 +382,11 @@ static int feasible(struct boundary *bd, const struct component *c, const uint8_
 	if (!lp)
 		return -1;
 	r = lp_solve(lp, bd->o);
+	if (r == 1) { /* named from exact verdicts, as component_solve's */
+		int e = lp_exact(lp, bd->o);
+
+		r = e == -1 ? r : e;
+	}
 	glp_delete_prob(lp);
 	return r;
 }
@@ -445,27 +453,69 @@ out:
 	return st;
 }
 
+/*
+ * The zero finder's verdict from lp's optimum: 1 with the cells it proves
+ * zero in claim[] (z_j < 0.5), 0 when the rows admit no solution (only
+ * y = 0, t = 0), -1 failure, -2 cancelled. Within GLPK's tolerances the
+ * simplex stopped at t = 1 with a cell of 1e-8 records (P(cold | age=30)
+ * = 0.99999999 on two records: z = 1e-8 < 0.5), which was claimed zero
+ * and made the rule look inconsistent; an exact optimum puts z_j = 1 on
+ * every cell that some solution makes positive. lp_solve has the exact
+ * simplex decide where the float optimum is not clean; here also where it
+ * claims a cell that is positive there, or finds no solution. A zero then
+ * needs both; if the exact simplex fails, the float verdict stands.
+ */
+static int zero_claims(const struct boundary *bd, const struct component *c, glp_prob *lp,
+		       uint8_t *claim)
+{
+	double t = glp_get_col_prim(lp, (int)(2 * c->m + 1));
+	int feasible = glp_get_obj_val(lp) >= 0.5, doubt = !feasible, r;
+
+	for (size_t j = 0; j < c->m; j++) {
+		claim[j] = glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5;
+		doubt |= claim[j] && glp_get_col_prim(lp, (int)j + 1) > 1e-11 * t;
+	}
+	if (!doubt)
+		return 1;
+	r = lp_exact(lp, bd->o);
+	if (r != 1)
+		return r == -2 ? -2 : feasible;
+	if (glp_get_obj_val(lp) < 0.5)
+		return 0;
+	for (size_t j = 0; j < c->m; j++)
+		claim[j] &= glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5;
+	return 1;
+}
+
 /* Zero finder LP on one component; conflicts are reported. */
 static enum pm_status component_solve(struct boundary *bd, struct component *c,
 				      struct pm_error *err)
 {
-	glp_prob *lp;
-	int r;
+	glp_prob *lp = NULL;
+	uint8_t *claim = NULL;
+	int r = -3; /* out of memory */
 
-	if (component_cells(bd, c, 1))
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	if (!c->m)
-		return conflict_report(bd, c, err);
+	/* every cell, those known to be zero too: some are zero only to 1e-9
+	 * records (the certificates), and without them an exact program may
+	 * find no solution where there is one */
+	if (component_cells(bd, c, 0))
+		goto out;
 	lp = lp_build(bd, c, NULL, 1);
-	if (!lp)
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	claim = malloc(c->m + 1);
+	if (!lp || !claim)
+		goto out;
 	r = lp_solve(lp, bd->o);
-	if (r > 0 && glp_get_obj_val(lp) < 0.5)
-		r = 0; /* only y = 0, t = 0: the rows admit no solution */
+	if (r > 0)
+		r = zero_claims(bd, c, lp, claim);
 	for (size_t j = 0; r > 0 && j < c->m; j++)
-		if (glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5)
+		if (claim[j])
 			bd->zero[c->cells[j]] = 1;
-	glp_delete_prob(lp);
+out:
+	if (lp)
+		glp_delete_prob(lp);
+	free(claim);
+	if (r == -3)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (r == -2)
 		return error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 	if (r < 0)

@@ -454,6 +454,8 @@ static void test_lp_solve(void)
 	static const double tiny_rhs[] = {1, 1, 1, 5e-8};
 	static const int hang_rows[][4] = {{1}, {2}, {2}, {1}};
 	static const double hang_rhs[] = {1, 1, 1, 0.9999999};
+	static const int pair_rows[][4] = {{1, 2}, {1}, {2}};
+	static const double pair_rhs[] = {2, 2 * 3e-9, 2 * 0.999999997};
 	glp_prob *lp;
 
 	glp_term_out(GLP_OFF);
@@ -470,6 +472,13 @@ static void test_lp_solve(void)
 	CHECK(lp_solve(lp, NULL) == 1);
 	CHECK(glp_get_obj_val(lp) == 0);
 	CHECK(glp_get_it_cnt(lp) <= lp_iteration_budget(lp) * 2);
+	glp_delete_prob(lp);
+	/* two records, rules of 3e-9 and 0.999999997 on both (stress seed
+	 * 38000668): 6e-9 + 1.999999994 records is all of them, exactly in
+	 * decimal, but GLPK reads 0.999999997 as 333333332/333333333 */
+	lp = zero_finder(2, 3, pair_rows, pair_rhs);
+	CHECK(lp_exact(lp, NULL) == 1);
+	CHECK(glp_get_obj_val(lp) == 2);
 	glp_delete_prob(lp);
 	glp_free_env();
 }

@@ -179,6 +179,28 @@ json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["
 run 0 solve "$DATA/cli_two_records.json" "$DATA/cli_two_records_knowledge.json"
 json_ok 'abs(d["posterior"][0]["p"]["flu"] - 1e-7) < 1e-12 and abs(d["posterior"][1]["p"]["cold"] - 1e-7) < 1e-12'
 
+# the same with P = 0.99999999: cells of 1e-8 records. GLPK's tolerances
+# held them zero twice (the relaxations' check, with its presolver, and
+# the zero finder's float optimum, z = 1e-8 < 0.5); the rule then looked
+# inconsistent, and both methods exited 1 (propagation and the LP disagree)
+for m in two-level full-dual; do
+	run 0 solve "$DATA/cli_tiny_cell.json" "$DATA/cli_tiny_cell_knowledge.json" --method $m
+	json_ok 'abs(d["posterior"][0]["p"]["flu"] - 1e-8) < 1e-11 and abs(d["posterior"][1]["p"]["cold"] - 1e-8) < 1e-11'
+	json_ok 'd["estimation_accuracy"] is not None and abs(d["estimation_accuracy"] - 18.4206807) < 1e-3'
+done
+
+# rules[1] and rules[2], P = 3e-9 and 0.999999997 on the same two records,
+# add up to them exactly; in the exact simplex's reading of the doubles
+# (0.999999997 as 333333332/333333333) they asked for more, and the rules
+# looked inconsistent. Both methods must solve it, s0 at 3e-9 there
+run 0 solve "$DATA/cli_decimal_pair.json" "$DATA/cli_decimal_pair_knowledge.json" --method full-dual
+cp "$OUT" "$TMP/pair_full.json"
+json_ok '[abs(e["p"]["s0"] - 3e-9) < 1e-11 for e in d["posterior"] if e["qi"] == ["v0", "v2", "v2"]] == [True]'
+run 0 solve "$DATA/cli_decimal_pair.json" "$DATA/cli_decimal_pair_knowledge.json"
+json_ok '[abs(e["p"]["s0"] - 3e-9) < 1e-11 for e in d["posterior"] if e["qi"] == ["v0", "v2", "v2"]] == [True]'
+json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["posterior"], json.load(open("'"$TMP"'/pair_full.json"))["posterior"]) for s in set(a["p"]) | set(b["p"]))'
+json_ok 'abs(d["estimation_accuracy"] - 0.4629922) < 1e-6'
+
 # the relaxations' interior point method once overran its row list here
 # (a repeated rule, a variable with no weight): both methods name the same
 # two rules
