@@ -326,6 +326,12 @@ static void test_hand_cases(void)
 	propagate_one(ds, "x", "s", 0.75, zero, &resolved, &infeasible);
 	CHECK(!resolved && !infeasible);
 	CHECK(memchr(zero, 1, inv.n_cells) == NULL);
+	/* 2e-9 records below the upper bound is not at it: x keeps 2e-9
+	 * records of t (taken as tight within 1e-9 times the right-hand side,
+	 * its cells were zeroed) */
+	propagate_one(ds, "x", "s", 1 - 1e-9, zero, &resolved, &infeasible);
+	CHECK(!resolved && !infeasible);
+	CHECK(memchr(zero, 1, inv.n_cells) == NULL);
 	/* beyond the bounds: P(s | x) = 0.25 would leave x 1.5 records of t */
 	propagate_one(ds, "x", "s", 0.25, zero, &resolved, &infeasible);
 	CHECK(infeasible);

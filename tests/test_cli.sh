@@ -201,6 +201,17 @@ json_ok '[abs(e["p"]["s0"] - 3e-9) < 1e-11 for e in d["posterior"] if e["qi"] ==
 json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["posterior"], json.load(open("'"$TMP"'/pair_full.json"))["posterior"]) for s in set(a["p"]) | set(b["p"]))'
 json_ok 'abs(d["estimation_accuracy"] - 0.4629922) < 1e-6'
 
+# P(flu | age=30) = 0.9999999995 on four records: 2e-9 records short of
+# its upper bound. Propagation took a row within 1e-9 c of a bound as at
+# it (4e-9 here), zeroed both cells of 2e-9 records, the accuracy came out
+# infinite (a record sits on one) and the full dual did not converge
+for m in two-level full-dual; do
+	run 0 solve "$DATA/cli_near_tight.json" "$DATA/cli_near_tight_knowledge.json" --method $m
+	json_ok 'd["estimation_accuracy"] is not None and 0 < d["posterior"][0]["p"]["cold"] < 1.5e-9'
+done
+run 0 solve "$DATA/cli_near_tight.json" "$DATA/cli_near_tight_knowledge.json"
+json_ok 'abs(d["posterior"][0]["p"]["cold"] - 5e-10) < 1e-12 and abs(d["estimation_accuracy"] - 7.8394382) < 1e-6'
+
 # the relaxations' interior point method once overran its row list here
 # (a repeated rule, a variable with no weight): both methods name the same
 # two rules
