@@ -31,9 +31,6 @@
 
 #include "solver_internal.h"
 
-/* Longest stretch of simplex work between two cancel checks. */
-#define LP_SLICE_MS 200
-
 /* A component: its buckets and knowledge rows, with local cell numbers. */
 struct component {
 	size_t n_buckets, n_krows, m;
@@ -334,49 +331,6 @@ static glp_prob *lp_build(struct boundary *bd, const struct component *c, const 
 	return lp;
 }
 
-/* Has the caller asked to stop? (the progress callback, with no
- * iteration to report yet) */
-static int cancelled(const struct boundary *bd)
-{
-	return bd->o && bd->o->progress && bd->o->progress(bd->o->progress_ctx, 0, NAN);
-}
-
-/*
- * 1 optimal (feasible), 0 infeasible, -1 solver failure, -2 cancelled.
- * GLPK's simplex has no callback, so it runs in slices of LP_SLICE_MS and
- * resumes from its current basis; between slices a cancel is honoured.
- */
-static int lp_solve(const struct boundary *bd, glp_prob *lp)
-{
-	glp_smcp p;
-	int ret;
-
-	glp_init_smcp(&p);
-	p.msg_lev = GLP_MSG_OFF;
-	p.presolve = GLP_OFF; /* the presolver cannot hand back a partial basis */
-	p.tm_lim = LP_SLICE_MS;
-	glp_adv_basis(lp, 0);
-	while ((ret = glp_simplex(lp, &p)) == GLP_ETMLIM)
-		if (cancelled(bd))
-			return -2;
-	if (ret != 0) {
-		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
-		while ((ret = glp_simplex(lp, &p)) == GLP_ETMLIM)
-			if (cancelled(bd))
-				return -2;
-	}
-	if (ret != 0)
-		return -1;
-	switch (glp_get_status(lp)) {
-	case GLP_OPT:
-	case GLP_FEAS:
-		return 1;
-	case GLP_NOFEAS:
-		return 0;
-	}
-	return -1;
-}
-
 /* Does propagation alone prove the component infeasible with the
  * knowledge rows in use[] (NULL: all of them)? Every other knowledge row
  * is set aside as resolved, which propagation skips. 1 yes, 0 no, -1 out
@@ -408,7 +362,10 @@ static int proved_infeasible(struct boundary *bd, const struct component *c, con
 
 /* Is the component feasible with the knowledge rows in use[]? Propagation
  * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
- * no rule at all it is (the closed form); else the linear program. */
+ * no rule at all it is (the closed form); else the linear program, its
+ * verdict confirmed by the exact simplex (an error path: the cost is
+ * no matter, and the rules named must agree with component_solve's exact
+ * verdict). */
 static int feasible(struct boundary *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);
@@ -424,7 +381,12 @@ static int feasible(struct boundary *bd, const struct component *c, const uint8_
 	lp = lp_build(bd, c, use, 0);
 	if (!lp)
 		return -1;
-	r = lp_solve(bd, lp);
+	r = lp_solve(lp, bd->o);
+	if (r == 1) { /* named from exact verdicts, as component_solve's */
+		int e = lp_exact(lp, bd->o);
+
+		r = e == -1 ? r : e;
+	}
 	glp_delete_prob(lp);
 	return r;
 }
@@ -491,27 +453,69 @@ out:
 	return st;
 }
 
+/*
+ * The zero finder's verdict from lp's optimum: 1 with the cells it proves
+ * zero in claim[] (z_j < 0.5), 0 when the rows admit no solution (only
+ * y = 0, t = 0), -1 failure, -2 cancelled. Within GLPK's tolerances the
+ * simplex stopped at t = 1 with a cell of 1e-8 records (P(cold | age=30)
+ * = 0.99999999 on two records: z = 1e-8 < 0.5), which was claimed zero
+ * and made the rule look inconsistent; an exact optimum puts z_j = 1 on
+ * every cell that some solution makes positive. lp_solve has the exact
+ * simplex decide where the float optimum is not clean; here also where it
+ * claims a cell that is positive there, or finds no solution. A zero then
+ * needs both; if the exact simplex fails, the float verdict stands.
+ */
+static int zero_claims(const struct boundary *bd, const struct component *c, glp_prob *lp,
+		       uint8_t *claim)
+{
+	double t = glp_get_col_prim(lp, (int)(2 * c->m + 1));
+	int feasible = glp_get_obj_val(lp) >= 0.5, doubt = !feasible, r;
+
+	for (size_t j = 0; j < c->m; j++) {
+		claim[j] = glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5;
+		doubt |= claim[j] && glp_get_col_prim(lp, (int)j + 1) > 1e-11 * t;
+	}
+	if (!doubt)
+		return 1;
+	r = lp_exact(lp, bd->o);
+	if (r != 1)
+		return r == -2 ? -2 : feasible;
+	if (glp_get_obj_val(lp) < 0.5)
+		return 0;
+	for (size_t j = 0; j < c->m; j++)
+		claim[j] &= glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5;
+	return 1;
+}
+
 /* Zero finder LP on one component; conflicts are reported. */
 static enum pm_status component_solve(struct boundary *bd, struct component *c,
 				      struct pm_error *err)
 {
-	glp_prob *lp;
-	int r;
+	glp_prob *lp = NULL;
+	uint8_t *claim = NULL;
+	int r = -3; /* out of memory */
 
-	if (component_cells(bd, c, 1))
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	if (!c->m)
-		return conflict_report(bd, c, err);
+	/* every cell, those known to be zero too: some are zero only to 1e-9
+	 * records (the certificates), and without them an exact program may
+	 * find no solution where there is one */
+	if (component_cells(bd, c, 0))
+		goto out;
 	lp = lp_build(bd, c, NULL, 1);
-	if (!lp)
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	r = lp_solve(bd, lp);
-	if (r > 0 && glp_get_obj_val(lp) < 0.5)
-		r = 0; /* only y = 0, t = 0: the rows admit no solution */
+	claim = malloc(c->m + 1);
+	if (!lp || !claim)
+		goto out;
+	r = lp_solve(lp, bd->o);
+	if (r > 0)
+		r = zero_claims(bd, c, lp, claim);
 	for (size_t j = 0; r > 0 && j < c->m; j++)
-		if (glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5)
+		if (claim[j])
 			bd->zero[c->cells[j]] = 1;
-	glp_delete_prob(lp);
+out:
+	if (lp)
+		glp_delete_prob(lp);
+	free(claim);
+	if (r == -3)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (r == -2)
 		return error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 	if (r < 0)
@@ -658,6 +662,29 @@ static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t 
 	return st;
 }
 
+/*
+ * Propagation or the relaxations found no solution. A component that
+ * propagation alone proves infeasible has its rules named, with no linear
+ * program over any component (the zero finder of a consistent one, first
+ * in line, once failed numerically and hid the conflict); otherwise (the
+ * relaxations' proof) each component's program decides.
+ */
+static enum pm_status infeasible_components(struct boundary *bd, struct component *cs, size_t n,
+					    struct pm_error *err)
+{
+	enum pm_status st = PM_OK;
+
+	for (size_t i = 0; i < n; i++) {
+		int p = proved_infeasible(bd, &cs[i], NULL);
+
+		if (p)
+			return p < 0 ? PM_ERR_NOMEM : conflict_report(bd, &cs[i], err);
+	}
+	for (size_t i = 0; !st && i < n; i++)
+		st = component_solve(bd, &cs[i], err);
+	return st;
+}
+
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
 			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,
@@ -685,19 +712,12 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 		st = components_build(&bd, &cs, &n);
 	/* the linear program only where propagation left a row open, or to
 	 * name the rules of a conflict */
-	for (size_t i = 0; !st && i < n; i++) {
+	if (!st && infeasible)
+		st = infeasible_components(&bd, cs, n, err);
+	for (size_t i = 0; !st && !infeasible && i < n; i++) {
 		int stable = 0;
 		size_t found = 0;
 
-		if (infeasible) { /* propagation's proof: name the rules, no LP over it */
-			int p = proved_infeasible(&bd, &cs[i], NULL);
-
-			/* else (the relaxations' proof) the program decides */
-			st = p < 0 ? PM_ERR_NOMEM
-			     : p   ? conflict_report(&bd, &cs[i], err)
-				   : component_solve(&bd, &cs[i], err);
-			continue;
-		}
 		if (component_resolved(&cs[i], resolved))
 			continue;
 		if (deferred) { /* the caller's solve is the probe */

@@ -489,6 +489,14 @@ out:
 	return st;
 }
 
+/* The objective max sum_low x - sum_high x: the claims' total distance
+ * from their bounds, less a constant. */
+static void claims_objective(const struct value *v, glp_prob *lp)
+{
+	for (size_t j = 0; j < v->p.n; j++)
+		glp_set_obj_coef(lp, (int)j + 1, v->low[j] ? 1.0 : v->high[j] ? -1.0 : 0.0);
+}
+
 /* Does GLPK's optimum hold every remaining claim? Drops the claims it
  * breaks; returns 1 when all hold, 0 to try again, -1 on failure. */
 static int verify_round(struct value *v, glp_prob *lp, int *first)
@@ -496,12 +504,12 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	glp_smcp parm;
 	int ret, held = 1;
 
-	for (size_t j = 0; j < v->p.n; j++)
-		glp_set_obj_coef(lp, (int)j + 1, v->low[j] ? 1.0 : v->high[j] ? -1.0 : 0.0);
+	claims_objective(v, lp);
 	glp_init_smcp(&parm);
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.presolve = *first ? GLP_ON : GLP_OFF;
-	parm.tol_bnd = RELAX_BOUND; /* not GLPK's 1e-7: see below */
+	parm.tol_bnd = RELAX_BOUND;	       /* not GLPK's 1e-7: see below */
+	parm.it_lim = lp_iteration_budget(lp); /* a cycling simplex: nothing proved */
 	ret = glp_simplex(lp, &parm);
 	*first = 0;
 	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {
@@ -523,6 +531,55 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 			v->high[j] = 0, held = 0;
 	}
 	return held;
+}
+
+/* How far claim j (0 if none) is from its bound in lp's solution. */
+static double claim_distance(const struct value *v, glp_prob *lp, size_t j)
+{
+	double x = glp_get_col_prim(lp, (int)j + 1);
+
+	return v->low[j] ? x : v->high[j] ? v->u[j] - x : 0;
+}
+
+/*
+ * The claims that the floating-point rounds held, confirmed by the exact
+ * simplex from their optimum. Its tolerances let the float simplex hold a
+ * claim whose largest value is 1e-8 records (P(cold | age=30) =
+ * 0.99999999 on two records: the presolver returned 0); that cell was
+ * zeroed, and the rule then looked inconsistent. The exact optimum's
+ * total distance bounds every claim's distance in every solution, so all
+ * hold when it is within RELAX_BOUND; else the claims away from their
+ * bounds are dropped. 1 all hold, 0 try again, -1 nothing proved (no
+ * exact optimum: the rows then hold only to the float tolerance, as
+ * zeros proved to RELAX_BOUND elsewhere may leave them).
+ */
+static int exact_round(struct value *v, glp_prob *lp)
+{
+	double total = 0;
+
+	claims_objective(v, lp);
+	if (lp_exact(lp, NULL) != 1)
+		return -1;
+	for (size_t j = 0; j < v->p.n; j++)
+		total += claim_distance(v, lp, j);
+	if (total <= RELAX_BOUND)
+		return 1;
+	for (size_t j = 0; j < v->p.n; j++)
+		if (claim_distance(v, lp, j) > 0)
+			v->low[j] = v->high[j] = 0;
+	return 0;
+}
+
+/* exact_round until the claims left all hold: 1, else 0. */
+static int exact_rounds(struct value *v, glp_prob *lp)
+{
+	for (int round = 0; round < 100; round++) {
+		int r = exact_round(v, lp);
+
+		if (r)
+			return r > 0;
+	}
+	return 0;
 }
 
 /* Proves the claims with the linear program max sum_low x - sum_high x:
@@ -560,6 +617,8 @@ static enum pm_status value_verify(struct value *v)
 	free(ia), free(ja), free(ar);
 	for (int round = 0; round < 100 && (r = verify_round(v, lp, &first)) == 0; round++)
 		;
+	if (r == 1 && !exact_rounds(v, lp))
+		r = 0;
 	if (r != 1) { /* unproven: use nothing */
 		memset(v->low, 0, p->n);
 		memset(v->high, 0, p->n);

@@ -212,6 +212,27 @@ static inline double csum_error(const struct csum *a)
 	return 2.0 * (u * fabs(csum_value(a)) + g * g * a->size);
 }
 
+/* ---- boundary_lp.c ------------------------------------------------------ */
+
+struct glp_prob; /* glpk.h's glp_prob */
+
+/* Solves GLPK problem lp (whose objective must be bounded) from an
+ * advanced basis, with the floating-point simplex and, where that fails or
+ * runs out of iterations, the exact one: 1 optimal (feasible), 0
+ * infeasible, -1 solver failure (the exact simplex too failed or ran out),
+ * -2 cancelled (o's progress callback, may be NULL). */
+int lp_solve(struct glp_prob *lp, const struct solver_options *o);
+/* GLPK's exact simplex alone, from lp's basis (from a floating-point
+ * optimum, to confirm it): lp_solve's return codes. */
+int lp_exact(struct glp_prob *lp, const struct solver_options *o);
+/* Is lp's floating-point optimum clean, with no basic variable beyond its
+ * bounds and no improving reduced cost (both to 1e-9), so that GLPK's
+ * tolerances played no part in it? */
+int lp_clean(struct glp_prob *lp);
+/* Simplex iterations allowed on lp in each arithmetic, floating-point and
+ * exact; a simplex that needs more is taken to cycle. */
+int lp_iteration_budget(struct glp_prob *lp);
+
 /* ---- boundary_center.c -------------------------------------------------- */
 
 /* A component of boundary.c: its buckets, its open knowledge rows (inv

@@ -1,6 +1,7 @@
 /* Forced zeros: propagation alone settles deterministic knowledge exactly,
  * boundary_find matches the reference's cell-by-cell exact LP on random
  * instances, and hand cases for each propagation argument. */
+#include <glpk.h>
 #include <stdint.h>
 
 #include "check.h"
@@ -325,6 +326,12 @@ static void test_hand_cases(void)
 	propagate_one(ds, "x", "s", 0.75, zero, &resolved, &infeasible);
 	CHECK(!resolved && !infeasible);
 	CHECK(memchr(zero, 1, inv.n_cells) == NULL);
+	/* 2e-9 records below the upper bound is not at it: x keeps 2e-9
+	 * records of t (taken as tight within 1e-9 times the right-hand side,
+	 * its cells were zeroed) */
+	propagate_one(ds, "x", "s", 1 - 1e-9, zero, &resolved, &infeasible);
+	CHECK(!resolved && !infeasible);
+	CHECK(memchr(zero, 1, inv.n_cells) == NULL);
 	/* beyond the bounds: P(s | x) = 0.25 would leave x 1.5 records of t */
 	propagate_one(ds, "x", "s", 0.25, zero, &resolved, &infeasible);
 	CHECK(infeasible);
@@ -409,11 +416,85 @@ static void test_csum(void)
 	}
 }
 
+/* boundary.c's zero finder (lp_build, homogenized, in its order) for m
+ * cells and n_rows rows: row i holds the cells rows[i] (1-based, up to 4,
+ * 0 ends the list) and has right-hand side rhs[i] records. */
+static glp_prob *zero_finder(int m, int n_rows, const int rows[][4], const double *rhs)
+{
+	glp_prob *lp = glp_create_prob();
+	int ia[64], ja[64], n = 0, t = 2 * m + 1;
+	double ar[64];
+
+	glp_set_obj_dir(lp, GLP_MAX);
+	glp_add_cols(lp, t);
+	for (int j = 1; j <= m; j++) {
+		glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
+		glp_set_col_bnds(lp, m + j, GLP_DB, 0, 1);
+		glp_set_obj_coef(lp, m + j, 1);
+	}
+	glp_set_col_bnds(lp, t, GLP_LO, 0, 0);
+	glp_add_rows(lp, n_rows + m);
+	for (int i = 1; i <= n_rows; i++) {
+		for (int e = 0; e < 4 && rows[i - 1][e]; e++)
+			ia[++n] = i, ja[n] = rows[i - 1][e], ar[n] = 1;
+		ia[++n] = i, ja[n] = t, ar[n] = -rhs[i - 1];
+		glp_set_row_bnds(lp, i, GLP_FX, 0, 0);
+	}
+	for (int j = 1; j <= m; j++) {
+		glp_set_row_bnds(lp, n_rows + j, GLP_UP, 0, 0);
+		ia[++n] = n_rows + j, ja[n] = m + j, ar[n] = 1;
+		ia[++n] = n_rows + j, ja[n] = j, ar[n] = -1;
+	}
+	glp_load_matrix(lp, n, ia, ja, ar);
+	return lp;
+}
+
+/* lp_solve on programs that GLPK's floating-point simplex gets wrong. */
+static void test_lp_solve(void)
+{
+	/* one bucket, q1 = (y1, y2), q2 = (y3, y4), value 1 = (y1, y3), and a
+	 * rule of 5e-8 records on y1: every cell can be positive. The simplex
+	 * ended "unbounded" and boundary.c reported a solver failure (stress
+	 * seed 38113402, where another component held the conflict). */
+	static const int tiny_rule[][4] = {{1, 2}, {3, 4}, {1, 3}, {1}};
+	static const double tiny_rhs[] = {1, 1, 1, 5e-8};
+	static const int hang_rows[][4] = {{1}, {2}, {2}, {1}};
+	static const double hang_rhs[] = {1, 1, 1, 0.9999999};
+	static const int pair_rows[][4] = {{1, 2}, {1}, {2}};
+	static const double pair_rhs[] = {2, 2 * 3e-9, 2 * 0.999999997};
+	glp_prob *lp;
+
+	glp_term_out(GLP_OFF);
+	lp = zero_finder(4, 4, tiny_rule, tiny_rhs);
+	CHECK(lp_solve(lp, NULL) == 1);
+	CHECK(glp_get_obj_val(lp) == 4);
+	glp_delete_prob(lp);
+	/* the same bucket after a false zero on each value (stress seed
+	 * 38106743, before the relaxations' check held claims to 1e-9): rows
+	 * y1 = t, y2 = t twice and a rule y1 = 0.9999999 t admit only t = 0.
+	 * The simplex restarted after "numerical instability" for ever, and
+	 * lp_solve resumed it after every time slice: the solve hung */
+	lp = zero_finder(2, 4, hang_rows, hang_rhs);
+	CHECK(lp_solve(lp, NULL) == 1);
+	CHECK(glp_get_obj_val(lp) == 0);
+	CHECK(glp_get_it_cnt(lp) <= lp_iteration_budget(lp) * 2);
+	glp_delete_prob(lp);
+	/* two records, rules of 3e-9 and 0.999999997 on both (stress seed
+	 * 38000668): 6e-9 + 1.999999994 records is all of them, exactly in
+	 * decimal, but GLPK reads 0.999999997 as 333333332/333333333 */
+	lp = zero_finder(2, 3, pair_rows, pair_rhs);
+	CHECK(lp_exact(lp, NULL) == 1);
+	CHECK(glp_get_obj_val(lp) == 2);
+	glp_delete_prob(lp);
+	glp_free_env();
+}
+
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, zeros = 0, centered = 0, settled = 0, runs = 0;
 
 	test_csum();
+	test_lp_solve();
 	test_hand_cases();
 	for (uint64_t seed = 1; seed <= 300; seed++)
 		random_instance(0x5eed0000 + seed, 1, 0, &unresolved);

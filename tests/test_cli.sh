@@ -179,12 +179,55 @@ json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["
 run 0 solve "$DATA/cli_two_records.json" "$DATA/cli_two_records_knowledge.json"
 json_ok 'abs(d["posterior"][0]["p"]["flu"] - 1e-7) < 1e-12 and abs(d["posterior"][1]["p"]["cold"] - 1e-7) < 1e-12'
 
+# the same with P = 0.99999999: cells of 1e-8 records. GLPK's tolerances
+# held them zero twice (the relaxations' check, with its presolver, and
+# the zero finder's float optimum, z = 1e-8 < 0.5); the rule then looked
+# inconsistent, and both methods exited 1 (propagation and the LP disagree)
+for m in two-level full-dual; do
+	run 0 solve "$DATA/cli_tiny_cell.json" "$DATA/cli_tiny_cell_knowledge.json" --method $m
+	json_ok 'abs(d["posterior"][0]["p"]["flu"] - 1e-8) < 1e-11 and abs(d["posterior"][1]["p"]["cold"] - 1e-8) < 1e-11'
+	json_ok 'd["estimation_accuracy"] is not None and abs(d["estimation_accuracy"] - 18.4206807) < 1e-3'
+done
+
+# rules[1] and rules[2], P = 3e-9 and 0.999999997 on the same two records,
+# add up to them exactly; in the exact simplex's reading of the doubles
+# (0.999999997 as 333333332/333333333) they asked for more, and the rules
+# looked inconsistent. Both methods must solve it, s0 at 3e-9 there
+run 0 solve "$DATA/cli_decimal_pair.json" "$DATA/cli_decimal_pair_knowledge.json" --method full-dual
+cp "$OUT" "$TMP/pair_full.json"
+json_ok '[abs(e["p"]["s0"] - 3e-9) < 1e-11 for e in d["posterior"] if e["qi"] == ["v0", "v2", "v2"]] == [True]'
+run 0 solve "$DATA/cli_decimal_pair.json" "$DATA/cli_decimal_pair_knowledge.json"
+json_ok '[abs(e["p"]["s0"] - 3e-9) < 1e-11 for e in d["posterior"] if e["qi"] == ["v0", "v2", "v2"]] == [True]'
+json_ok 'all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["posterior"], json.load(open("'"$TMP"'/pair_full.json"))["posterior"]) for s in set(a["p"]) | set(b["p"]))'
+json_ok 'abs(d["estimation_accuracy"] - 0.4629922) < 1e-6'
+
+# P(flu | age=30) = 0.9999999995 on four records: 2e-9 records short of
+# its upper bound. Propagation took a row within 1e-9 c of a bound as at
+# it (4e-9 here), zeroed both cells of 2e-9 records, the accuracy came out
+# infinite (a record sits on one) and the full dual did not converge
+for m in two-level full-dual; do
+	run 0 solve "$DATA/cli_near_tight.json" "$DATA/cli_near_tight_knowledge.json" --method $m
+	json_ok 'd["estimation_accuracy"] is not None and 0 < d["posterior"][0]["p"]["cold"] < 1.5e-9'
+done
+run 0 solve "$DATA/cli_near_tight.json" "$DATA/cli_near_tight_knowledge.json"
+json_ok 'abs(d["posterior"][0]["p"]["cold"] - 5e-10) < 1e-12 and abs(d["estimation_accuracy"] - 7.8394382) < 1e-6'
+
 # the relaxations' interior point method once overran its row list here
 # (a repeated rule, a variable with no weight): both methods name the same
 # two rules
 for m in two-level full-dual; do
 	run 3 solve "$DATA/cli_relax_dup_rows.json" "$DATA/cli_relax_dup_rows_knowledge.json" --method $m
 	err_has "rules[2] P(s0 | a0=v1, a1=v1) = 0.999999; rules[3] P(s0 | a1=v1) = 0.6"
+	out_empty
+done
+
+# 7 records; only rules[1] conflicts (one record of s1 where it needs
+# five), and propagation proves it, but the zero finder of the other
+# component (rules[0], 5e-8 records) ran first, GLPK's simplex ended
+# "unbounded" there, and both methods exited 1 (solver failure)
+for m in two-level full-dual; do
+	run 3 solve "$DATA/cli_tiny_conflict.json" "$DATA/cli_tiny_conflict_knowledge.json" --method $m
+	err_is "pmaxent: rules: no distribution satisfies this rule: rules[1] P(s1 | a1=v3) = 0.99999999"
 	out_empty
 done
 

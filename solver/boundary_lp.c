@@ -1,0 +1,246 @@
+/*
+ * GLPK's simplex for the linear programs of boundary.c: the zero finder of
+ * a component and the feasibility tests of conflict_report.
+ */
+#include <glpk.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "solver_internal.h"
+
+/* Longest stretch of simplex work between two cancel checks. */
+#define LP_SLICE_MS 200
+/* A floating-point optimum is clean when no basic variable is beyond its
+ * bounds and no reduced cost improves by more than this. */
+#define LP_CLEAN 1e-9
+/* Iteration budget of a program: LP_ITER_BASE + LP_ITER_PER (rows + cols). */
+#define LP_ITER_BASE 10000
+#define LP_ITER_PER  20
+/* Decimal places of the values that the exact simplex reads as decimals:
+ * 10^9 times a count of a million records is still exact in a double. */
+#define LP_DECIMALS 9
+
+/* Has the caller asked to stop? (the progress callback, with no
+ * iteration to report yet) */
+static int cancelled(const struct solver_options *o)
+{
+	return o && o->progress && o->progress(o->progress_ctx, 0, NAN);
+}
+
+/* 1 optimal (feasible), 0 infeasible, -1 anything else: every program
+ * here has a bounded objective, so "unbounded" is a numerical failure. */
+static int lp_status(struct glp_prob *lp)
+{
+	switch (glp_get_status(lp)) {
+	case GLP_OPT:
+	case GLP_FEAS:
+		return 1;
+	case GLP_NOFEAS:
+		return 0;
+	}
+	return -1;
+}
+
+/* Simplex iterations lp may take, in either arithmetic: far more than the
+ * simplex needs (a few times the rows), so only a cycling one runs out. */
+int lp_iteration_budget(struct glp_prob *lp)
+{
+	double n = LP_ITER_BASE +
+		   LP_ITER_PER * ((double)glp_get_num_rows(lp) + (double)glp_get_num_cols(lp));
+
+	return n < INT_MAX ? (int)n : INT_MAX;
+}
+
+/* The floating-point simplex from lp's basis, in slices, within *left
+ * iterations (those it takes are taken off): GLPK's return code, or -2
+ * when cancelled. */
+static int float_slices(struct glp_prob *lp, const struct solver_options *o, int *left)
+{
+	glp_smcp p;
+	int ret;
+
+	glp_init_smcp(&p);
+	p.msg_lev = GLP_MSG_OFF;
+	p.presolve = GLP_OFF; /* the presolver cannot hand back a partial basis */
+	p.tm_lim = LP_SLICE_MS;
+	do {
+		int it0 = glp_get_it_cnt(lp);
+
+		if (*left <= 0)
+			return GLP_EITLIM;
+		p.it_lim = *left;
+		ret = glp_simplex(lp, &p);
+		*left -= glp_get_it_cnt(lp) - it0;
+	} while (ret == GLP_ETMLIM && !cancelled(o));
+	return ret == GLP_ETMLIM ? -2 : ret;
+}
+
+/* x times 10^k rounded, if it is an integer to double precision. */
+static int decimal_at(double x, int k, double *scaled)
+{
+	double s = x * pow(10, k), r = nearbyint(s);
+
+	*scaled = r;
+	return fabs(s - r) <= 1e-14 * fmax(1, fabs(s));
+}
+
+/* Decimal places (at most LP_DECIMALS) that x has to double precision,
+ * or 0 if it has more. */
+static int decimals(double x)
+{
+	double s;
+
+	for (int k = 0; k <= LP_DECIMALS; k++)
+		if (decimal_at(x, k, &s))
+			return k;
+	return 0;
+}
+
+/* x times 10^k, rounded to the integer it stands for if it is one. */
+static double scale(double x, int k)
+{
+	double s;
+
+	return decimal_at(x, k, &s) ? s : x * pow(10, k);
+}
+
+/*
+ * Scales each row of lp by 10^k, k the most decimal places of its values
+ * (coefficients and bounds, up to LP_DECIMALS), so that they become the
+ * integers they stand for. GLPK's exact simplex reads a double as the
+ * simplest fraction within 1e-10 of it: 0.999999997 becomes
+ * 333333332/333333333, rules of 3e-9 and 0.999999997 on two records then
+ * asked for more than two records, and consistent knowledge (stress seed
+ * 38000668) was found infeasible. Only a help: skipped without memory.
+ */
+static void decimal_rows(struct glp_prob *lp)
+{
+	int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);
+	int *ind = malloc((size_t)(n + 1) * sizeof *ind);
+	double *val = malloc((size_t)(n + 1) * sizeof *val);
+
+	for (int i = 1; ind && val && i <= m; i++) {
+		int len = glp_get_mat_row(lp, i, ind, val), type = glp_get_row_type(lp, i);
+		double lb = glp_get_row_lb(lp, i), ub = glp_get_row_ub(lp, i);
+		int k = decimals(lb) > decimals(ub) ? decimals(lb) : decimals(ub);
+
+		for (int e = 1; e <= len; e++)
+			k = decimals(val[e]) > k ? decimals(val[e]) : k;
+		if (!k)
+			continue;
+		for (int e = 1; e <= len; e++)
+			val[e] = scale(val[e], k);
+		glp_set_mat_row(lp, i, len, ind, val);
+		glp_set_row_bnds(lp, i, type, scale(lb, k), scale(ub, k));
+	}
+	free(ind);
+	free(val);
+}
+
+/*
+ * GLPK's exact (rational) simplex from lp's basis, or the standard basis
+ * when that one is singular, within the iteration budget, on lp's rows in
+ * decimal (decimal_rows). Each resume factorizes the basis again in
+ * rational arithmetic, which may take longer than a slice: the slices
+ * double, so that every one gets further than the last.
+ */
+int lp_exact(struct glp_prob *lp, const struct solver_options *o)
+{
+	glp_smcp p;
+	int ret, left = lp_iteration_budget(lp), restarted = 0;
+
+	decimal_rows(lp);
+	glp_init_smcp(&p);
+	p.msg_lev = GLP_MSG_OFF;
+	p.tm_lim = LP_SLICE_MS;
+	for (;;) {
+		int it0 = glp_get_it_cnt(lp);
+
+		p.it_lim = left;
+		ret = glp_exact(lp, &p);
+		left -= glp_get_it_cnt(lp) - it0;
+		if ((ret == GLP_EBADB || ret == GLP_ESING) && !restarted++) {
+			glp_std_basis(lp);
+			continue;
+		}
+		if (ret != GLP_ETMLIM || left <= 0)
+			break;
+		if (cancelled(o))
+			return -2;
+		p.tm_lim = p.tm_lim < INT_MAX / 2 ? 2 * p.tm_lim : INT_MAX;
+	}
+	return ret ? -1 : lp_status(lp);
+}
+
+/* Is variable k of lp (rows 1..m, then columns) clean? (LP_CLEAN) */
+static int var_clean(struct glp_prob *lp, int k, int m, int max)
+{
+	int row = k <= m, i = row ? k : k - m;
+	int stat = row ? glp_get_row_stat(lp, i) : glp_get_col_stat(lp, i);
+	int type = row ? glp_get_row_type(lp, i) : glp_get_col_type(lp, i);
+	double lb = row ? glp_get_row_lb(lp, i) : glp_get_col_lb(lp, i);
+	double ub = row ? glp_get_row_ub(lp, i) : glp_get_col_ub(lp, i);
+	double x = row ? glp_get_row_prim(lp, i) : glp_get_col_prim(lp, i);
+	double d = (row ? glp_get_row_dual(lp, i) : glp_get_col_dual(lp, i)) * (max ? 1 : -1);
+	int has_lb = type == GLP_LO || type == GLP_DB || type == GLP_FX;
+	int has_ub = type == GLP_UP || type == GLP_DB || type == GLP_FX;
+
+	if (stat == GLP_BS)
+		return (!has_lb || x >= lb - LP_CLEAN * (1 + fabs(lb))) &&
+		       (!has_ub || x <= ub + LP_CLEAN * (1 + fabs(ub)));
+	if (stat == GLP_NL)
+		return d <= LP_CLEAN;
+	if (stat == GLP_NU)
+		return d >= -LP_CLEAN;
+	return stat != GLP_NF || fabs(d) <= LP_CLEAN;
+}
+
+/*
+ * Is lp's floating-point optimum clean: every basic variable within its
+ * bounds and no reduced cost improving, to LP_CLEAN? The simplex stops
+ * within its tolerances (1e-7): a cell that only a step of that order
+ * makes positive looks zero at its optimum, and the exact optimum differs.
+ */
+int lp_clean(struct glp_prob *lp)
+{
+	int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);
+	int max = glp_get_obj_dir(lp) == GLP_MAX;
+
+	for (int k = 1; k <= m + n; k++)
+		if (!var_clean(lp, k, m, max))
+			return 0;
+	return 1;
+}
+
+/*
+ * GLPK's simplex has no callback, so it runs in slices of LP_SLICE_MS and
+ * resumes from its current basis; between slices a cancel is honoured.
+ * When the floating-point simplex fails, ends "unbounded" (rows of 5e-8
+ * records: the zero finder of a consistent component) or runs out of
+ * iterations (it cycled for ever on rows x = t and x = 0.9999999 t,
+ * "numerical instability" after every refactorization), the exact
+ * simplex takes over from the basis it reached; if that too runs out, the
+ * solve fails rather than hangs. It also decides where the float verdict
+ * rests on GLPK's tolerances: "infeasible", or an optimum that is not
+ * clean (rules that conflict by 1.2e-8 records, stress seed 38102969,
+ * looked consistent, and the full dual ran into its iteration limit).
+ */
+int lp_solve(struct glp_prob *lp, const struct solver_options *o)
+{
+	int left = lp_iteration_budget(lp), ret, r;
+
+	glp_adv_basis(lp, 0);
+	ret = float_slices(lp, o, &left);
+	if (ret != 0 && ret != -2 && ret != GLP_EITLIM) {
+		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
+		ret = float_slices(lp, o, &left);
+	}
+	if (ret == -2)
+		return -2;
+	r = ret ? -1 : lp_status(lp);
+	if (r == 1 && lp_clean(lp))
+		return 1;
+	ret = lp_exact(lp, o);
+	return ret == -1 ? r : ret; /* the exact simplex failed: the float verdict */
+}
