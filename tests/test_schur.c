@@ -13,7 +13,9 @@
 #include "solver_internal.h"
 
 #define MAXG 8
-#define MAXH 8
+/* widths 1 to 10: the kernels BY_WIDTH specializes (2 to 8) and the
+ * general code on either side */
+#define MAXH 10
 #define MAXR 4
 
 struct block {
