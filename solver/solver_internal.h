@@ -321,8 +321,6 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 struct scaling_work {
 	double *yt, *f, *rs, *cs, *p, *q, *da, *db, *ta, *tb;
 	double *kk, *em, *xa, *xb; /* the kernel, and per row and column */
-	double *ra, *rr;	   /* row scales of y and of a trial (fill_rows) */
-	int ra_logs;		   /* ra holds a itself */
 	const double *kp, *ep;	   /* the kernel in use */
 	double dm_max;
 	int sweeps;	 /* Sinkhorn's, in the last solve (for tests) */
@@ -428,7 +426,7 @@ struct twolevel {
 	 * i) the patterns through its cells, ascending, with their cells
 	 * (rpat, rcell from ck_off of the row's first cell, rp_n of them) */
 	int dense;
-	size_t *lr_off, *pk_end, *fcost; /* fcost: form_costs */
+	size_t *lr_off, *pk_end, *fcost; /* fcost: bucket_costs */
 	uint32_t *lrows, *lpat, *npat, *pk, *rpat, *rcell, *rp_n;
 };
 
