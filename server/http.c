@@ -33,13 +33,11 @@ struct conn {
 
 void http_options_init(struct http_options *o)
 {
-	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-
 	memset(o, 0, sizeof *o);
 	o->listen = "127.0.0.1";
 	o->port = 8080;
 	o->data_dir = "./var";
-	o->workers = cores > 0 ? (size_t)cores : 1;
+	o->workers = (size_t)parallel_cpus();
 	o->queue_capacity = 64;
 	o->max_body = (size_t)64 << 20;
 	o->max_solve_body = (size_t)1 << 20;

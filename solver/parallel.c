@@ -21,6 +21,7 @@
  * another closely within a solve, and a pool lives for one solve.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -154,10 +155,10 @@ static void *worker(void *arg)
 	}
 }
 
-/* The CPUs this process may run on (taskset, cpusets): a system call,
- * where sysconf(_SC_NPROCESSORS_ONLN) reads /sys and took 50-60 us of a
- * 2 ms solve (Adult, K = 50), and counts CPUs the process may not use. */
-static int online_cpus(void)
+/* A system call, where sysconf(_SC_NPROCESSORS_ONLN) reads /sys (50-60
+ * us of a 2 ms solve: Adult, K = 50) and counts CPUs the process may not
+ * use. */
+int parallel_cpus(void)
 {
 	cpu_set_t set;
 	long n;
@@ -166,7 +167,7 @@ static int online_cpus(void)
 		n = CPU_COUNT(&set);
 	else
 		n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 1 ? 1 : n > MAX_THREADS ? MAX_THREADS : (int)n;
+	return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
 }
 
 enum pm_status parallel_create(int threads, struct parallel **out)
@@ -176,7 +177,8 @@ enum pm_status parallel_create(int threads, struct parallel **out)
 	*out = NULL;
 	if (!p)
 		return PM_ERR_NOMEM;
-	p->n = threads > 0 ? (threads > MAX_THREADS ? MAX_THREADS : threads) : online_cpus();
+	p->n = threads > 0 ? threads : parallel_cpus();
+	p->n = p->n > MAX_THREADS ? MAX_THREADS : p->n;
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->go, NULL);
 	pthread_cond_init(&p->done, NULL);

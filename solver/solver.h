@@ -66,10 +66,15 @@ struct solver_options {
 	 * (PM_ERR_CANCELLED). May be NULL. */
 	int (*progress)(void *ctx, int iteration, double max_violation);
 	void *progress_ctx;
-	int threads; /* threads of the two-level solve; 0: one per online CPU */
+	int threads; /* threads of the two-level solve; 0: parallel_cpus() */
 };
 
 void solver_options_init(struct solver_options *o);
+
+/* The CPUs this process may run on (its affinity: taskset, cpusets), at
+ * least 1: the default thread count of a solve, and of the server's
+ * workers. */
+int parallel_cpus(void);
 
 enum solver_status { SOLVER_CONVERGED = 0, SOLVER_NOT_CONVERGED = 1 };
 

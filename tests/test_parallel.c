@@ -4,9 +4,12 @@
  * phases (the two-level solve runs hundreds); NULL and 1-thread pools run
  * inline; destroy(NULL) is a no-op. parallel_items runs every item exactly
  * once, with a valid part, also interleaved with parallel_run phases and
- * with passes shorter than a worker's wake-up.
+ * with passes shorter than a worker's wake-up. The default thread count
+ * is the process's CPUs (its affinity).
  */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <pthread.h>
+#include <sched.h>
 
 #include "check.h"
 #include "solver_internal.h"
@@ -86,6 +89,31 @@ static void check_ranges(const size_t *off, int parts)
 	CHECK(heaviest <= total / (size_t)parts + 2 * item_max);
 }
 
+/* The default thread count follows the CPUs the process may use (as
+ * under taskset -c 0), not the CPUs online: one here, on any machine. */
+static void test_affinity(void)
+{
+	cpu_set_t all, one;
+	struct parallel *p = NULL;
+
+	CHECK(parallel_cpus() >= 1);
+	if (sched_getaffinity(0, sizeof all, &all) != 0)
+		return;
+	CHECK(parallel_cpus() == CPU_COUNT(&all));
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	CHECK(sched_setaffinity(0, sizeof one, &one) == 0);
+	CHECK(parallel_cpus() == 1);
+	CHECK(parallel_create(0, &p) == PM_OK);
+	CHECK(parallel_parts(p) == 1);
+	parallel_destroy(p);
+	CHECK(sched_setaffinity(0, sizeof all, &all) == 0);
+}
+
 int main(void)
 {
 	static struct job j;
@@ -133,5 +161,6 @@ int main(void)
 	CHECK(parallel_create(0, &p) == PM_OK); /* one per CPU */
 	CHECK(parallel_parts(p) >= 1);
 	parallel_destroy(p);
+	test_affinity();
 	return check_done();
 }
