@@ -525,12 +525,9 @@ out:
 
 /*
  * A knowledge row with no cell at all cannot hold unless its rhs is 0, to
- * EMPTY_ROW_BOUND records: the bound to which a cell counts as forced to
- * zero (the relaxations' and their certificates'), so that P(s | Q) =
- * 3e-10 over two records (6e-10 records) holds here as it does where the
- * row has a cell that is zero to 1e-9 records.
+ * ZERO_RECORDS: P(s | Q) = 3e-10 over two records (6e-10 records) holds
+ * here as it does where the row has a cell that is zero to 1e-9 records.
  */
-#define EMPTY_ROW_BOUND 1e-9
 static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
 {
 	const struct invariants *inv = bd->inv;
@@ -538,7 +535,7 @@ static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
 	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
 		char msg[600] = "";
 
-		if (inv->row_off[i] < inv->row_off[i + 1] || inv->rhs[i] <= EMPTY_ROW_BOUND)
+		if (inv->row_off[i] < inv->row_off[i + 1] || inv->rhs[i] <= ZERO_RECORDS)
 			continue;
 		describe_row(bd, i, msg, sizeof msg);
 		return error_set(err, PM_ERR_INCONSISTENT, "rules",

@@ -16,7 +16,7 @@
  * so with s >= 0 every cell obeys y_j <= -c^T w / s_j. Rounding leaves
  * some s_j slightly negative; with u_j >= y_j (the smaller of its QI and
  * SA counts) the bound becomes y_j <= (-c^T w + Σ_{s_k < 0} -s_k u_k) / s_j,
- * and a cell is claimed only when that is below CENTER_BOUND records (a
+ * and a cell is claimed only when that is below ZERO_RECORDS (a
  * solve without it then differs by no more than that). Both -c^T w and
  * each s_j are sums whose terms grow with w while the sums stay small:
  * they are summed with compensation and carry their rounding bounds
@@ -41,8 +41,6 @@
 #include "solver_internal.h"
 
 #define CENTER_MAX_ITER 80
-/* A claimed zero is below this many records in every solution. */
-#define CENTER_BOUND 1e-9
 /* A cell on the positive side is clearly so when y >= CENTER_GAP s. */
 #define CENTER_GAP 1e6
 /* Iterates with mu below this (times the largest count) try to certify. */
@@ -622,7 +620,7 @@ static double dual_value(struct center *c)
 }
 
 /* Claims the cells the iterate puts on the zero side (y < s) whose bound
- * from the certificate is below CENTER_BOUND records; returns how many
+ * from the certificate is below ZERO_RECORDS; returns how many
  * it newly claims, *all whether every zero-side cell is proved and every
  * other one clearly positive. */
 static size_t certify(struct center *c, uint8_t *zero, int *all)
@@ -646,7 +644,7 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 				continue;
 			}
 			if (!(c->v[l] - c->corr[l] > 0) ||
-			    !(e <= CENTER_BOUND * (c->v[l] - c->corr[l]))) {
+			    !(e <= ZERO_RECORDS * (c->v[l] - c->corr[l]))) {
 				*all &= z[l];
 				continue;
 			}

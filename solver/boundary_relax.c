@@ -21,7 +21,7 @@
  * the program is set up. A small interior point method (boundary_ipm.c)
  * suggests the variables held at a bound and, from its duals, bounds how
  * far any solution can be from them: when that proves every claim (to
- * RELAX_BOUND records), they are used; otherwise a linear program
+ * ZERO_RECORDS), they are used; otherwise a linear program
  * (GLPK's simplex) maximises the distance from those bounds and only the
  * claims it holds at 0 are used.
  */
@@ -31,10 +31,6 @@
 #include <string.h>
 
 #include "solver_internal.h"
-
-/* A claim is proved when every solution keeps it within this many records
- * of its bound (relax_ipm's certificate). */
-#define RELAX_BOUND 1e-9
 
 /* Interned lists of uint32 (signatures, bucket keys) -> dense ids. */
 struct intern {
@@ -508,7 +504,7 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	glp_init_smcp(&parm);
 	parm.msg_lev = GLP_MSG_OFF;
 	parm.presolve = *first ? GLP_ON : GLP_OFF;
-	parm.tol_bnd = RELAX_BOUND;	       /* not GLPK's 1e-7: see below */
+	parm.tol_bnd = ZERO_RECORDS;	       /* not GLPK's 1e-7: see below */
 	parm.it_lim = lp_iteration_budget(lp); /* a cycling simplex: nothing proved */
 	ret = glp_simplex(lp, &parm);
 	*first = 0;
@@ -518,12 +514,12 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	}
 	if (ret || glp_get_status(lp) != GLP_OPT)
 		return -1;
-	/* a claim holds to RELAX_BOUND, as the certificate's: at 1e-7, a cell
+	/* a claim holds to ZERO_RECORDS, as the certificate's: at 1e-7, a cell
 	 * whose largest value is 1e-7 records (a rule of probability
 	 * 0.9999999 on one record) was proved zero, and the knowledge then
 	 * looked inconsistent */
 	for (size_t j = 0; j < v->p.n; j++) {
-		double x = glp_get_col_prim(lp, (int)j + 1), tol = RELAX_BOUND * fmax(1, v->u[j]);
+		double x = glp_get_col_prim(lp, (int)j + 1), tol = ZERO_RECORDS * fmax(1, v->u[j]);
 
 		if (v->low[j] && x > tol)
 			v->low[j] = 0, held = 0;
@@ -548,10 +544,10 @@ static double claim_distance(const struct value *v, glp_prob *lp, size_t j)
  * 0.99999999 on two records: the presolver returned 0); that cell was
  * zeroed, and the rule then looked inconsistent. The exact optimum's
  * total distance bounds every claim's distance in every solution, so all
- * hold when it is within RELAX_BOUND; else the claims away from their
+ * hold when it is within ZERO_RECORDS; else the claims away from their
  * bounds are dropped. 1 all hold, 0 try again, -1 nothing proved (no
  * exact optimum: the rows then hold only to the float tolerance, as
- * zeros proved to RELAX_BOUND elsewhere may leave them).
+ * zeros proved to ZERO_RECORDS elsewhere may leave them).
  */
 static int exact_round(struct value *v, glp_prob *lp)
 {
@@ -562,7 +558,7 @@ static int exact_round(struct value *v, glp_prob *lp)
 		return -1;
 	for (size_t j = 0; j < v->p.n; j++)
 		total += claim_distance(v, lp, j);
-	if (total <= RELAX_BOUND)
+	if (total <= ZERO_RECORDS)
 		return 1;
 	for (size_t j = 0; j < v->p.n; j++)
 		if (claim_distance(v, lp, j) > 0)
@@ -715,8 +711,8 @@ static enum pm_status relax_value(struct relax *x, const uint32_t *rows, size_t 
 		v.low[j] = v.xs[j] <= 1e-6 * v.u[j];
 		v.high[j] = v.u[j] - v.xs[j] <= 1e-6 * v.u[j];
 		claims |= v.low[j] | v.high[j];
-		proved &= !v.low[j] || v.xs[v.p.n + j] <= RELAX_BOUND;
-		proved &= !v.high[j] || v.xs[2 * v.p.n + j] <= RELAX_BOUND;
+		proved &= !v.low[j] || v.xs[v.p.n + j] <= ZERO_RECORDS;
+		proved &= !v.high[j] || v.xs[2 * v.p.n + j] <= ZERO_RECORDS;
 	}
 	/* the interior point method's own certificate, else the simplex */
 	if (!st && claims && !proved && !x->infeasible)

@@ -31,16 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "solver_internal.h"
 
-/* Records within which a row at one of its bounds is taken as tight: the
- * zeros that then follow hold no more than that in any solution, as the
- * certificates' (boundary_relax.c, boundary_center.c). Absolute, not a
+/* A row within ZERO_RECORDS of one of its bounds is tight: the zeros that
+ * then follow hold no more than that in any solution. Absolute, not a
  * multiple of the right-hand side: at 1e-9 c, P = 0.999999999 on three
  * records (c = 2.999999997, stress seed 38100782) was tight, cells that
  * hold 3e-9 records were zeroed, the accuracy came out infinite and the
  * full dual stalled. */
-#define PROP_TIGHT 1e-9
 
 struct prop {
 	const struct invariants *inv;
@@ -293,8 +291,8 @@ static int row_tighten(struct prop *p, size_t r)
 		u += fmin(p->qsum[b], ns);
 		l += fmax(0, p->qsum[b] - (p->nb[b] - ns));
 	}
-	upper = c >= u - PROP_TIGHT;
-	lower = !upper && c <= l + PROP_TIGHT;
+	upper = c >= u - ZERO_RECORDS;
+	lower = !upper && c <= l + ZERO_RECORDS;
 	if (c > u + eps || c < l - eps)
 		p->infeasible = 1;
 	if (p->infeasible)

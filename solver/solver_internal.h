@@ -52,6 +52,17 @@
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
+/*
+ * Records to which a value counts as zero, everywhere the forced zeros are
+ * decided: a cell is forced to zero when no solution puts more than this
+ * in it (the relaxations' and the interior point method's certificates),
+ * a knowledge row at one of its bounds within this is tight
+ * (propagation), and a rule whose row has no cell holds when it asks for
+ * no more (boundary.c). One bound, so that the decisions agree: a cell of
+ * 3e-9 records zeroed by a looser one made the accuracy infinite.
+ */
+#define ZERO_RECORDS 1e-9
+
 /* ---- parallel.c --------------------------------------------------------- */
 
 struct parallel;
