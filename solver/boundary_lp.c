@@ -123,10 +123,11 @@ static void decimal_rows(struct glp_prob *lp)
 	for (int i = 1; ind && val && i <= m; i++) {
 		int len = glp_get_mat_row(lp, i, ind, val), type = glp_get_row_type(lp, i);
 		double lb = glp_get_row_lb(lp, i), ub = glp_get_row_ub(lp, i);
-		int k = decimals(lb) > decimals(ub) ? decimals(lb) : decimals(ub);
+		int k = decimals(lb), d = decimals(ub);
 
+		k = d > k ? d : k;
 		for (int e = 1; e <= len; e++)
-			k = decimals(val[e]) > k ? decimals(val[e]) : k;
+			k = (d = decimals(val[e])) > k ? d : k;
 		if (!k)
 			continue;
 		for (int e = 1; e <= len; e++)

@@ -90,10 +90,11 @@ static enum pm_status prop_init(struct prop *p)
 	p->qsum = malloc((nb + 1) * sizeof *p->qsum);
 	p->cnt = malloc((nb + 1) * sizeof *p->cnt);
 	p->inrow = calloc(inv->n_cells + 1, 1);
-	for (size_t b = 0; b < nb; b++)
-		nodes = invariants_bucket_g(inv, b) + p->h[b] > nodes
-			    ? invariants_bucket_g(inv, b) + p->h[b]
-			    : nodes;
+	for (size_t b = 0; b < nb; b++) {
+		size_t gh = invariants_bucket_g(inv, b) + p->h[b];
+
+		nodes = gh > nodes ? gh : nodes;
+	}
 	p->pot = malloc(nodes * sizeof *p->pot);
 	p->seen = malloc(nodes);
 	p->queue = malloc(nodes * sizeof *p->queue);
