@@ -100,7 +100,7 @@ static const char usage_serve[] =
     "  --listen ADDR        IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
     "  --port P             TCP port; 0 picks a free one (default 8080)\n"
     "  --data-dir DIR       database directory, created if needed (default ./var)\n"
-    "  --workers N          analysis worker threads (default: number of cores)\n"
+    "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
     "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
     "  --token-file F       lines 'TOKEN TENANT' ('#' comments): every request but\n"
     "                       /healthz needs 'Authorization: Bearer TOKEN'\n"

@@ -67,7 +67,7 @@
 
 struct parallel;
 
-/* A pool of `threads` parts (<= 0: one per online CPU), the calling
+/* A pool of `threads` parts (<= 0: parallel_cpus()), the calling
  * thread included. Caller frees with parallel_destroy, which returns at
  * once: the workers finish on their own, the last one freeing the pool. */
 enum pm_status parallel_create(int threads, struct parallel **out);
