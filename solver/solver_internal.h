@@ -18,33 +18,22 @@
  * under 5-diversity have h = 5): the same arithmetic in the same order as
  * the general case, only without its loop overhead.
  */
+#define BY_WIDTH_CASE(k, fn, ...)                                                                  \
+	case k:                                                                                    \
+		fn(__VA_ARGS__, k);                                                                \
+		break
 #define BY_WIDTH(fn, h, ...)                                                                       \
 	do {                                                                                       \
 		switch (h) {                                                                       \
-		case 2:                                                                            \
-			fn(__VA_ARGS__, 2);                                                        \
-			break;                                                                     \
-		case 3:                                                                            \
-			fn(__VA_ARGS__, 3);                                                        \
-			break;                                                                     \
-		case 4:                                                                            \
-			fn(__VA_ARGS__, 4);                                                        \
-			break;                                                                     \
-		case 5:                                                                            \
-			fn(__VA_ARGS__, 5);                                                        \
-			break;                                                                     \
-		case 6:                                                                            \
-			fn(__VA_ARGS__, 6);                                                        \
-			break;                                                                     \
-		case 7:                                                                            \
-			fn(__VA_ARGS__, 7);                                                        \
-			break;                                                                     \
-		case 8:                                                                            \
-			fn(__VA_ARGS__, 8);                                                        \
-			break;                                                                     \
+			BY_WIDTH_CASE(2, fn, __VA_ARGS__);                                         \
+			BY_WIDTH_CASE(3, fn, __VA_ARGS__);                                         \
+			BY_WIDTH_CASE(4, fn, __VA_ARGS__);                                         \
+			BY_WIDTH_CASE(5, fn, __VA_ARGS__);                                         \
+			BY_WIDTH_CASE(6, fn, __VA_ARGS__);                                         \
+			BY_WIDTH_CASE(7, fn, __VA_ARGS__);                                         \
+			BY_WIDTH_CASE(8, fn, __VA_ARGS__);                                         \
 		default:                                                                           \
 			fn(__VA_ARGS__, h);                                                        \
-			break;                                                                     \
 		}                                                                                  \
 	} while (0)
 /* For the functions BY_WIDTH specializes (inlined into each case), and
