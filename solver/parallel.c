@@ -18,7 +18,10 @@
  * solve takes. So a thread that waits (a worker for the next phase, the
  * caller for the workers) first spins for up to SPIN_NS on the atomic
  * it waits for, and blocks only if that is not enough: phases follow one
- * another closely within a solve, and a pool lives for one solve.
+ * another closely within a solve, and a pool lives for one solve. The
+ * spinner yields the CPU every few microseconds: a thread it waits for may
+ * be queued behind it on the same CPU (a fresh worker usually starts on
+ * its creator's), and pause alone would hold that CPU for all of SPIN_NS.
  */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include <limits.h>
@@ -86,8 +89,11 @@ static void spin(struct parallel *p, const atomic_int *count, unsigned long seen
 #if defined(__x86_64__) || defined(__i386__)
 		__builtin_ia32_pause();
 #endif
-		if (i % 64 == 0 && spin_now() > end)
-			return;
+		if (i % 64 == 0) {
+			if (spin_now() > end)
+				return;
+			sched_yield();
+		}
 	}
 }
 
