@@ -31,10 +31,11 @@
 
 #include "solver_internal.h"
 
-/* A component: its buckets and knowledge rows, with local cell numbers. */
+/* A component: its buckets and knowledge rows (borrowed from the
+ * struct components of boundary_find), with local cell numbers. */
 struct component {
 	size_t n_buckets, n_krows, m;
-	uint32_t *buckets, *krows;
+	const uint32_t *buckets, *krows;
 	uint32_t *cells; /* local -> inv cell, non-zero cells only */
 };
 
@@ -47,30 +48,8 @@ struct boundary {
 	uint8_t *zero;
 	size_t *brow_off; /* invariant rows of bucket b: brow[brow_off[b] ..) */
 	uint32_t *brow;
-	uint32_t *parent; /* union-find over buckets */
-	int32_t *local;	  /* inv cell -> local column, -1 if not in the LP */
+	int32_t *local; /* inv cell -> local column, -1 if not in the LP */
 };
-
-static uint32_t find(uint32_t *p, uint32_t x)
-{
-	while (p[x] != x) {
-		p[x] = p[p[x]];
-		x = p[x];
-	}
-	return x;
-}
-
-static enum pm_status boundary_init(struct boundary *bd)
-{
-	size_t nb = bd->inv->n_groups;
-
-	bd->parent = malloc((nb + 1) * sizeof *bd->parent);
-	if (!bd->parent)
-		return PM_ERR_NOMEM;
-	for (size_t b = 0; b < nb; b++)
-		bd->parent[b] = (uint32_t)b;
-	return PM_OK;
-}
 
 /* The invariant rows of each bucket and the local columns, for the linear
  * programs: built when the first one is. */
@@ -106,100 +85,55 @@ static void boundary_finish(struct boundary *bd)
 {
 	free(bd->brow_off);
 	free(bd->brow);
-	free(bd->parent);
 	free(bd->local);
 }
 
 static void component_finish(struct component *c)
 {
-	free(c->buckets);
-	free(c->krows);
 	free(c->cells);
 	memset(c, 0, sizeof *c);
 }
 
-/* Knowledge rows with right-hand side 0 zero all their cells; every
- * knowledge row links the buckets it touches (an entry in the same
- * bucket as the one before, as a tuple's cells are, needs no union). */
-static void direct_zeros_and_links(struct boundary *bd)
+/* Knowledge rows with right-hand side 0 zero all their cells. */
+static void direct_zeros(struct boundary *bd)
 {
 	const struct invariants *inv = bd->inv;
 
-	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
-		uint32_t first = UINT32_MAX, last = UINT32_MAX;
-
-		for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++) {
-			uint32_t c = inv->row_cell[e], b = inv->cell_group[c];
-
-			if (inv->rhs[i] <= 0)
-				bd->zero[c] = 1;
-			if (first == UINT32_MAX)
-				first = b;
-			else if (b != last)
-				bd->parent[find(bd->parent, b)] = find(bd->parent, first);
-			last = b;
-		}
-	}
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++)
+		for (size_t e = inv->row_off[i]; inv->rhs[i] <= 0 && e < inv->row_off[i + 1]; e++)
+			bd->zero[inv->row_cell[e]] = 1;
 }
 
-/* Splits the touched buckets into components (by union-find root). */
-static enum pm_status components_build(struct boundary *bd, struct component **out, size_t *n_out)
+/* The touched buckets' components (components.c), every knowledge row
+ * linking the buckets it touches; cs holds their lists. */
+static enum pm_status components_split(struct boundary *bd, struct components *cs,
+				       struct component **out, size_t *n_out)
 {
 	const struct invariants *inv = bd->inv;
-	size_t nb = inv->n_groups, n = 0;
-	int32_t *id = malloc((nb + 1) * sizeof *id);
-	struct component *cs = NULL;
+	uint8_t *touched = malloc(inv->n_groups + 1);
 	enum pm_status st = PM_ERR_NOMEM;
 
-	if (!id)
-		goto out;
-	for (size_t b = 0; b < nb; b++)
-		id[b] = -1;
-	for (size_t b = 0; b < nb; b++) {
-		uint32_t r = find(bd->parent, (uint32_t)b);
+	*out = NULL;
+	*n_out = 0;
+	if (!touched)
+		return st;
+	for (size_t b = 0; b < inv->n_groups; b++)
+		touched[b] = inv->kb_off[b + 1] > inv->kb_off[b];
+	st = components_build(inv, touched, NULL, 0, cs);
+	free(touched);
+	if (!st && !(*out = calloc(cs->n + 1, sizeof **out)))
+		st = PM_ERR_NOMEM;
+	for (size_t i = 0; !st && i < cs->n; i++) {
+		struct component *c = &(*out)[i];
 
-		if (inv->kb_off[b + 1] > inv->kb_off[b] && id[r] < 0)
-			id[r] = (int32_t)n++;
+		c->buckets = cs->bucket + cs->b_off[i];
+		c->n_buckets = cs->b_off[i + 1] - cs->b_off[i];
+		c->krows = cs->row + cs->r_off[i];
+		c->n_krows = cs->r_off[i + 1] - cs->r_off[i];
+		for (size_t k = 0; k < c->n_buckets; k++)
+			c->m += inv->cell_off[c->buckets[k] + 1] - inv->cell_off[c->buckets[k]];
 	}
-	cs = calloc(n + 1, sizeof *cs);
-	if (!cs)
-		goto out;
-	for (size_t b = 0; b < nb; b++) {
-		if (inv->kb_off[b + 1] == inv->kb_off[b])
-			continue;
-		struct component *c = &cs[id[find(bd->parent, (uint32_t)b)]];
-		uint32_t *nbk = realloc(c->buckets, (c->n_buckets + 1) * sizeof *nbk);
-
-		if (!nbk)
-			goto out;
-		c->buckets = nbk;
-		c->buckets[c->n_buckets++] = (uint32_t)b;
-		c->m += inv->cell_off[b + 1] - inv->cell_off[b];
-	}
-	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
-		struct component *c;
-		uint32_t *nk;
-
-		if (inv->row_off[i] == inv->row_off[i + 1])
-			continue;
-		c = &cs[id[find(bd->parent, inv->cell_group[inv->row_cell[inv->row_off[i]]])]];
-		nk = realloc(c->krows, (c->n_krows + 1) * sizeof *nk);
-		if (!nk)
-			goto out;
-		c->krows = nk;
-		c->krows[c->n_krows++] = (uint32_t)i;
-	}
-	st = PM_OK;
-out:
-	free(id);
-	if (st && cs) {
-		for (size_t i = 0; i < n; i++)
-			component_finish(&cs[i]);
-		free(cs);
-		cs = NULL;
-	}
-	*out = cs;
-	*n_out = st ? 0 : n;
+	*n_out = st ? 0 : cs->n;
 	return st;
 }
 
@@ -695,15 +629,16 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 			     struct pm_error *err)
 {
 	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
+	struct components lists = {0};
 	struct component *cs = NULL;
 	uint8_t *resolved = calloc(inv->n_rows + 1, 1);
 	size_t n = 0, new_zeros = 0;
 	int infeasible = 0;
-	enum pm_status st = resolved ? boundary_init(&bd) : PM_ERR_NOMEM;
+	enum pm_status st = resolved ? PM_OK : PM_ERR_NOMEM;
 
 	glp_term_out(GLP_OFF);
 	if (!st) {
-		direct_zeros_and_links(&bd);
+		direct_zeros(&bd);
 		st = empty_rows(&bd, err);
 	}
 	if (!st)
@@ -713,7 +648,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	if (!st && ((flags & BOUNDARY_RELAX) || !deferred))
 		st = relax_and_propagate(inv, zero, resolved, &infeasible);
 	if (!st && (infeasible || open_rows(inv, resolved)))
-		st = components_build(&bd, &cs, &n);
+		st = components_split(&bd, &lists, &cs, &n);
 	/* the linear program only where propagation left a row open, or to
 	 * name the rules of a conflict */
 	if (!st && infeasible)
@@ -750,6 +685,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	for (size_t i = 0; i < n; i++)
 		component_finish(&cs[i]);
 	free(cs);
+	components_finish(&lists);
 	if (implied && resolved)
 		memcpy(implied, resolved, inv->n_rows);
 	free(resolved);

@@ -35,13 +35,17 @@
 void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
 			 double *y)
 {
+	metrics_closed_cells(ds, b, y + inv->cell_off[b]);
+}
+
+void metrics_closed_cells(const struct dataset *ds, size_t b, double *y)
+{
 	double nb = ds->group_size[b];
 	size_t h = ds->bs_off[b + 1] - ds->bs_off[b];
 	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
 
 	/* Theorem 5: with no knowledge the bucket's maximum is the product of
 	 * its marginals. */
-	y += inv->cell_off[b];
 	for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++, y += h) {
 		double nq = ds->bq_count[i];
 

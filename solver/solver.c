@@ -301,7 +301,7 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 		return maxent_solve(inv, u->active, implied, o, r->cells, &u->ms, err);
 	if (probe && !u->prev && !(u->prev = calloc(inv->n_cells + 1, sizeof *u->prev)))
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, r->cells,
+	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, u->pool, r->cells,
 			      probe ? u->prev : NULL, &u->ms, err);
 }
 

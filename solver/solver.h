@@ -172,17 +172,24 @@ void maxent_dual_destroy(struct maxent_dual *d);
  * probe for forced zeros: prev receives the iterate before the last, and
  * the solve stops early (not converged) when it converges only linearly
  * or stalls, the signs of a multiplier running off to infinity.
+ * Each connected component of the coupled buckets (components.c) is its
+ * own problem; they run on the pool's threads (pool may be NULL), and o's
+ * progress callback is called from them, one at a time. iterations are
+ * the most any component took.
  */
+struct parallel;
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, double *y, double *prev,
-			      struct maxent_stats *st, struct pm_error *err);
+			      const struct solver_options *o, struct parallel *pool, double *y,
+			      double *prev, struct maxent_stats *st, struct pm_error *err);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 
 /* Closed form of Theorem 5 for bucket b: y = n(q,b) n(s,b) / n(b). */
 void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
 			 double *y);
+/* The same into bucket b's cells alone, y[i h + j] (h SA values). */
+void metrics_closed_cells(const struct dataset *ds, size_t b, double *y);
 /* max over rows of |A y - c|, records, into *out; inv built from ds. */
 enum pm_status metrics_max_violation(const struct dataset *ds, const struct invariants *inv,
 				     const double *y, double *out);

@@ -393,14 +393,21 @@ struct twolevel_part {
 	double *hmat, *dx, *dl, *rt, *sc, *pv;
 };
 
+/*
+ * One two-level problem: a set of coupled buckets and the open rows among
+ * them (a connected component, or all of them). Per-cell arrays (zero,
+ * y, y0, ck_off, pk_end) are local: bucket k's cells start at coff[k], so
+ * a small component costs its own size, not the table's.
+ */
 struct twolevel {
 	const struct dataset *ds;
 	const struct invariants *inv;
-	const uint8_t *zero;
+	uint8_t *zero; /* local copy of the forced zeros */
+	double *out;   /* the system's cells (inv numbering): twolevel_store */
 	size_t nb;
-	uint32_t *bk;	      /* coupled buckets */
+	uint32_t *bk;	      /* coupled buckets, ascending */
 	size_t *qoff, *soff;  /* per coupled bucket: its α and β */
-	size_t *coff;	      /* cells before coupled bucket k (balancing) */
+	size_t *coff;	      /* cells before coupled bucket k: its local cells */
 	size_t *foff;	      /* its factorization in fac */
 	double *alpha, *beta; /* log-scalings since the base */
 	double *fac;	      /* every bucket's M factored at the base */
@@ -411,10 +418,11 @@ struct twolevel {
 	double *ex, *xm, dmu_max; /* exp and expm1 of μ - μ0; max |μ - μ0| */
 	size_t *ck_off;		  /* per cell: the open rows through it (local) */
 	uint32_t *ck;
-	size_t ck_max;	     /* most open rows through a cell */
-	double *y0, *y;	     /* per cell of the system */
-	double inner_target; /* records */
-	struct parallel *pool;
+	size_t ck_max;	       /* most open rows through a cell */
+	double *y0, *y;	       /* per local cell */
+	double inner_target;   /* records */
+	struct parallel *pool; /* NULL: one part */
+	int own_pool;	       /* created by twolevel_init, not borrowed */
 	int parts;
 	struct twolevel_part *part;
 	const double *vin; /* input of the H v pass */
@@ -430,15 +438,53 @@ struct twolevel {
 	uint32_t *lrows, *lpat, *npat, *pk, *rpat, *rcell, *rp_n;
 };
 
+/* ---- components.c ------------------------------------------------------ */
+
+/* Connected components of buckets linked by knowledge rows: component i
+ * has the buckets bucket[b_off[i] .. b_off[i + 1]) and the rows
+ * row[r_off[i] .. r_off[i + 1]), both ascending; pos[b] is bucket b's
+ * place in its component's list (n_groups entries, set for its buckets). */
+struct components {
+	size_t n;
+	size_t *b_off, *r_off;
+	uint32_t *bucket, *row, *pos;
+};
+
+/* The components of the buckets with bucket_in[b] set, linked by the
+ * knowledge rows through them, except empty rows and those with
+ * row_out[r] set (row_out may be NULL); a bucket such a row passes through
+ * joins. With whole, all of it as one component (n = 1). Free with
+ * components_finish, also after a failure. */
+enum pm_status components_build(const struct invariants *inv, const uint8_t *bucket_in,
+				const uint8_t *row_out, int whole, struct components *cs);
+void components_finish(struct components *cs);
+
+/* Problems of fewer buckets run on one thread: their passes are too short
+ * to share. */
+#define TWOLEVEL_POOL_BUCKETS 64
+
 /* For the coupled buckets (coupled[b]), the open rows (knowledge rows not
- * implied[]): the problem at μ = 0, every bucket scaled alone. y (the
- * system's cells) receives the coupled buckets' estimate. Free with
- * twolevel_finish, also after a failure. */
+ * implied[]): the problem at μ = 0, every bucket scaled alone, on a pool
+ * of its own. twolevel_store writes the coupled buckets' estimate into y
+ * (the system's cells). Free with twolevel_finish, also after a failure. */
 enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
 			     const struct invariants *inv, const uint8_t *zero,
 			     const uint8_t *implied, const uint8_t *coupled, int threads,
 			     double *y);
+/* The same for component i of cs (its buckets and open rows), on the
+ * borrowed pool (may be NULL: one thread), used only if the problem is
+ * large enough. */
+enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
+				   const struct invariants *inv, const uint8_t *zero,
+				   const struct components *cs, size_t i, struct parallel *pool,
+				   double *y);
 void twolevel_finish(struct twolevel *t);
+/* Copies the estimate into the system's cells (twolevel_init's y). */
+void twolevel_store(const struct twolevel *t);
+/* Newton (and L-BFGS should it stall) on t to o's tolerance; with prev,
+ * a probe (twolevel_solve). st gets the outcome. */
+enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, double *prev,
+			    struct maxent_stats *st);
 /* G(μ) - G(μ0), the gradient (records) into g (may be NULL), the largest
  * violation of any row, inner ones included. */
 double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation);

@@ -69,7 +69,10 @@ void twolevel_finish(struct twolevel *t)
 	for (int p = 0; t->part && p < t->parts; p++)
 		part_finish(&t->part[p]);
 	free(t->part);
-	parallel_destroy(t->pool);
+	if (t->own_pool)
+		parallel_destroy(t->pool);
+	free(t->zero);
+	free(t->y);
 	free(t->bk);
 	free(t->qoff);
 	free(t->soff);
@@ -105,7 +108,7 @@ void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, 
 {
 	size_t b = t->bk[k];
 
-	*off = t->inv->cell_off[b];
+	*off = t->coff[k];
 	*g = t->ds->bq_off[b + 1] - t->ds->bq_off[b];
 	*h = t->ds->bs_off[b + 1] - t->ds->bs_off[b];
 }
@@ -409,93 +412,98 @@ static enum pm_status lbfgs_run(struct twolevel *t, const struct solver_options 
 
 /* ---- setup -------------------------------------------------------------- */
 
-/* The coupled buckets, their α/β/cell/factor offsets; *g_max, *h_max the
- * widest shape. */
-static enum pm_status init_buckets(struct twolevel *t, const uint8_t *coupled, size_t *g_max,
+/* The coupled buckets bk, their α/β/cell/factor offsets; *g_max, *h_max
+ * the widest shape. */
+static enum pm_status init_buckets(struct twolevel *t, const uint32_t *bk, size_t nb, size_t *g_max,
 				   size_t *h_max)
 {
 	const struct dataset *ds = t->ds;
-	size_t n = ds->n_groups + 1;
 
-	t->bk = malloc(n * sizeof *t->bk);
-	t->qoff = malloc(n * sizeof *t->qoff);
-	t->soff = malloc(n * sizeof *t->soff);
-	t->coff = malloc(n * sizeof *t->coff);
-	t->foff = malloc(n * sizeof *t->foff);
+	t->bk = malloc((nb + 1) * sizeof *t->bk);
+	t->qoff = malloc((nb + 1) * sizeof *t->qoff);
+	t->soff = malloc((nb + 1) * sizeof *t->soff);
+	t->coff = malloc((nb + 1) * sizeof *t->coff);
+	t->foff = malloc((nb + 1) * sizeof *t->foff);
 	if (!t->bk || !t->qoff || !t->soff || !t->coff || !t->foff)
 		return PM_ERR_NOMEM;
 	t->qoff[0] = t->soff[0] = t->coff[0] = t->foff[0] = 0;
 	*g_max = *h_max = 1;
-	for (size_t b = 0; b < ds->n_groups; b++) {
+	for (size_t k = 0; k < nb; k++) {
+		size_t b = bk[k];
 		size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
-		size_t k = t->nb;
 
-		if (!coupled[b])
-			continue;
 		t->bk[k] = (uint32_t)b;
 		t->qoff[k + 1] = t->qoff[k] + g;
 		t->soff[k + 1] = t->soff[k] + h;
 		t->coff[k + 1] = t->coff[k] + g * h;
 		t->foff[k + 1] = t->foff[k] + schur_size(g, h);
-		t->nb++;
 		*g_max = g > *g_max ? g : *g_max;
 		*h_max = h > *h_max ? h : *h_max;
 	}
-	t->alpha = calloc(t->qoff[t->nb] + 1, sizeof *t->alpha);
-	t->beta = calloc(t->soff[t->nb] + 1, sizeof *t->beta);
-	t->fac = malloc((t->foff[t->nb] + 1) * sizeof *t->fac);
+	t->nb = nb;
+	t->alpha = calloc(t->qoff[nb] + 1, sizeof *t->alpha);
+	t->beta = calloc(t->soff[nb] + 1, sizeof *t->beta);
+	t->fac = malloc((t->foff[nb] + 1) * sizeof *t->fac);
 	return t->alpha && t->beta && t->fac ? PM_OK : PM_ERR_NOMEM;
 }
 
-/* The open rows (knowledge rows not implied) and, per cell, the open rows
- * through it. */
-static enum pm_status init_rows(struct twolevel *t, const uint8_t *implied, const uint8_t *coupled)
+/* Local number of cell c (inv numbering) of a coupled bucket; pos: the
+ * buckets' places (struct components). */
+static size_t local_cell(const struct twolevel *t, const uint32_t *pos, uint32_t c)
+{
+	uint32_t b = t->inv->cell_group[c];
+
+	return t->coff[pos[b]] + (c - t->inv->cell_off[b]);
+}
+
+/* The open rows and, per local cell, the open rows through it. */
+static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr,
+				const uint32_t *pos)
 {
 	const struct invariants *inv = t->inv;
-	size_t first = inv->n_qi_rows + inv->n_sa_rows, n = inv->n_rows - first;
+	size_t cells = t->coff[t->nb];
 
-	t->row = malloc((n + 1) * sizeof *t->row);
-	t->rhs = malloc((n + 1) * sizeof *t->rhs);
-	t->scale = malloc((n + 1) * sizeof *t->scale);
-	t->mu = calloc(n + 1, sizeof *t->mu);
-	t->mu0 = calloc(n + 1, sizeof *t->mu0);
-	t->ex = malloc((n + 1) * sizeof *t->ex);
-	t->xm = malloc((n + 1) * sizeof *t->xm);
-	t->ck_off = calloc(inv->n_cells + 2, sizeof *t->ck_off);
+	t->row = malloc((nr + 1) * sizeof *t->row);
+	t->rhs = malloc((nr + 1) * sizeof *t->rhs);
+	t->scale = malloc((nr + 1) * sizeof *t->scale);
+	t->mu = calloc(nr + 1, sizeof *t->mu);
+	t->mu0 = calloc(nr + 1, sizeof *t->mu0);
+	t->ex = malloc((nr + 1) * sizeof *t->ex);
+	t->xm = malloc((nr + 1) * sizeof *t->xm);
+	t->ck_off = calloc(cells + 2, sizeof *t->ck_off);
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ex || !t->xm || !t->ck_off)
 		return PM_ERR_NOMEM;
-	for (size_t r = first; r < inv->n_rows; r++) {
-		/* open rows of the coupled buckets (a row lies in one component) */
-		if ((implied && implied[r]) || inv->row_off[r] == inv->row_off[r + 1] ||
-		    !coupled[inv->cell_group[inv->row_cell[inv->row_off[r]]]])
-			continue;
-		t->row[t->r] = (uint32_t)r;
-		t->rhs[t->r] = inv->rhs[r];
-		t->scale[t->r] = 1.0 / sqrt(fmax(1.0, inv->rhs[r]));
+	for (size_t k = 0; k < nr; k++) {
+		size_t r = rows[k];
+
+		t->row[k] = (uint32_t)r;
+		t->rhs[k] = inv->rhs[r];
+		t->scale[k] = 1.0 / sqrt(fmax(1.0, inv->rhs[r]));
 		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
-			t->ck_off[inv->row_cell[e] + 2]++;
-		t->r++;
+			t->ck_off[local_cell(t, pos, inv->row_cell[e]) + 2]++;
 	}
-	for (size_t c = 0; c < inv->n_cells; c++) {
+	t->r = nr;
+	for (size_t c = 0; c < cells; c++) {
 		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
 		t->ck_off[c + 2] += t->ck_off[c + 1];
 	}
-	t->ck = malloc((t->ck_off[inv->n_cells + 1] + 1) * sizeof *t->ck);
+	t->ck = malloc((t->ck_off[cells + 1] + 1) * sizeof *t->ck);
 	if (!t->ck)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < t->r; k++)
 		for (size_t e = inv->row_off[t->row[k]]; e < inv->row_off[t->row[k] + 1]; e++)
-			t->ck[t->ck_off[inv->row_cell[e] + 1]++] = (uint32_t)k;
+			t->ck[t->ck_off[local_cell(t, pos, inv->row_cell[e]) + 1]++] = (uint32_t)k;
 	return PM_OK;
 }
 
-/* The pool and each part's scratch. */
-static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, size_t h_max)
+/* The pool (borrowed, for problems large enough to share) and each part's
+ * scratch. */
+static enum pm_status init_parts(struct twolevel *t, struct parallel *pool, size_t g_max,
+				 size_t h_max)
 {
 	size_t cells = g_max * h_max + 1;
 
-	if (parallel_create(t->nb < 64 ? 1 : threads, &t->pool))
-		return PM_ERR_NOMEM;
+	t->pool = t->nb < TWOLEVEL_POOL_BUCKETS ? NULL : pool;
 	t->parts = parallel_parts(t->pool);
 	t->part = calloc((size_t)t->parts, sizeof *t->part);
 	if (!t->part)
@@ -527,47 +535,89 @@ static enum pm_status init_parts(struct twolevel *t, int threads, size_t g_max, 
 }
 
 /* Start: μ = 0, every coupled bucket scaled alone (the closed form when it
- * has no zeros), which is the base point. */
-static enum pm_status init_start(struct twolevel *t)
+ * has no zeros), which is the base point; the local zeros. */
+static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
 {
 	const struct invariants *inv = t->inv;
+	size_t cells = t->coff[t->nb];
 	double widest = 1;
 
-	t->y0 = calloc(inv->n_cells + 1, sizeof *t->y0);
-	if (!t->y0)
+	t->y0 = malloc((cells + 1) * sizeof *t->y0);
+	t->y = malloc((cells + 1) * sizeof *t->y);
+	t->zero = malloc(cells + 1);
+	if (!t->y0 || !t->y || !t->zero)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < t->nb; k++) {
-		size_t off, g, h;
+		size_t off, g, h, b = t->bk[k];
 
 		twolevel_shape(t, k, &off, &g, &h);
-		metrics_closed_form(t->ds, inv, t->bk[k], t->y0);
+		memcpy(t->zero + off, zero + inv->cell_off[b], g * h);
+		metrics_closed_cells(t->ds, b, t->y0 + off);
 		for (size_t c = off; c < off + g * h; c++)
 			t->y0[c] = t->zero[c] ? 0 : t->y0[c];
-		widest = fmax(widest, t->ds->group_size[t->bk[k]]);
+		widest = fmax(widest, t->ds->group_size[b]);
 	}
+	memcpy(t->y, t->y0, cells * sizeof *t->y);
 	/* as tight as rounding allows: function and gradient must agree */
 	t->inner_target = fmax(1e-13, 1e-15 * widest);
 	return PM_OK;
+}
+
+enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
+				   const struct invariants *inv, const uint8_t *zero,
+				   const struct components *cs, size_t i, struct parallel *pool,
+				   double *y)
+{
+	size_t g_max, h_max;
+	enum pm_status ret;
+
+	*t = (struct twolevel){.ds = ds, .inv = inv, .out = y};
+	ret = init_buckets(t, cs->bucket + cs->b_off[i], cs->b_off[i + 1] - cs->b_off[i], &g_max,
+			   &h_max);
+	if (!ret)
+		ret =
+		    init_rows(t, cs->row + cs->r_off[i], cs->r_off[i + 1] - cs->r_off[i], cs->pos);
+	if (!ret)
+		ret = init_parts(t, pool, g_max, h_max);
+	if (!ret)
+		ret = init_start(t, zero);
+	if (!ret)
+		ret = twolevel_hessian_init(t);
+	return ret;
 }
 
 enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
 			     const struct invariants *inv, const uint8_t *zero,
 			     const uint8_t *implied, const uint8_t *coupled, int threads, double *y)
 {
-	size_t g_max, h_max;
+	struct components cs;
+	struct parallel *pool = NULL;
 	enum pm_status ret;
 
-	*t = (struct twolevel){.ds = ds, .inv = inv, .zero = zero, .y = y};
-	ret = init_buckets(t, coupled, &g_max, &h_max);
+	*t = (struct twolevel){0};
+	ret = components_build(inv, coupled, implied, 1, &cs);
+
+	/* the size at which init_parts takes the pool */
+	if (!ret && cs.b_off[cs.n] >= TWOLEVEL_POOL_BUCKETS)
+		ret = parallel_create(threads, &pool);
 	if (!ret)
-		ret = init_rows(t, implied, coupled);
-	if (!ret)
-		ret = init_parts(t, threads, g_max, h_max);
-	if (!ret)
-		ret = init_start(t);
-	if (!ret)
-		ret = twolevel_hessian_init(t);
+		ret = twolevel_init_lists(t, ds, inv, zero, &cs, 0, pool, y);
+	if (t->pool != pool)
+		parallel_destroy(pool);
+	else
+		t->own_pool = 1;
+	components_finish(&cs);
 	return ret;
+}
+
+void twolevel_store(const struct twolevel *t)
+{
+	for (size_t k = 0; k < t->nb; k++) {
+		size_t off, g, h;
+
+		twolevel_shape(t, k, &off, &g, &h);
+		memcpy(t->out + t->inv->cell_off[t->bk[k]], t->y + off, g * h * sizeof *t->y);
+	}
 }
 
 /*
@@ -608,7 +658,7 @@ static void finish_stats(const struct twolevel *t, const struct solver_options *
 		size_t off, g, h;
 
 		twolevel_shape(t, k, &off, &g, &h);
-		memcpy(prev + off, t->y0 + off, g * h * sizeof *prev);
+		memcpy(prev + t->inv->cell_off[t->bk[k]], t->y0 + off, g * h * sizeof *prev);
 	}
 	st->converged = st->max_violation <= o->tolerance;
 	if (!st->converged && st->iterations >= o->max_iterations)
@@ -619,33 +669,27 @@ static void finish_stats(const struct twolevel *t, const struct solver_options *
 			 "the Newton line search and L-BFGS made no further progress");
 }
 
-enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
-			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, double *y, double *prev,
-			      struct maxent_stats *st, struct pm_error *err)
+enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, double *prev,
+			    struct maxent_stats *st)
 {
-	struct twolevel t;
 	struct newton_problem np;
-	double *x = NULL;
+	double *x = calloc(t->r + 1, sizeof *x);
 	double max_rhs = 1, target, polish;
 	int stalled = 0;
 	enum pm_status ret;
 
 	memset(st, 0, sizeof *st);
-	ret = twolevel_init(&t, ds, inv, zero, implied, coupled, o->threads, y);
-	if (!ret && !(x = calloc(t.r + 1, sizeof *x)))
-		ret = PM_ERR_NOMEM;
-	if (ret)
-		goto out;
-	twolevel_problem(&t, 1, &np);
-	for (size_t k = 0; k < t.r; k++)
-		max_rhs = fmax(max_rhs, t.rhs[k]);
+	if (!x)
+		return PM_ERR_NOMEM;
+	twolevel_problem(t, 1, &np);
+	for (size_t k = 0; k < t->r; k++)
+		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
 	np.linear_stop = prev != NULL;
 	ret = newton_minimize(&np, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
 	    st->max_violation >
-		(polish = polish_target(&t, target, 1e-13 * max_rhs, prev != NULL))) {
+		(polish = polish_target(t, target, 1e-13 * max_rhs, prev != NULL))) {
 		struct solver_options po = *o;
 
 		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations
@@ -657,17 +701,9 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
 	if (!ret && stalled && !prev && st->max_violation > target &&
 	    st->iterations < o->max_iterations)
-		ret = lbfgs_run(&t, o, target, st);
+		ret = lbfgs_run(t, o, target, st);
 	if (!ret)
-		finish_stats(&t, o, prev, st);
-out:
-	if (ret == PM_ERR_NOMEM)
-		error_set(err, ret, "", "out of memory in the two-level solver");
-	else if (ret == PM_ERR_CANCELLED)
-		error_set(err, ret, "", "the solve was cancelled");
-	else if (ret)
-		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
+		finish_stats(t, o, prev, st);
 	free(x);
-	twolevel_finish(&t);
 	return ret;
 }

@@ -288,7 +288,7 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	const double *y;
 	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt;
 
-	off = t->inv->cell_off[t->bk[k]]; /* h is the caller's constant */
+	off = t->coff[k]; /* h is the caller's constant */
 	g = t->ds->bq_off[t->bk[k] + 1] - t->ds->bq_off[t->bk[k]];
 	y = t->y + off;
 	schur_root(t->fac + t->foff[k], y, g, h, rt, pt->sc);
@@ -541,7 +541,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
 {
 	double r = (double)t->r, cells = (double)t->coff[t->nb];
-	double entries = (double)(t->ck_off[t->inv->n_cells]);
+	double entries = (double)(t->ck_off[t->coff[t->nb]]);
 
 	/* large ones are factored by panels on the pool (newton.c): half */
 	double factor = r * r * r / 6 * (t->r >= 768 ? 0.5 : 1);
@@ -572,14 +572,15 @@ static void patterns_part(void *ctx, int p, int parts)
 static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes *z)
 {
 	struct pattern_pass pp = {t, calloc((size_t)t->parts, sizeof *pp.sc), 0};
+	size_t cells = t->coff[t->nb];
 
 	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
 	t->lpat = malloc((z->rows + 1) * sizeof *t->lpat);
 	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
-	t->pk_end = malloc((t->inv->n_cells + 1) * sizeof *t->pk_end);
-	t->pk = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->pk);
-	t->rpat = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->rpat);
-	t->rcell = malloc((t->ck_off[t->inv->n_cells] + 1) * sizeof *t->rcell);
+	t->pk_end = malloc((cells + 1) * sizeof *t->pk_end);
+	t->pk = malloc((t->ck_off[cells] + 1) * sizeof *t->pk);
+	t->rpat = malloc((t->ck_off[cells] + 1) * sizeof *t->rpat);
+	t->rcell = malloc((t->ck_off[cells] + 1) * sizeof *t->rcell);
 	t->rp_n = malloc((t->qoff[t->nb] + 1) * sizeof *t->rp_n);
 	pp.failed = !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->pk_end || !t->pk ||
 		    !t->rpat || !t->rcell || !t->rp_n;

@@ -16,74 +16,10 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "random_table.h"
-#include "solver_internal.h"
+#include "instance.h"
 
 #define N_TABLES 40
 #define SEED	 UINT64_C(19700101)
-
-/* 3 QI attributes of 2-4 values, SA of 3-6 values, 60-400 records in
- * buckets of 2-6. */
-static struct dataset *table(uint64_t *rng)
-{
-	static const struct random_shape shape = {.attrs = {3, 3},
-						  .values = {2, 4},
-						  .sa = {3, 6},
-						  .records = {60, 400},
-						  .bucket = {2, 6}};
-
-	return random_dataset_shaped(rng, &shape);
-}
-
-/* One instance: the table, its knowledge and system, the exact zeros and
- * implied rows, and the coupled buckets. */
-struct instance {
-	struct dataset *ds;
-	struct knowledge k;
-	struct invariants inv;
-	uint8_t *zero, *implied, *coupled;
-	double *y;
-};
-
-static int instance_make(struct instance *in, uint64_t *rng)
-{
-	struct miner_options mo;
-	struct pm_error err = {0};
-
-	memset(in, 0, sizeof *in);
-	knowledge_init(&in->k);
-	in->ds = table(rng);
-	if (!in->ds)
-		return 0;
-	miner_options_init(&mo);
-	mo.positive = rng_in(rng, 5, 40);
-	mo.negative = rng_in(rng, 5, 40);
-	mo.qi_attributes = rng_in(rng, 1, 2);
-	if (miner_run(in->ds, &mo, &in->k, &err))
-		return 0;
-	/* every other table repeats a few rules: rows equal to others, so H
-	 * is singular along their differences (null pivots in its L D L^T) */
-	for (size_t d = rng_in(rng, 0, 1) * 3; d > 0 && in->k.n > 0; d--) {
-		struct rule r = in->k.rules[rng_in(rng, 0, in->k.n - 1)];
-
-		if (knowledge_append(&in->k, &r, &err))
-			return 0;
-	}
-	if (invariants_build(in->ds, &in->k, &in->inv, &err))
-		return 0;
-	in->zero = calloc(in->inv.n_cells + 1, 1);
-	in->implied = calloc(in->inv.n_rows + 1, 1);
-	in->coupled = calloc(in->inv.n_groups + 1, 1);
-	in->y = calloc(in->inv.n_cells + 1, sizeof *in->y);
-	if (!in->zero || !in->implied || !in->coupled || !in->y ||
-	    boundary_find(in->ds, &in->k, &in->inv, NULL, in->zero, in->implied, NULL,
-			  BOUNDARY_RELAX, &err))
-		return 0;
-	for (size_t b = 0; b < in->inv.n_groups; b++)
-		for (size_t e = in->inv.kb_off[b]; e < in->inv.kb_off[b + 1]; e++)
-			in->coupled[b] |= !in->implied[in->inv.kb_row[e]];
-	return 1;
-}
 
 /*
  * A flat direction: rows that propagation resolved (sums of invariant
@@ -122,17 +58,6 @@ static int check_flat(const struct instance *in)
 	free(coupled);
 	free(y);
 	return found;
-}
-
-static void instance_free(struct instance *in)
-{
-	free(in->zero);
-	free(in->implied);
-	free(in->coupled);
-	free(in->y);
-	invariants_finish(&in->inv);
-	knowledge_finish(&in->k);
-	dataset_destroy(in->ds);
 }
 
 static double rnd(uint64_t *rng)
@@ -313,6 +238,7 @@ static int newton(struct instance *in, int formed, int threads, double *y)
 	twolevel_problem(&t, formed, &np);
 	if (newton_minimize(&np, &o, 1e-10, x, &st, &stalled) == PM_OK)
 		ok = st.max_violation <= 1e-10;
+	twolevel_store(&t);
 	free(x);
 	twolevel_finish(&t);
 	return ok;
