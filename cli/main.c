@@ -471,10 +471,15 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 	json_t *solver = NULL, *know = NULL, *result = NULL;
 	double t0 = pipeline_now();
 	enum pm_status st = PM_OK;
+	struct solver_options base;
 	int rc = solver_flags(c, a, &solver);
 
+	solver_options_init(&base);
 	if (rc >= 0)
 		goto out;
+	/* the threads start while the input loads (NULL if they cannot:
+	 * the solve then starts its own) */
+	solver_pool_create(0, &base.pool);
 	st = load_dataset(a->pos[0], a, &ds, &err);
 	if (!st && a->n_pos > 1)
 		st = load_json(a->pos[1], &know, &err);
@@ -485,7 +490,7 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 		st = codec_solver_options(json_object_get(know, "solver"),
 					  &(struct solver_options){0}, &err);
 	if (!st)
-		st = pipeline_run_dataset(ds, know, solver, NULL, pipeline_now() - t0, &result,
+		st = pipeline_run_dataset(ds, know, solver, &base, pipeline_now() - t0, &result,
 					  &err);
 	if (!st)
 		st = print_json(result, &err);
@@ -495,6 +500,7 @@ out:
 	json_decref(know);
 	json_decref(solver);
 	dataset_destroy(ds);
+	solver_pool_destroy(base.pool);
 	return rc;
 }
 

@@ -23,6 +23,7 @@ struct slot {
 	char id[ID_MAX];
 	int busy, cancel;
 	struct jobs_progress p;
+	struct solver_pool *pool; /* this worker's solver threads, or NULL */
 };
 
 struct jobs {
@@ -144,6 +145,7 @@ static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct 
 	solver_options_init(&o);
 	o.progress = on_progress;
 	o.progress_ctx = s;
+	o.pool = s->pool;
 	st = pipeline_run_dataset(ds, json_object_get(req, "knowledge"),
 				  json_object_get(req, "solver"), &o, 0, result, err);
 out:
@@ -213,6 +215,9 @@ static void *worker(void *arg)
 	struct slot *s = arg;
 	struct jobs *j = s->owner;
 
+	/* kept for every analysis this worker runs (NULL if they cannot
+	 * start: each solve then starts its own) */
+	solver_pool_create(0, &s->pool);
 	pthread_mutex_lock(&j->mu);
 	for (;;) {
 		while (!j->stopping && j->len == 0)
@@ -232,6 +237,7 @@ static void *worker(void *arg)
 		s->id[0] = 0;
 	}
 	pthread_mutex_unlock(&j->mu);
+	solver_pool_destroy(s->pool);
 	return NULL;
 }
 

@@ -49,12 +49,38 @@ static int coupled(const struct invariants *inv, const uint8_t *implied, size_t 
 	return 0;
 }
 
+struct solver_pool {
+	struct parallel *threads;
+};
+
+enum pm_status solver_pool_create(int threads, struct solver_pool **out)
+{
+	struct solver_pool *p = calloc(1, sizeof *p);
+
+	*out = NULL;
+	if (!p || parallel_create(threads, &p->threads)) {
+		free(p);
+		return PM_ERR_NOMEM;
+	}
+	*out = p;
+	return PM_OK;
+}
+
+void solver_pool_destroy(struct solver_pool *p)
+{
+	if (!p)
+		return;
+	parallel_destroy(p->threads);
+	free(p);
+}
+
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
 	uint8_t *zero, *active, *implied, *cpl, *deferred;
 	uint8_t *closed; /* per bucket: the closed form of Theorem 5 */
 	double *prev;	 /* the two-level solve's previous iterate */
 	struct parallel *pool;
+	int own_pool; /* created for this run (not the caller's) */
 	int parts;
 	struct alone_work **w;	    /* per part */
 	struct closed_memo *memo;   /* per part */
@@ -199,7 +225,8 @@ static void run_finish(struct run *u)
 	free(u->n_zero);
 	free(u->violation);
 	free(u->untouched);
-	parallel_destroy(u->pool);
+	if (u->own_pool)
+		parallel_destroy(u->pool);
 	free(u->zero);
 	free(u->active);
 	free(u->implied);
@@ -207,6 +234,21 @@ static void run_finish(struct run *u)
 	free(u->deferred);
 	free(u->closed);
 	free(u->prev);
+}
+
+/* The caller's pool, or one for this run; one thread for small tables,
+ * where waking a second costs more than it takes over. */
+static enum pm_status run_pool(struct run *u, const struct dataset *ds,
+			       const struct solver_options *o)
+{
+	if (ds->n_groups < 256)
+		return PM_OK; /* NULL: every pass inline */
+	if (o->pool) {
+		u->pool = o->pool->threads;
+		return PM_OK;
+	}
+	u->own_pool = 1;
+	return parallel_create(o->threads, &u->pool);
 }
 
 static enum pm_status run_init(struct run *u, const struct dataset *ds,
@@ -235,7 +277,7 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->inv = inv;
 	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
 	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
-	    !u->untouched || parallel_create(ds->n_groups < 256 ? 1 : o->threads, &u->pool))
+	    !u->untouched || run_pool(u, ds, o))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);

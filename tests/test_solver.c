@@ -348,6 +348,52 @@ static void test_threads(void)
 	dataset_destroy(ds);
 }
 
+/* Solves borrowing one pool, one after the other and with both methods,
+ * give exactly what solves with threads of their own give. */
+static void test_pool(void)
+{
+	struct dataset *ds = bigger_table(2000, 11);
+	struct miner_options mo;
+	struct knowledge k;
+	struct invariants inv;
+	struct solver_pool *pool = NULL;
+	struct pm_error err = {0};
+
+	knowledge_init(&k);
+	miner_options_init(&mo);
+	mo.positive = mo.negative = 10;
+	mo.qi_attributes = 1;
+	CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	CHECK(solver_pool_create(3, &pool) == PM_OK && pool);
+	for (int i = 0; i < 4; i++) {
+		struct solver_options o;
+		struct solver_result own, borrowed;
+
+		solver_options_init(&o);
+		o.tolerance = 1e-8;
+		o.threads = 3;
+		o.method = i % 2 ? SOLVER_FULL_DUAL : SOLVER_TWO_LEVEL;
+		CHECK(solver_run(ds, &k, &inv, &o, &own, &err) == PM_OK);
+		o.threads = 1; /* the pool's count applies */
+		o.pool = pool;
+		CHECK(solver_run(ds, &k, &inv, &o, &borrowed, &err) == PM_OK);
+		CHECK(own.status == SOLVER_CONVERGED && borrowed.status == SOLVER_CONVERGED);
+		CHECK(own.iterations == borrowed.iterations);
+		CHECK(own.post_off[ds->n_tuples] == borrowed.post_off[ds->n_tuples]);
+		for (size_t e = 0; e < own.post_off[ds->n_tuples]; e++)
+			CHECK(own.post_p[e] == borrowed.post_p[e]);
+		CHECK(own.estimation_accuracy == borrowed.estimation_accuracy);
+		solver_result_finish(&own);
+		solver_result_finish(&borrowed);
+	}
+	solver_pool_destroy(pool);
+	solver_pool_destroy(NULL);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	struct dataset *ds = load_csv("figure1.csv");
@@ -359,5 +405,6 @@ int main(void)
 	test_limits(ds);
 	dataset_destroy(ds);
 	test_threads();
+	test_pool();
 	return check_done();
 }
