@@ -7,11 +7,12 @@
  * no-knowledge estimate of Eq. 9, P(s|q,b) = n(s,b) / n(b); and the
  * largest violation of the rows.
  *
- * The work is one parallel pass: tuples for the posterior and the
- * accuracies, buckets for the entropy and the invariant rows, knowledge
- * rows for their violation. Sums run over fixed chunks of CHUNK tuples or
- * buckets, each chunk in order, the chunks added in order: the numbers do
- * not depend on how many threads share the pass.
+ * The work is two parallel passes: y summed by slot (tuple and value),
+ * cell by cell, beside the buckets (entropy, invariant rows) and the
+ * knowledge rows (violation); then the tuples, their posterior and
+ * accuracy terms from those sums. Sums run over fixed chunks of CHUNK
+ * tuples or buckets, each chunk in order, the chunks added in order: the
+ * numbers do not depend on how many threads share the passes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,6 +32,12 @@
 #else
 #define PREFETCH_LINE(p) ((void)(p))
 #endif
+
+/* One past the last tuple (or bucket) of chunk k of n. */
+static size_t chunk_end(size_t k, size_t n)
+{
+	return (k + 1) * CHUNK < n ? (k + 1) * CHUNK : n;
+}
 
 void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
 			 double *y)
@@ -263,14 +270,13 @@ static int tuple_closed(const struct metrics *m, size_t q)
 
 /* Sums y (and, with records to compare with, the closed form of Theorem
  * 5; a closed-form bucket's cells are it already) over tuple q's cells by
- * slot, in bucket order; with `closed` (tuple_closed) the sums of y alone,
- * the two being one. */
-static void tuple_sums(const struct metrics *m, struct part *t, size_t q, int closed)
+ * slot, in bucket order. */
+static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
 {
 	const struct invariants *inv = m->inv;
 	const struct dataset *ds = m->ds;
 	size_t s0 = inv->slot_off[q], o1 = inv->occ_off[q + 1];
-	int truth = ds->has_ground_truth && !closed;
+	int truth = ds->has_ground_truth;
 
 	for (size_t i = 0; i < inv->slot_off[q + 1] - s0; i++)
 		t->sum[i] = t->base[i] = 0;
@@ -365,33 +371,35 @@ static void kl_close(const struct metrics *m, struct kl_sums *sk)
 /* The accuracy terms of tuple q, for its slots with records. Where the
  * estimate is the closed form (closed: every bucket of the tuple, the same
  * sums of the same cells) the two terms are one. */
-static void tuple_accuracy(const struct metrics *m, const struct part *t, size_t q, int closed,
-			   struct kl_sums *sk)
+static void tuple_accuracy(const struct metrics *m, const double *sum, const double *base, size_t q,
+			   int closed, struct kl_sums *out)
 {
 	const struct invariants *inv = m->inv;
+	size_t s0 = inv->slot_off[q], n = inv->slot_off[q + 1] - s0;
+	const uint32_t *rec = inv->slot_records + s0;
 	double nq = m->ds->tuple_count[q], all = (double)m->ds->n_records;
+	struct kl_sums sk = *out; /* a local: in registers, not reread per slot */
 
-	for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
-		double c = inv->slot_records[i];
-		size_t at = i - inv->slot_off[q];
-		double base = closed ? t->sum[at] : t->base[at];
+	for (size_t at = 0; at < n; at++) {
+		double c = rec[at], b = closed ? sum[at] : base[at];
 
 		if (!c)
 			continue;
-		if (closed && t->sum[at] > 0) {
-			kl_shared(m, inv->slot_records[i], t->sum[at], sk);
+		if (closed && sum[at] > 0) {
+			kl_shared(m, rec[at], sum[at], &sk);
 			continue;
 		}
-		if (t->sum[at] == base && t->sum[at] > 0) {
-			double term = c / all * log(c / nq / (t->sum[at] / nq));
+		if (sum[at] == b && sum[at] > 0) {
+			double term = c / all * log(c / nq / (sum[at] / nq));
 
-			sk->est += term;
-			sk->base += term;
+			sk.est += term;
+			sk.base += term;
 			continue;
 		}
-		kl_add(c / all, c / nq, t->sum[at] / nq, &sk->est, &sk->est_inf);
-		kl_add(c / all, c / nq, base / nq, &sk->base, &sk->base_inf);
+		kl_add(c / all, c / nq, sum[at] / nq, &sk.est, &sk.est_inf);
+		kl_add(c / all, c / nq, b / nq, &sk.base, &sk.base_inf);
 	}
+	*out = sk;
 }
 
 static double klogk(const struct metrics *m, uint32_t k)
@@ -399,96 +407,97 @@ static double klogk(const struct metrics *m, uint32_t k)
 	return k < m->top ? m->klogk[k] : k * log((double)k);
 }
 
-static double lnk(const struct metrics *m, uint32_t k)
-{
-	return k < m->top ? m->lnk[k] : log((double)k);
-}
-
-/*
- * The accuracy terms of a tuple in one bucket b only (its slots are b's
- * values in order). Where b is closed form, P(s|q) / P*(s|q) is the ratio
- * of whole numbers n(q,s) n(b) / (n(q) n(s,b)): its logarithm from the
- * table, one term for both sums.
- */
-static void single_accuracy(const struct metrics *m, size_t q, struct kl_sums *sk)
+/* The accuracy terms of a tuple in one bucket b only (its slots are b's
+ * values in order, y its row), b not in the closed form: the baseline's
+ * terms from b's counts. */
+static void single_accuracy(const struct metrics *m, size_t q, const double *y, struct kl_sums *sk)
 {
 	const struct invariants *inv = m->inv;
 	const struct dataset *ds = m->ds;
-	size_t o = inv->occ_off[q], b = inv->occ_bucket[o], s0 = inv->slot_off[q];
-	const double *y = m->r->cells + inv->occ_cell[o];
+	size_t o = inv->occ_off[q], b = inv->occ_bucket[o], s0 = inv->slot_off[q],
+	       h = inv->bucket_h[b];
 	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
 	uint32_t nq = ds->tuple_count[q];
 	double all = (double)ds->n_records;
 
-	for (size_t j = 0; j < inv->bucket_h[b]; j++) {
+	for (size_t j = 0; j < h; j++) {
 		uint32_t c = inv->slot_records[s0 + j];
 
 		if (!c)
 			continue;
-		if (m->closed && m->closed[b]) {
-			double term =
-			    c / all *
-			    (lnk(m, c) + lnk(m, ds->group_size[b]) - lnk(m, nq) - lnk(m, ns[j]));
-
-			sk->est += term;
-			sk->base += term;
-			continue;
-		}
 		kl_add(c / all, (double)c / nq, y[j] / nq, &sk->est, &sk->est_inf);
 		kl_add(c / all, (double)c / nq, (double)nq * ns[j] / inv->bucket_n[b] / nq,
 		       &sk->base, &sk->base_inf);
 	}
 }
 
-/* The posterior of a tuple in one bucket: its row of y over n(q). */
-static void single_posterior(struct metrics *m, size_t q, size_t *np)
+/*
+ * Sums y by slot into post_p, cell by cell: a slot's cells come in bucket
+ * order, as tuple_sums adds them. y and the slots are read in order, the
+ * sums (one per slot, 8 bytes each) stay in cache, where going tuple by
+ * tuple reads each row of y at a place of its own.
+ */
+static void slot_sums(struct metrics *m)
 {
 	const struct invariants *inv = m->inv;
-	size_t o = inv->occ_off[q], s0 = inv->slot_off[q];
-	const double *y = m->r->cells + inv->occ_cell[o];
-	double nq = m->ds->tuple_count[q];
+	const double *y = m->r->cells;
+	double *sum = m->r->post_p;
 
-	for (size_t j = 0; j < inv->bucket_h[inv->occ_bucket[o]]; j++) {
-		if (y[j] > 0) {
-			m->r->post_sa[*np] = inv->slot_sa[s0 + j];
-			m->r->post_p[(*np)++] = y[j] / nq;
-		}
-	}
+	memset(sum, 0, inv->slot_off[m->ds->n_tuples] * sizeof *sum);
+	for (size_t c = 0; c < inv->n_cells; c++)
+		sum[inv->cell_slot[c]] += y[c];
 }
 
-/* Posterior entries and accuracy terms of the tuples of chunk k, written
- * from the chunk's first slot on (at most one entry per slot). */
+/* Tuple q's posterior entries from its sums (which may be where they go:
+ * entries never move up), at *np on. */
+static void tuple_posterior(struct metrics *m, size_t q, const double *sum, size_t *np)
+{
+	const struct invariants *inv = m->inv;
+	size_t s0 = inv->slot_off[q], n = inv->slot_off[q + 1] - s0, e = *np;
+	const uint32_t *sa = inv->slot_sa + s0;
+	uint32_t *post_sa = m->r->post_sa;
+	double *post_p = m->r->post_p, nq = m->ds->tuple_count[q];
+
+	for (size_t i = 0; i < n; i++) {
+		double p = sum[i];
+
+		if (p > 0) {
+			post_sa[e] = sa[i];
+			post_p[e++] = nq == 1 ? p : p / nq; /* most tuples: one record */
+		}
+	}
+	*np = e;
+}
+
+/*
+ * Posterior entries and accuracy terms of the tuples of chunk k, written
+ * from the chunk's first slot on (at most one entry per slot) over the
+ * slot sums of slot_sums, each tuple's read before its entries are
+ * written. A tuple in one bucket or only in closed-form buckets needs
+ * nothing else; the others are summed again here with the closed form.
+ */
 static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 {
 	const struct invariants *inv = m->inv;
-	struct solver_result *r = m->r;
-	size_t q1 = (k + 1) * CHUNK < m->ds->n_tuples ? (k + 1) * CHUNK : m->ds->n_tuples;
-	size_t np = inv->slot_off[k * CHUNK];
+	size_t q1 = chunk_end(k, m->ds->n_tuples), np = inv->slot_off[k * CHUNK];
 	struct kl_sums sk = {.prod = 1};
+	int truth = m->ds->has_ground_truth;
 
 	for (size_t q = k * CHUNK; q < q1; q++) {
-		double nq = m->ds->tuple_count[q];
-		int closed;
+		const double *sum = m->r->post_p + inv->slot_off[q];
+		int single = inv->occ_off[q + 1] - inv->occ_off[q] == 1;
+		int closed = tuple_closed(m, q);
 
-		r->post_off[q] = np;
-		if (inv->occ_off[q + 1] - inv->occ_off[q] == 1) {
-			single_posterior(m, q, &np);
-			if (m->ds->has_ground_truth)
-				single_accuracy(m, q, &sk);
-			continue;
+		m->r->post_off[q] = np;
+		if (!single && !closed) {
+			tuple_sums(m, t, q);
+			sum = t->sum;
 		}
-		closed = tuple_closed(m, q);
-		tuple_sums(m, t, q, closed);
-		for (size_t i = inv->slot_off[q]; i < inv->slot_off[q + 1]; i++) {
-			double p = t->sum[i - inv->slot_off[q]];
-
-			if (p > 0) {
-				r->post_sa[np] = inv->slot_sa[i];
-				r->post_p[np++] = p / nq;
-			}
-		}
-		if (m->ds->has_ground_truth)
-			tuple_accuracy(m, t, q, closed, &sk);
+		if (truth && single && !closed)
+			single_accuracy(m, q, sum, &sk);
+		else if (truth)
+			tuple_accuracy(m, sum, t->base, q, closed, &sk);
+		tuple_posterior(m, q, sum, &np);
 	}
 	kl_close(m, &sk);
 	m->n_post[k] = np - inv->slot_off[k * CHUNK];
@@ -504,14 +513,14 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
  *     (n(b) ln(n(b) N) - sum_q n(q,b) ln n(q,b) - sum_s n(s,b) ln n(s,b)) / N:
  * g + h table entries instead of g h logarithms.
  */
-static double bucket_entropy(const struct metrics *m, size_t b)
+static double bucket_entropy(const struct metrics *m, size_t b, int closed)
 {
 	const struct dataset *ds = m->ds;
 	const double *y = m->r->cells;
 	uint32_t nb = ds->group_size[b];
 	double n = (double)ds->n_records, h = 0;
 
-	if (m->closed && m->closed[b]) {
+	if (closed) {
 		h = nb * (nb < m->top ? m->lnkn[nb] : log(nb * n));
 		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
 			h -= klogk(m, ds->bq_count[i]);
@@ -528,9 +537,9 @@ static double bucket_entropy(const struct metrics *m, size_t b)
 	return h;
 }
 
-/* Item k of the pass: tuple chunks, then bucket chunks, then chunks of
- * knowledge rows; violations go to the part's maximum (any order gives
- * the same maximum). */
+/* Item k of the first pass: the slot sums, then bucket chunks, then
+ * chunks of knowledge rows; violations go to the part's maximum (any
+ * order gives the same maximum). */
 static void metrics_item(void *ctx, size_t k, int p)
 {
 	struct metrics *m = ctx;
@@ -538,19 +547,18 @@ static void metrics_item(void *ctx, size_t k, int p)
 	size_t first = inv->n_qi_rows + inv->n_sa_rows;
 	double worst = m->violation[p];
 
-	if (k < m->n_tc) {
-		tuple_chunk(m, &m->part[p], k);
+	if (k-- == 0) {
+		slot_sums(m);
 		return;
 	}
-	k -= m->n_tc;
 	if (k < m->n_bc) {
-		size_t b1 = (k + 1) * CHUNK < inv->n_groups ? (k + 1) * CHUNK : inv->n_groups;
-
 		double h = 0;
 
-		for (size_t b = k * CHUNK; b < b1; b++) {
-			h += bucket_entropy(m, b);
-			if (!m->closed || !m->closed[b])
+		for (size_t b = k * CHUNK; b < chunk_end(k, inv->n_groups); b++) {
+			int closed = m->closed && m->closed[b];
+
+			h += bucket_entropy(m, b, closed);
+			if (!closed)
 				worst = max_of(worst, bucket_violation(m->ds, inv, b, m->r->cells));
 		}
 		m->entropy[k] = h;
@@ -563,6 +571,14 @@ static void metrics_item(void *ctx, size_t k, int p)
 	m->violation[p] = worst;
 }
 
+/* Item k of the second pass: tuple chunk k. */
+static void tuple_item(void *ctx, size_t k, int p)
+{
+	struct metrics *m = ctx;
+
+	tuple_chunk(m, &m->part[p], k);
+}
+
 /* Moves each chunk's posterior entries down to follow the previous
  * chunk's, and adds up the chunks' sums in order. */
 static void metrics_reduce(struct metrics *m)
@@ -572,7 +588,7 @@ static void metrics_reduce(struct metrics *m)
 
 	for (size_t k = 0; k < m->n_tc; k++) {
 		size_t from = m->inv->slot_off[k * CHUNK], n = m->n_post[k];
-		size_t q1 = (k + 1) * CHUNK < nq ? (k + 1) * CHUNK : nq;
+		size_t q1 = chunk_end(k, nq);
 
 		/* in place until the first chunk with a zero in its posterior */
 		if (from != np) {
@@ -611,8 +627,11 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 	r->estimation_accuracy = r->baseline_accuracy = r->entropy = 0;
 	r->max_violation = closed ? closed_violation : 0;
 	r->estimation_infinite = r->baseline_infinite = 0;
-	parallel_items(pool, m.n_tc + m.n_bc + (inv->n_knowledge_rows + CHUNK - 1) / CHUNK,
-		       metrics_item, &m);
+	/* the slot sums first (with the buckets' and rows' items), then the
+	 * tuples that read them */
+	parallel_items(pool, 1 + m.n_bc + (inv->n_knowledge_rows + CHUNK - 1) / CHUNK, metrics_item,
+		       &m);
+	parallel_items(pool, m.n_tc, tuple_item, &m);
 	metrics_reduce(&m);
 	st = PM_OK;
 out:
