@@ -172,10 +172,10 @@ enum pm_status metrics_max_violation(const struct dataset *ds, const struct inva
 	return PM_OK;
 }
 
-/* One thread's scratch for a tuple: per slot, the sums of y and of the
- * closed form. */
+/* One thread's scratch for a tuple: per slot, the sums of the closed
+ * form. */
 struct part {
-	double *sum, *base;
+	double *base;
 };
 
 struct metrics {
@@ -184,9 +184,9 @@ struct metrics {
 	const uint8_t *closed;
 	double closed_violation;
 	struct solver_result *r;
-	/* ln k, k ln k and ln(k N) for k < top: top is 1 + the largest
-	 * bucket, at most TABLE (record counts beyond it are computed) */
-	double *lnk, *klogk, *lnkn;
+	/* k ln k and ln(k N) for k < top: top is 1 + the largest bucket, at
+	 * most TABLE (record counts beyond it are computed) */
+	double *klogk, *lnkn;
 	size_t top;
 	size_t n_tc, n_bc;
 	/* per tuple chunk: entries written, accuracy sums */
@@ -211,32 +211,29 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 	for (size_t b = 0; b < ds->n_groups; b++)
 		top = ds->group_size[b] > top ? ds->group_size[b] : top;
 	top = top < TABLE ? top + 1 : TABLE;
-	m->lnk = malloc(3 * top * sizeof *m->lnk);
+	m->klogk = malloc(2 * top * sizeof *m->klogk);
 	m->n_post = calloc(m->n_tc + 1, sizeof *m->n_post);
 	m->est = calloc(2 * (m->n_tc + 1), sizeof *m->est);
 	m->est_inf = calloc(2 * (m->n_tc + 1), sizeof *m->est_inf);
 	m->entropy = calloc(m->n_bc + 1, sizeof *m->entropy);
 	m->violation = calloc((size_t)m->parts, sizeof *m->violation);
 	m->part = calloc((size_t)m->parts, sizeof *m->part);
-	if (!m->lnk || !m->n_post || !m->est || !m->est_inf || !m->entropy || !m->violation ||
+	if (!m->klogk || !m->n_post || !m->est || !m->est_inf || !m->entropy || !m->violation ||
 	    !m->part)
 		return PM_ERR_NOMEM;
 	m->base = m->est + m->n_tc + 1;
 	m->base_inf = m->est_inf + m->n_tc + 1;
 	m->top = top;
-	m->klogk = m->lnk + top;
-	m->lnkn = m->lnk + 2 * top;
-	m->lnk[0] = m->klogk[0] = m->lnkn[0] = 0;
+	m->lnkn = m->klogk + top;
+	m->klogk[0] = m->lnkn[0] = 0;
 	for (size_t k = 1; k < top; k++) {
-		m->lnk[k] = log((double)k);
-		m->klogk[k] = (double)k * m->lnk[k];
+		m->klogk[k] = (double)k * log((double)k);
 		m->lnkn[k] = log((double)k * n);
 	}
 	for (int p = 0; p < m->parts; p++) {
-		m->part[p].sum = malloc(2 * ns * sizeof *m->part[p].sum);
-		if (!m->part[p].sum)
+		m->part[p].base = malloc(ns * sizeof *m->part[p].base);
+		if (!m->part[p].base)
 			return PM_ERR_NOMEM;
-		m->part[p].base = m->part[p].sum + ns;
 	}
 	return PM_OK;
 }
@@ -244,9 +241,9 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 static void metrics_finish(struct metrics *m)
 {
 	for (int p = 0; m->part && p < m->parts; p++)
-		free(m->part[p].sum);
+		free(m->part[p].base);
 	free(m->part);
-	free(m->lnk);
+	free(m->klogk);
 	free(m->n_post);
 	free(m->est);
 	free(m->est_inf);
@@ -268,43 +265,27 @@ static int tuple_closed(const struct metrics *m, size_t q)
 	return 1;
 }
 
-/* Sums y (and, with records to compare with, the closed form of Theorem
- * 5; a closed-form bucket's cells are it already) over tuple q's cells by
- * slot, in bucket order. */
-static void tuple_sums(const struct metrics *m, struct part *t, size_t q)
+/* The closed form of Theorem 5 summed over tuple q's cells by slot, in
+ * bucket order: the baseline's P*(s|q) n(q). In a closed-form bucket it is
+ * y, the same numbers (metrics_closed_bucket's expression). */
+static void tuple_base(const struct metrics *m, struct part *t, size_t q)
 {
 	const struct invariants *inv = m->inv;
 	const struct dataset *ds = m->ds;
 	size_t s0 = inv->slot_off[q], o1 = inv->occ_off[q + 1];
-	int truth = ds->has_ground_truth;
 
 	for (size_t i = 0; i < inv->slot_off[q + 1] - s0; i++)
-		t->sum[i] = t->base[i] = 0;
+		t->base[i] = 0;
 	for (size_t o = inv->occ_off[q]; o < o1; o++) {
 		size_t b = inv->occ_bucket[o], c = inv->occ_cell[o], h = inv->bucket_h[b];
-		const double *y = m->r->cells + c;
 		const uint32_t *slot = inv->cell_slot + c, *ns = ds->bs_count + ds->bs_off[b];
+		double nq = ds->bq_count[ds->bq_off[b] + (c - inv->cell_off[b]) / h];
 
-		/* a tuple's rows lie anywhere in y: ask for the ones ahead */
-		if (o + PREFETCH < o1) {
-			PREFETCH_LINE(m->r->cells + inv->occ_cell[o + PREFETCH]);
+		/* a tuple's rows lie anywhere: ask for the ones ahead */
+		if (o + PREFETCH < o1)
 			PREFETCH_LINE(inv->cell_slot + inv->occ_cell[o + PREFETCH]);
-		}
-		if (truth && m->closed && m->closed[b]) {
-			for (size_t j = 0; j < h; j++) {
-				t->sum[slot[j] - s0] += y[j];
-				t->base[slot[j] - s0] += y[j];
-			}
-			continue;
-		}
 		for (size_t j = 0; j < h; j++)
-			t->sum[slot[j] - s0] += y[j];
-		if (truth) {
-			double nq = ds->bq_count[ds->bq_off[b] + (c - inv->cell_off[b]) / h];
-
-			for (size_t j = 0; j < h; j++)
-				t->base[slot[j] - s0] += nq * ns[j] / inv->bucket_n[b];
-		}
+			t->base[slot[j] - s0] += nq * ns[j] / inv->bucket_n[b];
 	}
 }
 
@@ -474,7 +455,7 @@ static void tuple_posterior(struct metrics *m, size_t q, const double *sum, size
  * from the chunk's first slot on (at most one entry per slot) over the
  * slot sums of slot_sums, each tuple's read before its entries are
  * written. A tuple in one bucket or only in closed-form buckets needs
- * nothing else; the others are summed again here with the closed form.
+ * nothing else; for the others the baseline is summed here.
  */
 static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 {
@@ -489,10 +470,8 @@ static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 		int closed = tuple_closed(m, q);
 
 		m->r->post_off[q] = np;
-		if (!single && !closed) {
-			tuple_sums(m, t, q);
-			sum = t->sum;
-		}
+		if (truth && !single && !closed)
+			tuple_base(m, t, q);
 		if (truth && single && !closed)
 			single_accuracy(m, q, sum, &sk);
 		else if (truth)
