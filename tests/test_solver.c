@@ -300,25 +300,35 @@ static struct dataset *bigger_table(size_t n, uint64_t seed)
 	return ds;
 }
 
+/* Top-n positive and negative single-attribute rules of ds into k, and
+ * the invariants they make. */
+static void mine_single(const struct dataset *ds, size_t n, struct knowledge *k,
+			struct invariants *inv)
+{
+	struct miner_options mo;
+	struct pm_error err = {0};
+
+	knowledge_init(k);
+	miner_options_init(&mo);
+	mo.positive = mo.negative = n;
+	mo.qi_attributes = 1;
+	CHECK(miner_run(ds, &mo, k, &err) == PM_OK);
+	CHECK(invariants_build(ds, k, inv, &err) == PM_OK);
+}
+
 /* Enough coupled buckets for the two-level solve to use its thread pool:
  * the same answer with 1 and 3 threads (to rounding), and the full dual's
  * to 1e-8. */
 static void test_threads(void)
 {
 	struct dataset *ds = bigger_table(3000, 7);
-	struct miner_options mo;
 	struct knowledge k;
 	struct invariants inv;
 	struct solver_result r[3];
 	struct pm_error err = {0};
 	double d13 = 0, d1f = 0;
 
-	knowledge_init(&k);
-	miner_options_init(&mo);
-	mo.positive = mo.negative = 12;
-	mo.qi_attributes = 1;
-	CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
-	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	mine_single(ds, 12, &k, &inv);
 	for (int i = 0; i < 3; i++) {
 		struct solver_options o;
 
@@ -353,18 +363,12 @@ static void test_threads(void)
 static void test_pool(void)
 {
 	struct dataset *ds = bigger_table(2000, 11);
-	struct miner_options mo;
 	struct knowledge k;
 	struct invariants inv;
 	struct solver_pool *pool = NULL;
 	struct pm_error err = {0};
 
-	knowledge_init(&k);
-	miner_options_init(&mo);
-	mo.positive = mo.negative = 10;
-	mo.qi_attributes = 1;
-	CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
-	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	mine_single(ds, 10, &k, &inv);
 	CHECK(solver_pool_create(3, &pool) == PM_OK && pool);
 	for (int i = 0; i < 4; i++) {
 		struct solver_options o;
