@@ -386,7 +386,6 @@ struct twolevel_part {
 	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
 	double *pq, *acc;      /* per local row: g + h sums, and the total */
 	size_t pq_cap;	       /* doubles in pq */
-	double f, worst;
 	/* forming H: this part's share (r x r), per local row the dense part
 	 * of R z (twolevel_hessian.c), the local matrix, R, and per entry
 	 * of a bucket row's patterns its y */
@@ -420,11 +419,17 @@ struct twolevel {
 	uint32_t *ck;
 	size_t ck_max;	       /* most open rows through a cell */
 	double *y0, *y;	       /* per local cell */
+	uint8_t *exact;	       /* per coupled bucket: y = y0 solves it at μ0 */
 	double inner_target;   /* records */
 	struct parallel *pool; /* NULL: one part */
 	int own_pool;	       /* created by twolevel_init, not borrowed */
 	int parts;
 	struct twolevel_part *part;
+	/* G's pass (eval_mu) by chunks of buckets, ev_off[i] .. ev_off[i + 1],
+	 * each taken by whichever thread is free, with sums of its own (ev_f,
+	 * ev_worst, r entries of ev_vec) added in chunk order */
+	size_t n_ev, *ev_off;
+	double *ev_f, *ev_worst, *ev_vec;
 	const double *vin; /* input of the H v pass */
 	/* H is formed (worth it, and the scratch fits); then per coupled
 	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their

@@ -41,6 +41,23 @@
 /* An inner solve further than this (records) from its target fails the
  * evaluation (eval_mu). */
 #define INNER_FAIL 1e-6
+/*
+ * G's chunks: about EVAL_CELLS cells each, at most EVAL_CHUNKS, and at
+ * most EVAL_SUMS doubles of partial gradients in all. Threads take them
+ * as they come free: a static half each left one thread waiting up to
+ * 25% of an evaluation on Adult, K+ = K- = 250, qi_attributes 1 (the
+ * inner solves' steps vary from bucket to bucket and from one trial
+ * point to the next). The chunks do not depend on the threads, nor does
+ * the order of the sums: the result is the same on any number of cores.
+ */
+#define EVAL_CELLS  2048
+#define EVAL_CHUNKS 64
+#define EVAL_SUMS   ((size_t)1 << 20)
+
+/* A chunk's share of G: f, the worst inner residual, the gradient. */
+struct eval_sum {
+	double f, worst, *vec;
+};
 
 static void part_finish(struct twolevel_part *pt)
 {
@@ -69,6 +86,10 @@ void twolevel_finish(struct twolevel *t)
 	for (int p = 0; t->part && p < t->parts; p++)
 		part_finish(&t->part[p]);
 	free(t->part);
+	free(t->ev_off);
+	free(t->ev_f);
+	free(t->ev_worst);
+	free(t->ev_vec);
 	if (t->own_pool)
 		parallel_destroy(t->pool);
 	free(t->zero);
@@ -91,6 +112,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->ck_off);
 	free(t->ck);
 	free(t->y0);
+	free(t->exact);
 	free(t->lr_off);
 	free(t->lrows);
 	free(t->lpat);
@@ -155,12 +177,12 @@ static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, doub
  * exponential per open row instead of one per cell. An exponent beyond
  * SCALING_CAP (a wild trial, or a multiplier running off along a flat
  * direction) is capped, so that nothing overflows, and the point fails
- * (pt->worst): capped, the scaling is no longer G's, and a line search
+ * (returns 1): capped, the scaling is no longer G's, and a line search
  * that took it once returned a feasible point that was not the
  * maximum-entropy one.
  */
-static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
-		   struct scaling_block *blk)
+static int kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
+		  struct scaling_block *blk)
 {
 	size_t off, g, h;
 	double reach = t->dmu_max * (double)t->ck_max;
@@ -181,25 +203,24 @@ static void kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		pt->kk[c] = t->zero[off + c] ? 0 : kk;
 		pt->em[c] = em;
 	}
-	if (capped) /* a capped exponent is not G's kernel: the evaluation fails */
-		pt->worst = INFINITY;
 	blk->kk = with_kk ? pt->kk : NULL;
 	blk->em = with_em ? pt->em : NULL;
+	return capped;
 }
 
 /*
  * Scales coupled bucket k exactly for the current μ and adds its share of
- * G(μ) - G(μ0) to pt->f: Σ y0 expm1(Δm + α + β) - Σ n(q,b) α - Σ n(s,b) β,
- * stationary in (α, β), so an inner residual r moves it by O(r²); and its
- * cells' values to the partial gradient.
+ * G(μ) - G(μ0) to s->f: Σ y0 expm1(Δm + α + β) - Σ n(q,b) α - Σ n(s,b) β,
+ * stationary in (α, β), so an inner residual r moves it by O(r²).
  */
-static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k)
+static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k, struct eval_sum *s)
 {
 	const struct dataset *ds = t->ds;
 	size_t off, g, h, b = t->bk[k];
 	struct scaling_block blk;
 
 	twolevel_shape(t, k, &off, &g, &h);
+	t->exact[k] = 0;
 	blk = (struct scaling_block){.g = g,
 				     .h = h,
 				     .y0 = t->y0 + off,
@@ -211,31 +232,35 @@ static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k)
 				     .b = t->beta + t->soff[k],
 				     .y = t->y + off,
 				     .trial = 1};
-	kernel(t, pt, k, &blk);
+	if (kernel(t, pt, k, &blk)) /* not G's kernel: the evaluation fails */
+		s->worst = INFINITY;
 	if (t->factored)
 		predict(t, pt, k, blk.a, blk.b);
-	pt->worst = fmax(pt->worst, scaling_solve(&blk, &pt->w, t->inner_target));
-	pt->f += blk.excess;
+	s->worst = fmax(s->worst, scaling_solve(&blk, &pt->w, t->inner_target));
+	s->f += blk.excess;
 	for (size_t i = 0; i < g; i++)
-		pt->f -= blk.nq[i] * blk.a[i];
+		s->f -= blk.nq[i] * blk.a[i];
 	for (size_t j = 0; j < h; j++)
-		pt->f -= blk.ns[j] * blk.b[j];
-	for (size_t c = off; c < off + g * h; c++)
-		for (size_t x = t->ck_off[c]; x < t->ck_off[c + 1]; x++)
-			pt->vec[t->ck[x]] += t->y[c];
+		s->f -= blk.ns[j] * blk.b[j];
 }
 
-static void eval_part(void *ctx, int p, int parts)
+static void eval_item(void *ctx, size_t i, int p)
 {
 	struct twolevel *t = ctx;
-	struct twolevel_part *pt = &t->part[p];
-	size_t lo, hi;
+	struct eval_sum s = {0, 0, t->ev_vec + i * t->r};
 
-	pt->f = pt->worst = 0;
-	memset(pt->vec, 0, t->r * sizeof *pt->vec);
-	twolevel_range(t, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++)
-		inner_bucket(t, pt, k);
+	memset(s.vec, 0, t->r * sizeof *s.vec);
+	for (size_t k = t->ev_off[i]; k < t->ev_off[i + 1]; k++) {
+		/* at the base point, y0 is the answer where it is exact: at
+		 * the start, the closed form of a bucket without zeros */
+		if (!t->exact[k] || t->dmu_max != 0)
+			inner_bucket(t, &t->part[p], k, &s);
+		for (size_t c = t->coff[k]; c < t->coff[k + 1]; c++) /* the gradient */
+			for (size_t x = t->ck_off[c]; x < t->ck_off[c + 1]; x++)
+				s.vec[t->ck[x]] += t->y[c];
+	}
+	t->ev_f[i] = s.f;
+	t->ev_worst[i] = s.worst;
 }
 
 /* G(μ) - G(μ0) at t->mu, as twolevel_eval. */
@@ -252,20 +277,20 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 		t->xm[k] = expm1(d);
 		t->dmu_max = fabs(d) > t->dmu_max || d != d ? fabs(d) : t->dmu_max;
 	}
-	parallel_run(t->pool, eval_part, t);
-	for (int p = 0; p < t->parts; p++) {
-		f += t->part[p].f;
-		worst = fmax(worst, t->part[p].worst);
+	parallel_items(t->pool, t->n_ev, eval_item, t);
+	for (size_t i = 0; i < t->n_ev; i++) {
+		f += t->ev_f[i];
+		worst = fmax(worst, t->ev_worst[i]);
 	}
 	/* an inner solve that ended far from its target (a wild trial point:
 	 * scaling_solve gave up early) leaves f and g meaningless: no line
 	 * search may take the point */
 	failed = worst > INNER_FAIL;
 	for (size_t k = 0; k < t->r; k++) {
-		double s = t->part[0].vec[k];
+		double s = t->ev_vec[k];
 
-		for (int p = 1; p < t->parts; p++)
-			s += t->part[p].vec[k];
+		for (size_t i = 1; i < t->n_ev; i++)
+			s += t->ev_vec[i * t->r + k];
 		f -= (t->mu[k] - t->mu0[k]) * t->rhs[k];
 		if (g)
 			g[k] = s - t->rhs[k];
@@ -292,6 +317,7 @@ static void rebase(struct twolevel *t)
 		memcpy(t->y0 + off, t->y + off, g * h * sizeof *t->y);
 	}
 	memcpy(t->mu0, t->mu, t->r * sizeof *t->mu);
+	memset(t->exact, 1, t->nb);
 	memset(t->alpha, 0, t->qoff[t->nb] * sizeof *t->alpha);
 	memset(t->beta, 0, t->soff[t->nb] * sizeof *t->beta);
 	t->factored = 0;
@@ -496,6 +522,28 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	return PM_OK;
 }
 
+/* G's chunks (EVAL_CELLS): balanced by cells, at least one per part. */
+static enum pm_status init_chunks(struct twolevel *t)
+{
+	size_t n = t->pool ? t->coff[t->nb] / EVAL_CELLS : 1, cap = EVAL_SUMS / (t->r + 1);
+
+	n = n < EVAL_CHUNKS ? n : EVAL_CHUNKS;
+	n = n < cap ? n : cap;
+	n = n > (size_t)t->parts ? n : (size_t)t->parts;
+	n = n < t->nb ? n : t->nb;
+	t->n_ev = n ? n : 1;
+	t->ev_off = malloc((t->n_ev + 1) * sizeof *t->ev_off);
+	t->ev_f = malloc(t->n_ev * sizeof *t->ev_f);
+	t->ev_worst = malloc(t->n_ev * sizeof *t->ev_worst);
+	t->ev_vec = malloc((t->n_ev * t->r + 1) * sizeof *t->ev_vec);
+	if (!t->ev_off || !t->ev_f || !t->ev_worst || !t->ev_vec)
+		return PM_ERR_NOMEM;
+	for (size_t i = 0; i < t->n_ev; i++)
+		parallel_range(t->nb, t->coff, (int)i, (int)t->n_ev, &t->ev_off[i],
+			       &t->ev_off[i + 1]);
+	return PM_OK;
+}
+
 /* The pool (borrowed, for problems large enough to share) and each part's
  * scratch. */
 static enum pm_status init_parts(struct twolevel *t, struct parallel *pool, size_t g_max,
@@ -531,11 +579,12 @@ static enum pm_status init_parts(struct twolevel *t, struct parallel *pool, size
 		    !pt->loc || !pt->rows || !pt->acc || !pt->pq)
 			return PM_ERR_NOMEM;
 	}
-	return PM_OK;
+	return init_chunks(t);
 }
 
-/* Start: μ = 0, every coupled bucket scaled alone (the closed form when it
- * has no zeros), which is the base point; the local zeros. */
+/* Start: μ = 0 and every coupled bucket's closed form less its zeros (the
+ * local copy): the base point, exact for the buckets without zeros; the
+ * first evaluation scales the others. */
 static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
 {
 	const struct invariants *inv = t->inv;
@@ -545,7 +594,8 @@ static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
 	t->y0 = malloc((cells + 1) * sizeof *t->y0);
 	t->y = malloc((cells + 1) * sizeof *t->y);
 	t->zero = malloc(cells + 1);
-	if (!t->y0 || !t->y || !t->zero)
+	t->exact = malloc(t->nb + 1);
+	if (!t->y0 || !t->y || !t->zero || !t->exact)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < t->nb; k++) {
 		size_t off, g, h, b = t->bk[k];
@@ -553,6 +603,7 @@ static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
 		twolevel_shape(t, k, &off, &g, &h);
 		memcpy(t->zero + off, zero + inv->cell_off[b], g * h);
 		metrics_closed_cells(t->ds, b, t->y0 + off);
+		t->exact[k] = !memchr(t->zero + off, 1, g * h); /* else the first G solves it */
 		for (size_t c = off; c < off + g * h; c++)
 			t->y0[c] = t->zero[c] ? 0 : t->y0[c];
 		widest = fmax(widest, t->ds->group_size[b]);
