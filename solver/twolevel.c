@@ -47,8 +47,8 @@
  * as they come free: a static half each left one thread waiting up to
  * 25% of an evaluation on Adult, K+ = K- = 250, qi_attributes 1 (the
  * inner solves' steps vary from bucket to bucket and from one trial
- * point to the next). The chunks do not depend on the threads, nor does
- * the order of the sums: the result is the same on any number of cores.
+ * point to the next). The chunks and the order of their sums do not
+ * depend on which thread took which: the result is the same every run.
  */
 #define EVAL_CELLS  2048
 #define EVAL_CHUNKS 64
