@@ -417,10 +417,16 @@ struct twolevel {
 	double *ex, *xm, dmu_max; /* exp and expm1 of μ - μ0; max |μ - μ0| */
 	size_t *ck_off;		  /* per cell: the open rows through it (local) */
 	uint32_t *ck;
-	size_t ck_max;	       /* most open rows through a cell */
-	double *y0, *y;	       /* per local cell */
-	uint8_t *exact;	       /* per coupled bucket: y = y0 solves it at μ0 */
-	double inner_target;   /* records */
+	size_t ck_max;	     /* most open rows through a cell */
+	double *y0, *y;	     /* per local cell */
+	uint8_t *exact;	     /* per coupled bucket: y = y0 solves it at μ0 */
+	double inner_target; /* records */
+	/* the inner target of G's pass now (eval_target): looser while the
+	 * violation at the base (base_viol, of the last pass: last_viol) is
+	 * large, for Newton (adaptive), never near its target (outer) */
+	double eval_target, base_viol, last_viol, outer;
+	size_t row_len; /* most cells of an open row */
+	int adaptive;
 	struct parallel *pool; /* NULL: one part */
 	int own_pool;	       /* created by twolevel_init, not borrowed */
 	int parts;

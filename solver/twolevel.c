@@ -41,6 +41,8 @@
 /* An inner solve further than this (records) from its target fails the
  * evaluation (eval_mu). */
 #define INNER_FAIL 1e-6
+/* The loosest inner target of a Newton evaluation (eval_mu). */
+#define INNER_LOOSE 1e-8
 /*
  * G's chunks: about EVAL_CELLS cells each, at most EVAL_CHUNKS, and at
  * most EVAL_SUMS doubles of partial gradients in all. Threads take them
@@ -145,23 +147,29 @@ void twolevel_range(const struct twolevel *t, int p, int parts, size_t *lo, size
 /*
  * The first-order change of bucket k's log-scalings when the kernel
  * exponent moves by dm from the base, where M is factored: the scaling
- * condition E^T y = n differentiated gives M (dα, dβ) = -E^T Y0 dm. As
- * the inner solve's start it leaves an error of second order in dm.
+ * condition E^T y = n differentiated gives M (dα, dβ) = -E^T Y0 dm, less
+ * the base's own residual E^T y0 - n (a loose inner target, eval_mu). As
+ * the inner solve's start it leaves an error of second order in dm and
+ * in that residual.
  */
 static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, double *a, double *b)
 {
 	size_t off, g, h;
 	const double *y0;
+	const uint32_t *nq, *ns;
 	struct scaling_work *s = &pt->w;
 
 	twolevel_shape(t, k, &off, &g, &h);
 	y0 = t->y0 + off;
-	memset(s->q, 0, h * sizeof *s->q);
+	nq = t->ds->bq_count + t->ds->bq_off[t->bk[k]];
+	ns = t->ds->bs_count + t->ds->bs_off[t->bk[k]];
+	for (size_t j = 0; j < h; j++)
+		s->q[j] = ns[j];
 	for (size_t i = 0; i < g; i++) {
-		s->p[i] = 0;
+		s->p[i] = nq[i];
 		for (size_t j = 0; j < h; j++) {
-			s->p[i] -= y0[i * h + j] * pt->dm[i * h + j];
-			s->q[j] -= y0[i * h + j] * pt->dm[i * h + j];
+			s->p[i] -= y0[i * h + j] * (1 + pt->dm[i * h + j]);
+			s->q[j] -= y0[i * h + j] * (1 + pt->dm[i * h + j]);
 		}
 	}
 	schur_solve(t->fac + t->foff[k], y0, g, h, s->p, s->q, a, b);
@@ -236,7 +244,7 @@ static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k,
 		s->worst = INFINITY;
 	if (t->factored)
 		predict(t, pt, k, blk.a, blk.b);
-	s->worst = fmax(s->worst, scaling_solve(&blk, &pt->w, t->inner_target));
+	s->worst = fmax(s->worst, scaling_solve(&blk, &pt->w, t->eval_target));
 	s->f += blk.excess;
 	for (size_t i = 0; i < g; i++)
 		s->f -= blk.nq[i] * blk.a[i];
@@ -263,8 +271,9 @@ static void eval_item(void *ctx, size_t i, int p)
 	t->ev_worst[i] = s.worst;
 }
 
-/* G(μ) - G(μ0) at t->mu, as twolevel_eval. */
-static double eval_mu(struct twolevel *t, double *g, double *violation)
+/* G(μ) - G(μ0) at t->mu with the inner target t->eval_target; *gmax the
+ * largest gradient entry. */
+static double eval_pass(struct twolevel *t, double *g, double *violation, double *gmax)
 {
 	double f = 0, worst = 0;
 	int failed;
@@ -286,6 +295,7 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 	 * scaling_solve gave up early) leaves f and g meaningless: no line
 	 * search may take the point */
 	failed = worst > INNER_FAIL;
+	*gmax = 0;
 	for (size_t k = 0; k < t->r; k++) {
 		double s = t->ev_vec[k];
 
@@ -294,10 +304,36 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 		f -= (t->mu[k] - t->mu0[k]) * t->rhs[k];
 		if (g)
 			g[k] = s - t->rhs[k];
-		worst = fmax(worst, fabs(s - t->rhs[k]));
+		*gmax = fmax(*gmax, fabs(s - t->rhs[k]));
 	}
-	*violation = worst;
+	*violation = fmax(worst, *gmax);
 	return failed ? INFINITY : f;
+}
+
+/*
+ * G(μ) - G(μ0) at t->mu, as twolevel_eval. Far from the optimum, Newton
+ * needs G's gradient only to a fraction of the violation: the inner
+ * solves stop at 1e-3 of the violation at the base, or 1e-2 of its
+ * square (Newton's rate), divided by the most cells of a row (their
+ * residuals add up in its gradient), at most INNER_LOOSE; a pass that
+ * comes near the outer target is repeated to the full inner target.
+ */
+static double eval_mu(struct twolevel *t, double *g, double *violation)
+{
+	double v = t->base_viol, gmax, f;
+
+	t->eval_target = t->inner_target;
+	if (t->adaptive && v > 0)
+		t->eval_target =
+		    fmax(t->inner_target, fmin(INNER_LOOSE, fmin(1e-3 * v, 1e-5 * v * v) /
+								fmax(1, (double)t->row_len)));
+	f = eval_pass(t, g, violation, &gmax);
+	if (t->eval_target > t->inner_target && gmax <= 10 * t->outer) {
+		t->eval_target = t->inner_target;
+		f = eval_pass(t, g, violation, &gmax);
+	}
+	t->last_viol = *violation;
+	return f;
 }
 
 double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation)
@@ -339,6 +375,8 @@ static void factor_part(void *ctx, int p, int parts)
 
 void twolevel_prepare(struct twolevel *t, const double *mu)
 {
+	/* the violation at the new base, if G's last pass was there */
+	t->base_viol = !memcmp(t->mu, mu, t->r * sizeof *t->mu) ? t->last_viol : 0;
 	memcpy(t->mu, mu, t->r * sizeof *t->mu);
 	rebase(t);
 	parallel_run(t->pool, factor_part, t);
@@ -500,13 +538,15 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->ex || !t->xm || !t->ck_off)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < nr; k++) {
-		size_t r = rows[k];
+		size_t r = rows[k], len;
 
 		t->row[k] = (uint32_t)r;
 		t->rhs[k] = inv->rhs[r];
 		t->scale[k] = 1.0 / sqrt(fmax(1.0, inv->rhs[r]));
 		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
 			t->ck_off[local_cell(t, pos, inv->row_cell[e]) + 2]++;
+		len = inv->row_off[r + 1] - inv->row_off[r];
+		t->row_len = len > t->row_len ? len : t->row_len;
 	}
 	t->r = nr;
 	for (size_t c = 0; c < cells; c++) {
@@ -737,6 +777,8 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
 	np.linear_stop = prev != NULL;
+	t->adaptive = 1;
+	t->outer = target;
 	ret = newton_minimize(&np, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
 	    st->max_violation >
@@ -751,8 +793,10 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 	}
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
 	if (!ret && stalled && !prev && st->max_violation > target &&
-	    st->iterations < o->max_iterations)
+	    st->iterations < o->max_iterations) {
+		t->adaptive = 0; /* L-BFGS's line search wants G exact */
 		ret = lbfgs_run(t, o, target, st);
+	}
 	if (!ret)
 		finish_stats(t, o, prev, st);
 	free(x);
