@@ -414,9 +414,11 @@ struct twolevel {
 	size_t r;
 	uint32_t *row; /* open knowledge rows (inv rows) */
 	double *rhs, *scale, *mu, *mu0;
-	double *ex, *xm, dmu_max; /* exp and expm1 of μ - μ0; max |μ - μ0| */
-	size_t *ck_off;		  /* per cell: the open rows through it (local) */
-	uint32_t *ck;
+	double *dd, *ex, *xm, dmu_max; /* μ - μ0, its exp and expm1; max |μ - μ0| */
+	size_t *ck_off;		       /* per cell: the open rows through it (local) */
+	uint32_t *ck, *ce;	       /* ce: per entry of ck, its cell */
+	size_t *rc_off;		       /* per open row: its cells (rc, local) */
+	uint32_t *rc;
 	size_t ck_max;	     /* most open rows through a cell */
 	double *y0, *y;	     /* per local cell */
 	uint8_t *exact;	     /* per coupled bucket: y = y0 solves it at μ0 */
@@ -433,9 +435,10 @@ struct twolevel {
 	struct twolevel_part *part;
 	/* G's pass (eval_mu) by chunks of buckets, ev_off[i] .. ev_off[i + 1],
 	 * each taken by whichever thread is free, with sums of its own (ev_f,
-	 * ev_worst, r entries of ev_vec) added in chunk order */
-	size_t n_ev, *ev_off;
-	double *ev_f, *ev_worst, *ev_vec;
+	 * ev_worst) added in chunk order; then the gradient by chunks of rows
+	 * (gr_off), each row's sum (gsum) over its cells in order */
+	size_t n_ev, *ev_off, n_gr, *gr_off;
+	double *ev_f, *ev_worst, *gsum;
 	const double *vin; /* input of the H v pass */
 	/* H is formed (worth it, and the scratch fits); then per coupled
 	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
