@@ -141,15 +141,6 @@ void twolevel_finish(struct twolevel *t)
 	memset(t, 0, sizeof *t);
 }
 
-void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g, size_t *h)
-{
-	size_t b = t->bk[k];
-
-	*off = t->coff[k];
-	*g = t->ds->bq_off[b + 1] - t->ds->bq_off[b];
-	*h = t->ds->bs_off[b + 1] - t->ds->bs_off[b];
-}
-
 void twolevel_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi)
 {
 	parallel_range(t->nb, t->coff, p, parts, lo, hi);
@@ -558,39 +549,45 @@ static size_t local_cell(const struct twolevel *t, const uint32_t *pos, uint32_t
 	return t->coff[pos[b]] + (c - t->inv->cell_off[b]);
 }
 
-/* Per local cell the open rows through it (ck, from the counts in
- * ck_off), each entry's cell (ce), and per row its local cells (rc). */
+/* Per row its local cells (rc), then per local cell the open rows
+ * through it (ck) and each entry's cell (ce): the local numbers found
+ * once. */
 static enum pm_status init_entries(struct twolevel *t, const uint32_t *pos)
 {
 	const struct invariants *inv = t->inv;
-	size_t cells = t->coff[t->nb];
+	size_t cells = t->coff[t->nb], n = t->rc_off[t->r];
 
+	t->ck_off = calloc(cells + 2, sizeof *t->ck_off);
+	t->rc = malloc((n + 1) * sizeof *t->rc);
+	t->ck = malloc((n + 1) * sizeof *t->ck);
+	t->ce = malloc((n + 1) * sizeof *t->ce);
+	if (!t->ck_off || !t->rc || !t->ck || !t->ce)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < t->r; k++) {
+		const uint32_t *rc = inv->row_cell + inv->row_off[t->row[k]];
+
+		for (size_t x = t->rc_off[k]; x < t->rc_off[k + 1]; x++) {
+			t->rc[x] = (uint32_t)local_cell(t, pos, rc[x - t->rc_off[k]]);
+			t->ck_off[t->rc[x] + 2]++;
+		}
+	}
 	for (size_t c = 0; c < cells; c++) {
 		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
 		t->ck_off[c + 2] += t->ck_off[c + 1];
 	}
-	t->ck = malloc((t->ck_off[cells + 1] + 1) * sizeof *t->ck);
-	t->ce = malloc((t->ck_off[cells + 1] + 1) * sizeof *t->ce);
-	t->rc = malloc((t->rc_off[t->r] + 1) * sizeof *t->rc);
-	if (!t->ck || !t->ce || !t->rc)
-		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < t->r; k++)
-		for (size_t e = inv->row_off[t->row[k]]; e < inv->row_off[t->row[k] + 1]; e++) {
-			size_t c = local_cell(t, pos, inv->row_cell[e]);
-
-			t->rc[t->rc_off[k] + (e - inv->row_off[t->row[k]])] = (uint32_t)c;
-			t->ck[t->ck_off[c + 1]] = (uint32_t)k;
-			t->ce[t->ck_off[c + 1]++] = (uint32_t)c;
+		for (size_t x = t->rc_off[k]; x < t->rc_off[k + 1]; x++) {
+			t->ck[t->ck_off[t->rc[x] + 1]] = (uint32_t)k;
+			t->ce[t->ck_off[t->rc[x] + 1]++] = t->rc[x];
 		}
 	return PM_OK;
 }
 
-/* The open rows, and per local cell the open rows through it. */
+/* The open rows, and their cells (init_entries). */
 static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr,
 				const uint32_t *pos)
 {
 	const struct invariants *inv = t->inv;
-	size_t cells = t->coff[t->nb];
 
 	t->row = malloc((nr + 1) * sizeof *t->row);
 	t->rhs = malloc((nr + 1) * sizeof *t->rhs);
@@ -600,10 +597,9 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	t->dd = malloc((nr + 1) * sizeof *t->dd);
 	t->ex = malloc((nr + 1) * sizeof *t->ex);
 	t->xm = malloc((nr + 1) * sizeof *t->xm);
-	t->ck_off = calloc(cells + 2, sizeof *t->ck_off);
 	t->rc_off = malloc((nr + 1) * sizeof *t->rc_off);
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->dd || !t->ex || !t->xm ||
-	    !t->ck_off || !t->rc_off)
+	    !t->rc_off)
 		return PM_ERR_NOMEM;
 	t->rc_off[0] = 0;
 	for (size_t k = 0; k < nr; k++) {
@@ -612,8 +608,6 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 		t->row[k] = (uint32_t)r;
 		t->rhs[k] = inv->rhs[r];
 		t->scale[k] = 1.0 / sqrt(fmax(1.0, inv->rhs[r]));
-		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
-			t->ck_off[local_cell(t, pos, inv->row_cell[e]) + 2]++;
 		t->row_len = len > t->row_len ? len : t->row_len;
 		t->rc_off[k + 1] = t->rc_off[k] + len;
 	}
