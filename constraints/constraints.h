@@ -226,8 +226,8 @@ struct invariants {
 	size_t *cell_off; /* n_groups + 1 */
 	uint32_t *cell_tuple, *cell_sa, *cell_group;
 	size_t n_rows, n_qi_rows, n_sa_rows, n_knowledge_rows;
-	size_t *row_off; /* n_rows + 1 */
-	uint32_t *row_cell;
+	size_t *row_off;    /* n_rows + 1 */
+	uint32_t *row_cell; /* a row's cells, ascending */
 	double *rhs; /* records */
 	uint8_t *row_kind;
 	uint32_t *row_ref;

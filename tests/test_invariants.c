@@ -175,14 +175,14 @@ static void test_random_rows(uint64_t seed)
 		size_t row = inv.n_qi_rows + inv.n_sa_rows + i, e = inv.row_off[row];
 		uint64_t n_qv = 0;
 
-		for (uint32_t q = 0; q < ds->n_tuples; q++) {
-			if (!knowledge_matches(ds, &k.rules[i], q))
-				continue;
-			n_qv += ds->tuple_count[q];
-			for (size_t c = 0; c < inv.n_cells; c++)
-				if (inv.cell_tuple[c] == q && inv.cell_sa[c] == k.rules[i].sa)
-					CHECK(e < inv.row_off[row + 1] && inv.row_cell[e++] == c);
-		}
+		for (uint32_t q = 0; q < ds->n_tuples; q++)
+			if (knowledge_matches(ds, &k.rules[i], q))
+				n_qv += ds->tuple_count[q];
+		/* the row's cells: every (q ~ Qv, s, b), ascending */
+		for (size_t c = 0; c < inv.n_cells; c++)
+			if (inv.cell_sa[c] == k.rules[i].sa &&
+			    knowledge_matches(ds, &k.rules[i], inv.cell_tuple[c]))
+				CHECK(e < inv.row_off[row + 1] && inv.row_cell[e++] == c);
 		CHECK(e == inv.row_off[row + 1]);
 		CHECK_NEAR(inv.rhs[row], k.rules[i].lo * (double)n_qv, 1e-12);
 	}
