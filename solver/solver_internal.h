@@ -411,6 +411,9 @@ struct twolevel {
 	double *alpha, *beta; /* log-scalings since the base */
 	double *fac;	      /* every bucket's M factored at the base */
 	int factored;	      /* fac is current */
+	/* the base's y0 and fac are still to be set (twolevel_base); the
+	 * pass that forms H does it (form_base) */
+	int base_pending, form_base;
 	size_t r;
 	uint32_t *row; /* open knowledge rows (inv rows) */
 	double *rhs, *scale, *mu, *mu0;
@@ -508,6 +511,14 @@ void twolevel_prepare(struct twolevel *t, const double *mu);
 /* The outer problem of t for newton_minimize: callbacks, ctx and n; H is
  * offered formed when t->dense and `formed` ask for it. */
 void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np);
+/* L-BFGS on G from μ = t->mu (the fallback of twolevel_run) until the
+ * violation is within target; st->iterations goes on counting. */
+enum pm_status twolevel_lbfgs(struct twolevel *t, const struct solver_options *o, double target,
+			      struct maxent_stats *st);
+/* Bucket k's share of a new base: y0 = y, M factored at it. */
+void twolevel_base_bucket(struct twolevel *t, size_t k);
+/* The new base's per-bucket share, if twolevel_prepare left it pending. */
+void twolevel_base(struct twolevel *t);
 /* Shape of coupled bucket k: its first cell, rows and columns (inline:
  * every per-bucket pass asks, 1% of a solve as a call). */
 static inline void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g,

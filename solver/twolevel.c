@@ -351,6 +351,7 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 {
 	double v = t->base_viol, gmax, f;
 
+	twolevel_base(t);
 	t->eval_target = t->inner_target;
 	if (t->adaptive && v > 0)
 		t->eval_target =
@@ -371,21 +372,25 @@ double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *vi
 	return eval_mu(t, g, violation);
 }
 
-/* The current point becomes the base: y0 = y, μ0 = μ, α = β = 0; the
- * factorizations at the old base no longer apply. */
+/* The current point becomes the base: μ0 = μ, α = β = 0, and per bucket
+ * (twolevel_base_bucket, on the pool) y0 = y; the factorizations at the
+ * old base no longer apply. */
 static void rebase(struct twolevel *t)
 {
-	for (size_t k = 0; k < t->nb; k++) {
-		size_t off, g, h;
-
-		twolevel_shape(t, k, &off, &g, &h);
-		memcpy(t->y0 + off, t->y + off, g * h * sizeof *t->y);
-	}
 	memcpy(t->mu0, t->mu, t->r * sizeof *t->mu);
 	memset(t->exact, 1, t->nb);
 	memset(t->alpha, 0, t->qoff[t->nb] * sizeof *t->alpha);
 	memset(t->beta, 0, t->soff[t->nb] * sizeof *t->beta);
 	t->factored = 0;
+}
+
+void twolevel_base_bucket(struct twolevel *t, size_t k)
+{
+	size_t off, g, h;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	memcpy(t->y0 + off, t->y + off, g * h * sizeof *t->y);
+	schur_factor(t->y + off, g, h, t->fac + t->foff[k]);
 }
 
 static void factor_part(void *ctx, int p, int parts)
@@ -394,22 +399,31 @@ static void factor_part(void *ctx, int p, int parts)
 	size_t lo, hi;
 
 	twolevel_range(t, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++) {
-		size_t off, g, h;
-
-		twolevel_shape(t, k, &off, &g, &h);
-		schur_factor(t->y + off, g, h, t->fac + t->foff[k]);
-	}
+	for (size_t k = lo; k < hi; k++)
+		twolevel_base_bucket(t, k);
 }
 
+void twolevel_base(struct twolevel *t)
+{
+	if (!t->base_pending)
+		return;
+	parallel_run(t->pool, factor_part, t);
+	t->base_pending = 0;
+	t->factored = 1;
+}
+
+/* With H to be formed next (form_base), its pass also does each
+ * bucket's share of the new base (y0, M factored) while the bucket is
+ * at hand: one pass over the buckets fewer per Newton step. */
 void twolevel_prepare(struct twolevel *t, const double *mu)
 {
 	/* the violation at the new base, if G's last pass was there */
 	t->base_viol = !memcmp(t->mu, mu, t->r * sizeof *t->mu) ? t->last_viol : 0;
 	memcpy(t->mu, mu, t->r * sizeof *t->mu);
 	rebase(t);
-	parallel_run(t->pool, factor_part, t);
-	t->factored = 1;
+	t->base_pending = 1;
+	if (!t->form_base)
+		twolevel_base(t);
 }
 
 /* ---- the outer problem as a newton_problem ------------------------------- */
@@ -443,6 +457,7 @@ void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 {
 	double records = 0;
 
+	t->form_base = formed && t->dense;
 	for (size_t k = 0; k < t->nb; k++)
 		records += t->inv->bucket_n[t->bk[k]];
 	*np = (struct newton_problem){.ctx = t,
@@ -480,10 +495,14 @@ static void lbfgs_rebase(void *ctx, const double *u)
 	for (size_t k = 0; k < t->r; k++)
 		t->mu[k] = u[k] * t->scale[k];
 	rebase(t);
+	/* y0 = y (the buckets' cells are contiguous), M unfactored: L-BFGS
+	 * predicts nothing */
+	memcpy(t->y0, t->y, t->coff[t->nb] * sizeof *t->y);
+	t->base_pending = 0;
 }
 
-static enum pm_status lbfgs_run(struct twolevel *t, const struct solver_options *o, double target,
-				struct maxent_stats *st)
+enum pm_status twolevel_lbfgs(struct twolevel *t, const struct solver_options *o, double target,
+			      struct maxent_stats *st)
 {
 	struct maxent_driver drv = {.opt = o,
 				    .ctx = t,
@@ -496,6 +515,7 @@ static enum pm_status lbfgs_run(struct twolevel *t, const struct solver_options 
 
 	if (!u)
 		return PM_ERR_NOMEM;
+	t->adaptive = 0; /* L-BFGS's line search wants G exact */
 	for (size_t k = 0; k < t->r; k++)
 		u[k] = t->mu[k] / t->scale[k];
 	ret = maxent_lbfgs(&drv, (int)t->r, u, st);
@@ -926,8 +946,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
 	if (!ret && stalled && !prev && st->max_violation > target &&
 	    st->iterations < o->max_iterations) {
-		t->adaptive = 0; /* L-BFGS's line search wants G exact */
-		ret = lbfgs_run(t, o, target, st);
+		ret = twolevel_lbfgs(t, o, target, st);
 	}
 	if (!ret)
 		finish_stats(t, o, prev, st);

@@ -111,6 +111,7 @@ static void apply_part(void *ctx, int p, int parts)
 
 void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out)
 {
+	twolevel_base(t);
 	t->vin = v;
 	parallel_run(t->pool, apply_part, t);
 	reduce(t, out);
@@ -209,6 +210,7 @@ static void diag_part(void *ctx, int p, int parts)
 
 void twolevel_hessian_diag(struct twolevel *t, double *out)
 {
+	twolevel_base(t);
 	parallel_run(t->pool, diag_part, t);
 	reduce(t, out);
 }
@@ -332,9 +334,12 @@ static void form_part(void *ctx, int p, int parts)
 
 	memset(pt->hmat, 0, t->r * t->r * sizeof *pt->hmat);
 	parallel_range(t->nb, t->fcost, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++)
+	for (size_t k = lo; k < hi; k++) {
+		if (t->base_pending)
+			twolevel_base_bucket(t, k);
 		BY_WIDTH(bucket_form, t->ds->bs_off[t->bk[k] + 1] - t->ds->bs_off[t->bk[k]], t, pt,
 			 k);
+	}
 }
 
 void twolevel_hessian_form(struct twolevel *t, double *out)
@@ -342,6 +347,10 @@ void twolevel_hessian_form(struct twolevel *t, double *out)
 	size_t r = t->r;
 
 	parallel_run(t->pool, form_part, t);
+	if (t->base_pending) {
+		t->base_pending = 0;
+		t->factored = 1;
+	}
 	for (size_t i = 0; i < r; i++) {
 		double *o = out + i * r;
 

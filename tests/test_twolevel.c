@@ -218,15 +218,23 @@ static double check_prediction(struct twolevel *t, struct instance *in, const do
 	return worst;
 }
 
-/* Newton from μ = 0 with H formed or on products; y gets the estimate.
+/* How the outer problem is solved from μ = 0 (solve()). */
+enum method {
+	FORMED,	  /* Newton, H formed and factored */
+	PRODUCTS, /* Newton, CG on products H v */
+	ADAPTIVE, /* Newton, H formed, inner solves loose far from the optimum */
+	LBFGS	  /* the fallback of twolevel_run */
+};
+
+/* The outer problem solved from μ = 0 by method m; y gets the estimate.
  * Returns whether it reached the target. */
-static int newton(struct instance *in, int formed, int threads, double *y)
+static int solve(struct instance *in, enum method m, int threads, double *y)
 {
 	struct twolevel t;
 	struct solver_options o;
 	struct maxent_stats st = {0};
 	struct newton_problem np;
-	double *x;
+	double *x, target = m == LBFGS ? 1e-9 : 1e-10;
 	int stalled = 0, ok = 0;
 
 	solver_options_init(&o);
@@ -235,9 +243,16 @@ static int newton(struct instance *in, int formed, int threads, double *y)
 		twolevel_finish(&t);
 		return 0;
 	}
-	twolevel_problem(&t, formed, &np);
-	if (newton_minimize(&np, &o, 1e-10, x, &st, &stalled) == PM_OK)
-		ok = st.max_violation <= 1e-10;
+	twolevel_problem(&t, m != PRODUCTS, &np);
+	t.adaptive = m == ADAPTIVE;
+	t.outer = target;
+	if (m == LBFGS) {
+		o.max_iterations = 5000;
+		if (twolevel_lbfgs(&t, &o, target, &st) == PM_OK)
+			ok = st.max_violation <= target;
+	} else if (newton_minimize(&np, &o, target, x, &st, &stalled) == PM_OK) {
+		ok = st.max_violation <= target;
+	}
 	twolevel_store(&t);
 	free(x);
 	twolevel_finish(&t);
@@ -245,8 +260,8 @@ static int newton(struct instance *in, int formed, int threads, double *y)
 }
 
 struct worst {
-	double formed, differences, prediction, methods;
-	int instances, dense, two_parts, solved;
+	double formed, differences, prediction, methods, adaptive, lbfgs;
+	int instances, dense, two_parts, solved, solved_lbfgs;
 	size_t shared;	 /* open rows whose cells in a bucket repeat another's */
 	size_t rejected; /* wild evaluations reported infinite */
 	int flat;	 /* instances checked along a flat direction */
@@ -288,12 +303,21 @@ static void run_instance(uint64_t seed, struct worst *w)
 	twolevel_finish(&t);
 	if (mu) {
 		double *y1 = calloc(in.inv.n_cells + 1, sizeof *y1);
-		int a = newton(&in, 1, threads, in.y), b = y1 && newton(&in, 0, threads, y1);
+		int a = solve(&in, FORMED, threads, in.y),
+		    b = y1 && solve(&in, PRODUCTS, threads, y1);
 
 		CHECK(a == b);
 		w->solved += a && b;
 		if (a && b)
 			w->methods = fmax(w->methods, rel_diff(in.y, y1, in.inv.n_cells));
+		if (a && y1) { /* the looser inner solves end at the same point */
+			CHECK(solve(&in, ADAPTIVE, threads, y1));
+			w->adaptive = fmax(w->adaptive, rel_diff(in.y, y1, in.inv.n_cells));
+		}
+		if (a && y1 && solve(&in, LBFGS, threads, y1)) {
+			w->solved_lbfgs++;
+			w->lbfgs = fmax(w->lbfgs, rel_diff(in.y, y1, in.inv.n_cells));
+		}
 		free(y1);
 	}
 	free(mu);
@@ -308,9 +332,10 @@ int main(void)
 		run_instance(SEED * 1000003 + i, &w);
 	printf("%d instances (%d with H formed, %zu null pivots, %zu rows sharing a pattern, %d "
 	       "on two parts, %d solved both ways); worst: H formed vs products %.3g, H v vs "
-	       "differences %.3g, predicted vs fresh start %.3g, formed vs products Newton %.3g\n",
+	       "differences %.3g, predicted vs fresh start %.3g, formed vs products Newton %.3g, "
+	       "loose inner solves %.3g, L-BFGS (%d solved) %.3g\n",
 	       w.instances, w.dense, n_null, w.shared, w.two_parts, w.solved, w.formed,
-	       w.differences, w.prediction, w.methods);
+	       w.differences, w.prediction, w.methods, w.adaptive, w.solved_lbfgs, w.lbfgs);
 	CHECK(w.instances == N_TABLES);
 	CHECK(w.dense > N_TABLES / 2);
 	CHECK(w.two_parts > 0);
@@ -321,6 +346,9 @@ int main(void)
 	CHECK(w.differences <= 1e-6);
 	CHECK(w.prediction <= 1e-10);
 	CHECK(w.methods <= 1e-8);
+	CHECK(w.adaptive <= 1e-8);
+	CHECK(w.solved_lbfgs > w.solved / 2);
+	CHECK(w.lbfgs <= 1e-6);
 	CHECK(w.rejected > 0 && w.rejected < (size_t)w.instances);
 	CHECK(w.flat > 0);
 	fprintf(stderr, "wild multipliers: %zu of %d evaluations rejected; %d flat directions\n",
