@@ -440,12 +440,20 @@ static enum pm_status load_dataset(const char *path, const struct args *a, struc
 	return st;
 }
 
+/* Dumped to memory, then written at once: json_dumpf writes token by
+ * token through locked stdio. */
 static enum pm_status print_json(const json_t *j, struct pm_error *err)
 {
-	if (!j)
+	size_t n = 0;
+	char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+	int bad;
+
+	if (!text)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory while writing the output");
-	if (json_dumpf(j, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) ||
-	    fputc('\n', stdout) == EOF || fflush(stdout))
+	n = strlen(text);
+	bad = fwrite(text, 1, n, stdout) != n || fputc('\n', stdout) == EOF || fflush(stdout);
+	free(text);
+	if (bad)
 		return error_set(err, PM_ERR_IO, "", "cannot write the output: %s",
 				 strerror(errno));
 	return PM_OK;
