@@ -228,7 +228,7 @@ struct invariants {
 	size_t n_rows, n_qi_rows, n_sa_rows, n_knowledge_rows;
 	size_t *row_off;    /* n_rows + 1 */
 	uint32_t *row_cell; /* a row's cells, ascending */
-	double *rhs; /* records */
+	double *rhs;	    /* records */
 	uint8_t *row_kind;
 	uint32_t *row_ref;
 	/* knowledge rows touching bucket b: kb_row[kb_off[b] .. kb_off[b+1]) */

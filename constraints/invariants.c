@@ -10,22 +10,12 @@
 
 #include "constraints.h"
 
-/*
- * Per QI value, the bucket rows (entries of bq_tuple: a tuple in a
- * bucket) whose tuple holds it, ascending, so a rule scans the shortest
- * list of its terms instead of every tuple, and its cells come out in
- * ascending order (bucket by bucket): the solver's passes over a row's
- * cells then walk its buckets in order instead of jumping about (in
- * tuple order, 13 ns per cell on Adult, mostly cache misses).
- */
+/* Per QI value, the tuples holding it (ascending), so a rule scans the
+ * shortest list of its terms instead of every tuple. */
 struct postings {
 	size_t *key0;	 /* attribute a's values: keys key0[a] .. key0[a + 1) */
-	size_t *key_off; /* key k's bucket rows: with[key_off[k] .. key_off[k + 1]) */
+	size_t *key_off; /* key k's tuples: with[key_off[k] .. key_off[k + 1]) */
 	uint32_t *with;
-	uint32_t *bucket; /* per bucket row, its bucket */
-	/* per tuple: 2 (rule + 1) + whether it matches, once looked at for
-	 * that rule (a tuple is in several buckets: one match each) */
-	uint64_t *memo;
 };
 
 static void postings_finish(struct postings *o)
@@ -33,41 +23,33 @@ static void postings_finish(struct postings *o)
 	free(o->key0);
 	free(o->key_off);
 	free(o->with);
-	free(o->bucket);
-	free(o->memo);
 }
 
-/* The per-value lists of bucket rows (built by counting). */
+/* The per-value tuple lists (built by counting). */
 static enum pm_status postings_init(const struct dataset *ds, struct postings *o)
 {
-	size_t na = ds->n_attrs, nk, *fill, n = ds->bq_off[ds->n_groups];
+	size_t na = ds->n_attrs, nk, *fill;
 
 	o->key0 = malloc((na + 1) * sizeof *o->key0);
-	o->bucket = malloc((n + 1) * sizeof *o->bucket);
-	o->memo = calloc(ds->n_tuples + 1, sizeof *o->memo);
-	if (!o->key0 || !o->bucket || !o->memo)
+	if (!o->key0)
 		return PM_ERR_NOMEM;
 	o->key0[0] = 0;
 	for (size_t a = 0; a < na; a++)
 		o->key0[a + 1] = o->key0[a] + ds->attr_values[a].n;
 	nk = o->key0[na];
 	o->key_off = calloc(nk + 2, sizeof *o->key_off);
-	o->with = malloc((n * na + 1) * sizeof *o->with);
+	o->with = malloc((ds->n_tuples * na + 1) * sizeof *o->with);
 	if (!o->key_off || !o->with)
 		return PM_ERR_NOMEM;
-	for (size_t b = 0; b < ds->n_groups; b++)
-		for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
-			o->bucket[i] = (uint32_t)b;
-	for (size_t i = 0; i < n; i++)
+	for (size_t q = 0; q < ds->n_tuples; q++)
 		for (size_t a = 0; a < na; a++)
-			o->key_off[o->key0[a] + ds->tuples[ds->bq_tuple[i] * na + a] + 2]++;
+			o->key_off[o->key0[a] + ds->tuples[q * na + a] + 2]++;
 	for (size_t k = 0; k < nk; k++)
 		o->key_off[k + 2] += o->key_off[k + 1];
 	fill = o->key_off + 1;
-	for (size_t i = 0; i < n; i++)
+	for (size_t q = 0; q < ds->n_tuples; q++)
 		for (size_t a = 0; a < na; a++)
-			o->with[fill[o->key0[a] + ds->tuples[ds->bq_tuple[i] * na + a]]++] =
-			    (uint32_t)i;
+			o->with[fill[o->key0[a] + ds->tuples[q * na + a]]++] = (uint32_t)q;
 	return PM_OK;
 }
 
@@ -177,14 +159,14 @@ static enum pm_status build_cells(const struct dataset *ds, struct invariants *i
 	return PM_OK;
 }
 
-/* Cells of knowledge rule r, ascending, appended to cells (capacity >=
- * n_cells); returns how many, and n(Qv) through *n_qv. */
+/* Cells of knowledge rule r, appended to cells (capacity >= n_cells) in
+ * the order of the tuples; returns how many, and n(Qv) through *n_qv. */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
-			 const struct postings *occ, const struct rule *r, size_t ri,
-			 uint32_t *cells, uint64_t *n_qv)
+			 const struct postings *occ, const struct rule *r, uint32_t *cells,
+			 uint64_t *n_qv)
 {
-	size_t n = 0, lo = 0, hi = ds->bq_off[ds->n_groups];
-	const uint32_t *list = NULL; /* NULL: every bucket row */
+	size_t n = 0, lo = 0, hi = ds->n_tuples;
+	const uint32_t *list = NULL; /* NULL: every tuple */
 
 	/* candidates: the shortest posting list of the rule's terms */
 	for (uint32_t i = 0; i < r->n_terms; i++) {
@@ -198,23 +180,65 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 	}
 	*n_qv = 0;
 	for (size_t at = lo; at < hi; at++) {
-		size_t i = list ? list[at] : at, b = occ->bucket[i], q = ds->bq_tuple[i];
-		long j;
+		uint32_t q = list ? list[at] : (uint32_t)at;
 
-		if (occ->memo[q] >> 1 != ri + 1)
-			occ->memo[q] =
-			    2 * (uint64_t)(ri + 1) + (uint64_t)knowledge_matches(ds, r, q);
-		if (!(occ->memo[q] & 1))
+		if (!knowledge_matches(ds, r, q))
 			continue;
-		*n_qv += ds->bq_count[i]; /* over its buckets: n(q) */
-		j = bucket_sa_pos(ds, b, r->sa);
-		if (j >= 0)
-			cells[n++] =
-			    (uint32_t)(inv->cell_off[b] +
-				       (i - ds->bq_off[b]) * (ds->bs_off[b + 1] - ds->bs_off[b]) +
-				       (size_t)j);
+		*n_qv += ds->tuple_count[q];
+		for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
+			long j = bucket_sa_pos(ds, inv->occ_bucket[o], r->sa);
+
+			if (j >= 0)
+				cells[n++] = inv->occ_cell[o] + (uint32_t)j;
+		}
 	}
 	return n;
+}
+
+/*
+ * Sorts a[0 .. n) ascending (tmp: n more): insertion for a few, else LSD
+ * radix by bytes, as many as the largest value has. A rule's cells come
+ * tuple by tuple; ascending (bucket by bucket), the solver's passes over
+ * a row walk its buckets in order instead of jumping about.
+ */
+static void sort_cells(uint32_t *a, uint32_t *tmp, size_t n)
+{
+	uint32_t top = 0, *from = a, *to = tmp;
+	size_t count[256];
+
+	if (n < 48) {
+		for (size_t i = 1; i < n; i++) {
+			uint32_t v = a[i];
+			size_t j = i;
+
+			for (; j > 0 && a[j - 1] > v; j--)
+				a[j] = a[j - 1];
+			a[j] = v;
+		}
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		top = a[i] > top ? a[i] : top;
+	for (unsigned shift = 0; shift < 32 && (top >> shift); shift += 8) {
+		uint32_t *swap;
+
+		memset(count, 0, sizeof count);
+		for (size_t i = 0; i < n; i++)
+			count[(from[i] >> shift) & 255]++;
+		for (size_t d = 0, at = 0; d < 256; d++) {
+			size_t c = count[d];
+
+			count[d] = at;
+			at += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			to[count[(from[i] >> shift) & 255]++] = from[i];
+		swap = from;
+		from = to;
+		to = swap;
+	}
+	if (from != a)
+		memcpy(a, from, n * sizeof *a);
 }
 
 /* Appends one row; rows are built in order so row_off grows monotonically. */
@@ -325,7 +349,8 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 				       r);
 			break;
 		}
-		n = rule_cells(ds, inv, &occ, rule, r, tmp, &n_qv);
+		n = rule_cells(ds, inv, &occ, rule, tmp, &n_qv);
+		sort_cells(tmp, tmp + inv->n_cells, n);
 		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv). */
 		rhs = rule->source == RULE_USER ? rule->lo * (double)n_qv : (double)rule->n_qv_s;
 		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
@@ -473,7 +498,8 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 	st = build_cells(ds, inv);
 	if (st)
 		goto out;
-	tmp = malloc((inv->n_cells + ds->n_tuples + 1) * sizeof *tmp);
+	/* a row's cells, and as much again to sort them */
+	tmp = malloc((2 * inv->n_cells + ds->n_tuples + 1) * sizeof *tmp);
 	if (!tmp) {
 		st = PM_ERR_NOMEM;
 		goto out;
