@@ -560,123 +560,52 @@ static enum pm_status init_buckets(struct twolevel *t, const uint32_t *bk, size_
 	return t->alpha && t->beta && t->fac ? PM_OK : PM_ERR_NOMEM;
 }
 
-/* Scratch of init_entries: per open row its next cell (cur, from its
- * first), the local number of each knowledge row (lk, NONE if not open
- * here), per cell of a bucket its count (cnt), and the rows met in the
- * bucket with where their cells went in rc. */
-struct entry_scratch {
-	size_t *cur, *cnt, *from;
-	uint32_t *lk, *met;
-};
-
-#define NONE UINT32_MAX
-
-/* Coupled bucket k's cells of the open rows: each row's next cells (a
- * row's cells ascend, so they are the bucket's while they are below its
- * end) into rc, counted per cell; returns how many rows met it. */
-static size_t bucket_entries(struct twolevel *t, struct entry_scratch *z, size_t k)
+/* Local number of cell c (inv numbering) of a coupled bucket; pos: the
+ * buckets' places (struct components). */
+static size_t local_cell(const struct twolevel *t, const uint32_t *pos, uint32_t c)
 {
-	const struct invariants *inv = t->inv;
-	size_t b = t->bk[k], first = inv->n_qi_rows + inv->n_sa_rows, met = 0;
+	uint32_t b = t->inv->cell_group[c];
 
-	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++) {
-		size_t rr = inv->kb_row[e], l = z->lk[rr - first], x;
-		const uint32_t *cell = inv->row_cell + inv->row_off[rr];
-
-		if (l == NONE)
-			continue;
-		z->met[met] = (uint32_t)l;
-		z->from[met++] = x = t->rc_off[l] + z->cur[l];
-		for (; x < t->rc_off[l + 1] && cell[x - t->rc_off[l]] < inv->cell_off[b + 1]; x++) {
-			t->rc[x] =
-			    (uint32_t)(t->coff[k] + cell[x - t->rc_off[l]] - inv->cell_off[b]);
-			z->cnt[t->rc[x] - t->coff[k]]++;
-		}
-		z->cur[l] = x - t->rc_off[l];
-	}
-	return met;
+	return t->coff[pos[b]] + (c - t->inv->cell_off[b]);
 }
 
-/*
- * Per row its local cells (rc), then per local cell the open rows
- * through it (ck, ascending) and each entry's cell (ce), bucket by
- * bucket: every array is then written in order. Transposed row by row
- * instead, each entry's three writes missed the cache (10 ns each on
- * Adult, K+ = K- = 250, qi_attributes 1: 1.8 ms), its cells being
- * spread over all the buckets.
- */
-static enum pm_status init_entries(struct twolevel *t, struct entry_scratch *z)
-{
-	const struct invariants *inv = t->inv;
-	size_t first = inv->n_qi_rows + inv->n_sa_rows, at = 0;
-
-	for (size_t k = 0; k < t->r; k++) {
-		z->lk[t->row[k] - first] = (uint32_t)k;
-		z->cur[k] = 0;
-	}
-	for (size_t k = 0; k < t->nb; k++) {
-		size_t off = t->coff[k], n = t->coff[k + 1] - off, met;
-
-		memset(z->cnt, 0, n * sizeof *z->cnt);
-		met = bucket_entries(t, z, k);
-		for (size_t c = 0; c < n; c++) { /* counts -> where each cell's go */
-			size_t m = z->cnt[c];
-
-			t->ck_off[off + c] = at;
-			z->cnt[c] = at;
-			at += m;
-			t->ck_max = m > t->ck_max ? m : t->ck_max;
-		}
-		for (size_t i = 0; i < met; i++) /* rows ascending: so are a cell's */
-			for (size_t x = z->from[i]; x < t->rc_off[z->met[i]] + z->cur[z->met[i]];
-			     x++) {
-				size_t w = z->cnt[t->rc[x] - off]++;
-
-				t->ck[w] = z->met[i];
-				t->ce[w] = t->rc[x];
-			}
-	}
-	t->ck_off[t->coff[t->nb]] = at;
-	/* every row's cells met: in its component's buckets, ascending */
-	for (size_t k = 0; k < t->r; k++)
-		if (z->cur[k] != t->rc_off[k + 1] - t->rc_off[k])
-			return PM_ERR_INTERNAL;
-	return PM_OK;
-}
-
-/* init_entries with its scratch (g_max by h_max cells). */
-static enum pm_status init_cells(struct twolevel *t, size_t g_max, size_t h_max)
+/* Per row its local cells (rc), then per local cell the open rows
+ * through it (ck) and each entry's cell (ce): the local numbers found
+ * once. */
+static enum pm_status init_entries(struct twolevel *t, const uint32_t *pos)
 {
 	const struct invariants *inv = t->inv;
 	size_t cells = t->coff[t->nb], n = t->rc_off[t->r];
-	struct entry_scratch z = {
-	    .cur = malloc((t->r + 1) * sizeof *z.cur),
-	    .cnt = malloc((g_max * h_max + 1) * sizeof *z.cnt),
-	    .from = malloc((t->r + 1) * sizeof *z.from),
-	    .lk = malloc((inv->n_knowledge_rows + 1) * sizeof *z.lk),
-	    .met = malloc((t->r + 1) * sizeof *z.met),
-	};
-	enum pm_status ret = PM_ERR_NOMEM;
 
-	t->ck_off = malloc((cells + 1) * sizeof *t->ck_off);
+	t->ck_off = calloc(cells + 2, sizeof *t->ck_off);
 	t->rc = malloc((n + 1) * sizeof *t->rc);
 	t->ck = malloc((n + 1) * sizeof *t->ck);
 	t->ce = malloc((n + 1) * sizeof *t->ce);
-	if (z.cur && z.cnt && z.from && z.lk && z.met && t->ck_off && t->rc && t->ck && t->ce) {
-		memset(z.lk, 0xff, (inv->n_knowledge_rows + 1) * sizeof *z.lk);
-		ret = init_entries(t, &z);
+	if (!t->ck_off || !t->rc || !t->ck || !t->ce)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < t->r; k++) {
+		const uint32_t *rc = inv->row_cell + inv->row_off[t->row[k]];
+
+		for (size_t x = t->rc_off[k]; x < t->rc_off[k + 1]; x++) {
+			t->rc[x] = (uint32_t)local_cell(t, pos, rc[x - t->rc_off[k]]);
+			t->ck_off[t->rc[x] + 2]++;
+		}
 	}
-	free(z.cur);
-	free(z.cnt);
-	free(z.from);
-	free(z.lk);
-	free(z.met);
-	return ret;
+	for (size_t c = 0; c < cells; c++) {
+		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
+		t->ck_off[c + 2] += t->ck_off[c + 1];
+	}
+	for (size_t k = 0; k < t->r; k++)
+		for (size_t x = t->rc_off[k]; x < t->rc_off[k + 1]; x++) {
+			t->ck[t->ck_off[t->rc[x] + 1]] = (uint32_t)k;
+			t->ce[t->ck_off[t->rc[x] + 1]++] = t->rc[x];
+		}
+	return PM_OK;
 }
 
 /* The open rows, and their cells (init_entries). */
-static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr, size_t g_max,
-				size_t h_max)
+static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr,
+				const uint32_t *pos)
 {
 	const struct invariants *inv = t->inv;
 
@@ -703,7 +632,7 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 		t->rc_off[k + 1] = t->rc_off[k] + len;
 	}
 	t->r = nr;
-	return init_cells(t, g_max, h_max);
+	return init_entries(t, pos);
 }
 
 /* G's chunks (EVAL_CELLS): balanced by cells, at least one per part;
@@ -818,8 +747,8 @@ enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 	ret = init_buckets(t, cs->bucket + cs->b_off[i], cs->b_off[i + 1] - cs->b_off[i], &g_max,
 			   &h_max);
 	if (!ret)
-		ret = init_rows(t, cs->row + cs->r_off[i], cs->r_off[i + 1] - cs->r_off[i], g_max,
-				h_max);
+		ret =
+		    init_rows(t, cs->row + cs->r_off[i], cs->r_off[i + 1] - cs->r_off[i], cs->pos);
 	if (!ret)
 		ret = init_parts(t, pool, g_max, h_max);
 	if (!ret)
