@@ -138,12 +138,20 @@ static void test_knowledge_rows(const struct dataset *ds)
 }
 
 /* Knowledge rows on random tables and random rules (0 to all terms) equal
- * the definition scanned tuple by tuple: every cell (q, s, b) with q
- * matching the rule, in ascending q, and rhs = lo * n(Qv). */
-static void test_random_rows(uint64_t seed)
+ * the definition scanned cell by cell: every cell (q, s, b) with q
+ * matching the rule, ascending, and rhs = lo * n(Qv). Large tables give
+ * rows of 48 cells and more, sorted by radix rather than by insertion;
+ * returns how many such rows there were. */
+static size_t test_random_rows(uint64_t seed, int large)
 {
+	static const struct random_shape big = {.attrs = {2, 3},
+						.values = {2, 4},
+						.sa = {2, 6},
+						.records = {300, 900},
+						.bucket = {2, 6}};
 	uint64_t rng = seed;
-	struct dataset *ds = random_dataset(&rng);
+	struct dataset *ds = large ? random_dataset_shaped(&rng, &big) : random_dataset(&rng);
+	size_t long_rows = 0;
 	struct knowledge k;
 	struct invariants inv;
 	struct pm_error err = {0};
@@ -185,10 +193,12 @@ static void test_random_rows(uint64_t seed)
 				CHECK(e < inv.row_off[row + 1] && inv.row_cell[e++] == c);
 		CHECK(e == inv.row_off[row + 1]);
 		CHECK_NEAR(inv.rhs[row], k.rules[i].lo * (double)n_qv, 1e-12);
+		long_rows += inv.row_off[row + 1] - inv.row_off[row] >= 48;
 	}
 	invariants_finish(&inv);
 	knowledge_finish(&k);
 	dataset_destroy(ds);
+	return long_rows;
 }
 
 /* The per-bucket layout, the tuples' rows and slots on random tables,
@@ -257,8 +267,13 @@ int main(void)
 	test_layout(ds);
 	test_knowledge_rows(ds);
 	dataset_destroy(ds);
+	size_t long_rows = 0;
+
 	for (uint64_t seed = 1; seed <= 300; seed++)
-		test_random_rows(0x1a7e0000 + seed);
+		test_random_rows(0x1a7e0000 + seed, 0);
+	for (uint64_t seed = 1; seed <= 20; seed++)
+		long_rows += test_random_rows(0x1a7f0000 + seed, 1);
+	CHECK(long_rows > 20);
 	for (uint64_t seed = 1; seed <= 200; seed++)
 		test_random_index(0x1d700000 + seed);
 	return check_done();
