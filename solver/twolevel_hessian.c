@@ -218,9 +218,9 @@ void twolevel_hessian_diag(struct twolevel *t, double *out)
 /* ---- H formed ------------------------------------------------------------ */
 
 /*
- * lm = -X X^T (lower triangle, and the upper entry of each diagonal
- * block) for the np rows of x (h entries each, np even, lm of stride np):
- * 2 x 2 blocks of rows, four independent sums that share their loads.
+ * lm = -X X^T (both triangles: the scatter reads either) for the np rows
+ * of x (h entries each, np even, lm of stride np): 2 x 2 blocks of rows,
+ * four independent sums that share their loads.
  */
 INLINE void gram(const double *x, size_t np, double *lm, size_t h)
 {
@@ -242,16 +242,23 @@ INLINE void gram(const double *x, size_t np, double *lm, size_t h)
 			lm[l * np + m + 1] = -a01;
 			lm[(l + 1) * np + m] = -a10;
 			lm[(l + 1) * np + m + 1] = -a11;
+			lm[m * np + l] = -a00;
+			lm[(m + 1) * np + l] = -a01;
+			lm[m * np + l + 1] = -a10;
+			lm[(m + 1) * np + l + 1] = -a11;
 		}
 	}
 }
 
 /*
- * The first g entries' part of the Gram matrix, p_l^T Dq^-1 p_m, from
- * bucket row i (y, dqi of the bucket; the row's patterns ascending from
- * rp with their cells): a pattern has one cell in a row at most (a
- * knowledge row's cells are of one SA value), so p_l[i] is that cell's
- * y, and lm[l][m], l >= m, gets the products of the row's pairs.
+ * Bucket row i's terms of lm (y, dqi of the bucket; the row's patterns
+ * ascending from rp with their cells): a pattern has one cell in a row
+ * at most (a knowledge row's cells are of one SA value), so p_l[i] is
+ * that cell's y, and lm[l][m], l >= m, gets -dqi p_l[i] p_m[i], the first
+ * g entries' part of the Gram matrix, from each pair of the row's
+ * patterns, and a_l^T Y a_m from each pair through one cell: every cell
+ * is in one bucket row, so the row's pairs are all of them. Into both
+ * triangles, as gram().
  */
 static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp, size_t n,
 		   const double *y, double dqi, size_t np, double *lm)
@@ -261,10 +268,15 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp
 	for (size_t a = 0; a < n; a++)
 		pt->pv[a] = y[cell[a]];
 	for (size_t a = 0; a < n; a++) {
-		double v = dqi * pt->pv[a], *la = lm + pat[a] * np;
+		double ya = pt->pv[a], v = dqi * ya, *la = lm + pat[a] * np;
 
-		for (size_t b = 0; b <= a; b++)
-			la[pat[b]] -= v * pt->pv[b];
+		for (size_t b = 0; b < a; b++) {
+			double d = (cell[b] == cell[a] ? ya : 0) - v * pt->pv[b];
+
+			la[pat[b]] += d;
+			lm[pat[b] * np + pat[a]] += d;
+		}
+		la[pat[a]] += ya - v * ya;
 	}
 }
 
@@ -280,7 +292,7 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp
  * with the same cells in the bucket; pk lists each cell's patterns) and
  * added for every pair of rows. The first g entries of R z are
  * Dq^-1/2 p, whose products are summed per bucket row over its few
- * entries (gram_p); the last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i,
+ * entries, with the shared y (gram_p); the last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i,
  * R_j the columns of c's row and column, are dense (gram).
  */
 INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t h)
@@ -307,17 +319,10 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 		}
 	}
 	gram(x, np, lm, h);
-	for (size_t c = 0; c < g * h; c++)
-		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++)
-			for (size_t e2 = t->ck_off[off + c]; e2 <= e; e2++)
-				lm[t->pk[e] * np + t->pk[e2]] += y[c]; /* pk rises along a cell */
 	for (size_t i = 0; i < g; i++)
 		gram_p(t, pt, t->ck_off[off + i * h], t->rp_n[t->qoff[k] + i], y,
 		       t->fac[t->foff[k] + i], np, lm);
-	for (size_t l = 0; l < np; l++) /* both triangles, for any pattern order */
-		for (size_t m = 0; m < l; m++)
-			lm[m * np + l] = lm[l * np + m];
-	for (size_t l = 0; l < n; l++) {
+	for (size_t l = 0; l < n; l++) { /* any pattern order: lm is whole */
 		double *hl = pt->hmat + rows[l] * t->r;
 		const double *ml = lm + pat[l] * np;
 
