@@ -307,15 +307,17 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	y = t->y + off;
 	schur_root(t->fac + t->foff[k], y, g, h, rt, pt->sc);
 	memset(x, 0, np * h * sizeof *x);
-	for (size_t c = 0; c < g * h; c++) {
-		const double *ri = rt + (c / h) * h, *rj = rt + (g + c % h) * h;
+	for (size_t i = 0; i < g; i++) { /* by bucket row: few loops, few exits */
+		size_t rp = t->ck_off[off + i * h], nr = t->rp_n[t->qoff[k] + i];
+		const uint32_t *pr = t->rpat + rp, *cr = t->rcell + rp;
 
-		for (size_t e = t->ck_off[off + c]; e < t->pk_end[off + c]; e++) {
-			size_t l = t->pk[e];
+		for (size_t a = 0; a < nr; a++) {
+			const double *ri = rt + i * h, *rj = rt + (g + cr[a] % h) * h;
+			double yc = y[cr[a]], *xl = x + pr[a] * h;
 
 			UNROLL
 			for (size_t j = 0; j < h; j++)
-				x[l * h + j] += y[c] * (ri[j] + rj[j]);
+				xl[j] += yc * (ri[j] + rj[j]);
 		}
 	}
 	gram(x, np, lm, h);
