@@ -446,13 +446,12 @@ struct twolevel {
 	/* H is formed (worth it, and the scratch fits); then per coupled
 	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
 	 * patterns (lpat: rows with the same cells share one; npat[k] of
-	 * them), and per cell its patterns, ascending, where its entries of
-	 * ck start (pk[ck_off[c] .. pk_end[c])); per bucket row (qoff[k] +
-	 * i) the patterns through its cells, ascending, with their cells
-	 * (rpat, rcell from ck_off of the row's first cell, rp_n of them) */
+	 * them); per bucket row (qoff[k] + i) the patterns through its
+	 * cells, each once, with their cells (rpat, rcell from ck_off of the
+	 * row's first cell, rp_n of them) */
 	int dense;
-	size_t *lr_off, *pk_end, *fcost; /* fcost: bucket_costs */
-	uint32_t *lrows, *lpat, *npat, *pk, *rpat, *rcell, *rp_n;
+	size_t *lr_off, *fcost; /* fcost: bucket_costs */
+	uint32_t *lrows, *lpat, *npat, *rpat, *rcell, *rp_n;
 };
 
 /* ---- components.c ------------------------------------------------------ */

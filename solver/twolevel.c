@@ -132,9 +132,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->lrows);
 	free(t->lpat);
 	free(t->npat);
-	free(t->pk_end);
 	free(t->fcost);
-	free(t->pk);
 	free(t->rpat);
 	free(t->rcell);
 	free(t->rp_n);

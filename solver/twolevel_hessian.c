@@ -252,9 +252,9 @@ INLINE void gram(const double *x, size_t np, double *lm, size_t h)
 
 /*
  * Bucket row i's terms of lm (y, dqi of the bucket; the row's patterns
- * ascending from rp with their cells): a pattern has one cell in a row
- * at most (a knowledge row's cells are of one SA value), so p_l[i] is
- * that cell's y, and lm[l][m], l >= m, gets -dqi p_l[i] p_m[i], the first
+ * from rp with their cells): a pattern has one cell in a row at most (a
+ * knowledge row's cells are of one SA value), so p_l[i] is that cell's
+ * y, and lm[l][m] gets -dqi p_l[i] p_m[i], the first
  * g entries' part of the Gram matrix, from each pair of the row's
  * patterns, and a_l^T Y a_m from each pair through one cell: every cell
  * is in one bucket row, so the row's pairs are all of them. Into both
@@ -289,11 +289,11 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp
  *
  * the y of the cells the two rows share, less a Gram matrix. Both depend
  * on the rows' cells alone, so they are computed once per pattern (rows
- * with the same cells in the bucket; pk lists each cell's patterns) and
- * added for every pair of rows. The first g entries of R z are
- * Dq^-1/2 p, whose products are summed per bucket row over its few
- * entries, with the shared y (gram_p); the last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i,
- * R_j the columns of c's row and column, are dense (gram).
+ * with the same cells in the bucket) and added for every pair of rows.
+ * The first g entries of R z are Dq^-1/2 p, whose products are summed
+ * per bucket row over its few patterns, with the shared y (gram_p); the
+ * last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i, R_j the columns of
+ * c's row and column, summed over the same lists, are dense (gram).
  */
 INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t h)
 {
@@ -395,49 +395,26 @@ struct pattern_scratch {
 	uint32_t *first, *cells;
 };
 
-/* Cell c's patterns, ascending and distinct, where its entries of ck
- * start: pk[ck_off[c] .. pk_end[c]). */
-static void cell_patterns(struct twolevel *t, const uint32_t *pat, const uint32_t *loc, size_t c)
-{
-	size_t n = t->ck_off[c];
-
-	for (size_t e = t->ck_off[c]; e < t->ck_off[c + 1]; e++) {
-		uint32_t v = pat[loc[t->ck[e]]];
-		size_t m = n;
-
-		for (size_t d = t->ck_off[c]; d < n; d++)
-			if (t->pk[d] == v)
-				m = SIZE_MAX;
-		if (m == SIZE_MAX)
-			continue;
-		for (; m > t->ck_off[c] && t->pk[m - 1] > v; m--)
-			t->pk[m] = t->pk[m - 1];
-		t->pk[m] = v;
-		n++;
-	}
-	t->pk_end[c] = n;
-}
-
-/* Bucket k's row i: the patterns of its cells (cell_patterns), ascending,
- * with their cells (within the bucket), for gram_p. Distinct: the cells
- * of a row are in distinct columns, and a pattern's in one. */
-static void row_patterns(struct twolevel *t, size_t k, size_t i)
+/* Bucket k's row i: the patterns through its cells, each once (a pattern
+ * has one cell in a row at most: a knowledge row's cells are of one SA
+ * value), with its cell, for bucket_form. */
+static void row_patterns(struct twolevel *t, struct twolevel_part *pt, const uint32_t *pat,
+			 size_t k, size_t i)
 {
 	size_t off, g, h, at, n = 0;
 
 	twolevel_shape(t, k, &off, &g, &h);
 	at = t->ck_off[off + i * h];
-	for (size_t c = off + i * h; c < off + i * h + h; c++)
-		for (size_t e = t->ck_off[c]; e < t->pk_end[c]; e++) {
-			size_t m = n++;
+	pt->tick++; /* stamps by pattern, here */
+	for (size_t e = at; e < t->ck_off[off + i * h + h]; e++) {
+		uint32_t v = pat[pt->loc[t->ck[e]]];
 
-			for (; m > 0 && t->rpat[at + m - 1] > t->pk[e]; m--) {
-				t->rpat[at + m] = t->rpat[at + m - 1];
-				t->rcell[at + m] = t->rcell[at + m - 1];
-			}
-			t->rpat[at + m] = t->pk[e];
-			t->rcell[at + m] = (uint32_t)(c - off);
-		}
+		if (pt->stamp[v] == pt->tick)
+			continue;
+		pt->stamp[v] = pt->tick;
+		t->rpat[at + n] = v;
+		t->rcell[at + n++] = (uint32_t)(t->ce[e] - off);
+	}
 	t->rp_n[t->qoff[k] + i] = (uint32_t)n;
 }
 
@@ -469,8 +446,9 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 /*
  * Bucket k's open rows in ascending order (at lr_off[k], which
  * form_sizes set), each with its pattern (rows with the same cells share
- * one, numbered in order of first row), and per cell the patterns through
- * it (cell_patterns). Buckets are independent: any part may do any.
+ * one, numbered in order of first row), and per bucket row the patterns
+ * through it (row_patterns). Buckets are independent: any part may do
+ * any.
  */
 static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
 			   struct pattern_scratch *sc)
@@ -507,10 +485,8 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
 		if (p == np)
 			sc->first[np++] = (uint32_t)l;
 	}
-	for (size_t c = off; c < off + g * h; c++)
-		cell_patterns(t, pat, pt->loc, c);
 	for (size_t i = 0; i < g; i++)
-		row_patterns(t, k, i);
+		row_patterns(t, pt, pat, k, i);
 	t->npat[k] = (uint32_t)np;
 }
 
@@ -597,13 +573,11 @@ static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes 
 	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
 	t->lpat = malloc((z->rows + 1) * sizeof *t->lpat);
 	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
-	t->pk_end = malloc((cells + 1) * sizeof *t->pk_end);
-	t->pk = malloc((t->ck_off[cells] + 1) * sizeof *t->pk);
 	t->rpat = malloc((t->ck_off[cells] + 1) * sizeof *t->rpat);
 	t->rcell = malloc((t->ck_off[cells] + 1) * sizeof *t->rcell);
 	t->rp_n = malloc((t->qoff[t->nb] + 1) * sizeof *t->rp_n);
-	pp.failed = !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->pk_end || !t->pk ||
-		    !t->rpat || !t->rcell || !t->rp_n;
+	pp.failed =
+	    !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->rpat || !t->rcell || !t->rp_n;
 	for (int p = 0; !pp.failed && p < t->parts; p++) {
 		struct pattern_scratch *sc = &pp.sc[p];
 
