@@ -388,12 +388,47 @@ static size_t local_rows(const struct twolevel *t, struct twolevel_part *pt, siz
 
 /* Scratch of local_patterns, for the bucket with the most open rows (n)
  * and entries of ck: per local row where its cells start (n + 2), its key
- * (n), per pattern its first row (n), and the cells. */
+ * (n), per pattern its key and first row (n), the cells, and a bitmap
+ * over all open rows (sorted_rows). */
 struct pattern_scratch {
 	size_t *lo;
-	uint64_t *key;
+	uint64_t *key, *pkey, *bits;
 	uint32_t *first, *cells;
 };
+
+static unsigned lowest_bit(uint64_t v)
+{
+#if defined(__GNUC__)
+	return (unsigned)__builtin_ctzll(v);
+#else
+	unsigned b = 0;
+
+	for (; !(v & 1); v >>= 1)
+		b++;
+	return b;
+#endif
+}
+
+/* Bucket k's open rows, ascending and distinct, into rows; returns how
+ * many. The bitmap over all rows sorts them as it drops repeats, and is
+ * left clear. */
+static size_t sorted_rows(const struct twolevel *t, size_t k, uint64_t *bits, uint32_t *rows)
+{
+	size_t off, g, h, n = 0, w0 = SIZE_MAX, w1 = 0;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++) {
+		size_t w = t->ck[e] >> 6;
+
+		bits[w] |= UINT64_C(1) << (t->ck[e] & 63);
+		w0 = w < w0 ? w : w0;
+		w1 = w > w1 ? w : w1;
+	}
+	for (size_t w = w0; w <= w1 && w0 != SIZE_MAX; w++)
+		for (; bits[w]; bits[w] &= bits[w] - 1)
+			rows[n++] = (uint32_t)(w * 64 + lowest_bit(bits[w]));
+	return n;
+}
 
 /* Bucket k's row i: the patterns through its cells, each once (a pattern
  * has one cell in a row at most: a knowledge row's cells are of one SA
@@ -438,9 +473,8 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 		lo[pt->loc[t->ck[e]] + 2]++;
 	for (size_t l = 0; l < n; l++)
 		lo[l + 2] += lo[l + 1];
-	for (size_t c = 0; c < g * h; c++)
-		for (size_t e = t->ck_off[off + c]; e < t->ck_off[off + c + 1]; e++)
-			cells[lo[pt->loc[t->ck[e]] + 1]++] = (uint32_t)c;
+	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++) /* cells in order */
+		cells[lo[pt->loc[t->ck[e]] + 1]++] = (uint32_t)(t->ce[e] - off);
 }
 
 /*
@@ -453,18 +487,9 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
 			   struct pattern_scratch *sc)
 {
-	size_t off, g, h, n = local_rows(t, pt, k), np = 0, *lo = sc->lo;
 	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k], *cells = sc->cells;
+	size_t n = sorted_rows(t, k, sc->bits, rows), np = 0, *lo = sc->lo;
 
-	twolevel_shape(t, k, &off, &g, &h);
-	for (size_t l = 0; l < n; l++) { /* insertion sort: a few dozen rows */
-		uint32_t v = pt->rows[l];
-		size_t m = l;
-
-		for (; m > 0 && rows[m - 1] > v; m--)
-			rows[m] = rows[m - 1];
-		rows[m] = v;
-	}
 	for (size_t l = 0; l < n; l++)
 		pt->loc[rows[l]] = (uint32_t)l;
 	cell_lists(t, pt, k, n, lo, cells);
@@ -478,14 +503,16 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
 	for (size_t l = 0; l < n; l++) { /* against each pattern's first row */
 		size_t p = 0;
 
-		while (p < np && !(sc->key[sc->first[p]] == sc->key[l] &&
-				   same_cells(lo, cells, l, sc->first[p])))
+		while (p < np &&
+		       !(sc->pkey[p] == sc->key[l] && same_cells(lo, cells, l, sc->first[p])))
 			p++;
 		pat[l] = (uint32_t)p;
-		if (p == np)
+		if (p == np) {
+			sc->pkey[np] = sc->key[l];
 			sc->first[np++] = (uint32_t)l;
+		}
 	}
-	for (size_t i = 0; i < g; i++)
+	for (size_t i = 0; i < t->ds->bq_off[t->bk[k] + 1] - t->ds->bq_off[t->bk[k]]; i++)
 		row_patterns(t, pt, pat, k, i);
 	t->npat[k] = (uint32_t)np;
 }
@@ -583,14 +610,19 @@ static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes 
 
 		sc->lo = malloc((z->n + 2) * sizeof *sc->lo);
 		sc->key = malloc(z->n * sizeof *sc->key);
+		sc->pkey = malloc(z->n * sizeof *sc->pkey);
+		sc->bits = calloc(t->r / 64 + 1, sizeof *sc->bits);
 		sc->first = malloc(z->n * sizeof *sc->first);
 		sc->cells = malloc(z->entries * sizeof *sc->cells);
-		pp.failed = !sc->lo || !sc->key || !sc->first || !sc->cells;
+		pp.failed =
+		    !sc->lo || !sc->key || !sc->pkey || !sc->bits || !sc->first || !sc->cells;
 	}
 	parallel_items(t->pool, (t->nb + PATTERN_CHUNK - 1) / PATTERN_CHUNK, patterns_item, &pp);
 	for (int p = 0; pp.sc && p < t->parts; p++) {
 		free(pp.sc[p].lo);
 		free(pp.sc[p].key);
+		free(pp.sc[p].pkey);
+		free(pp.sc[p].bits);
 		free(pp.sc[p].first);
 		free(pp.sc[p].cells);
 	}
