@@ -386,10 +386,13 @@ struct twolevel_part {
 	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
 	double *pq, *acc;      /* per local row: g + h sums, and the total */
 	size_t pq_cap;	       /* doubles in pq */
-	/* forming H: this part's share (r x r), per local row the dense part
-	 * of R z (twolevel_hessian.c), the local matrix, R, and per entry
-	 * of a bucket row's patterns its y */
-	double *hmat, *dx, *dl, *rt, *sc, *pv;
+	/* forming H: this part's share (r x r, fixed point; valid if hgen
+	 * is the pass's), per local row the dense part of R z
+	 * (twolevel_hessian.c), the local matrix, R, and per entry of a
+	 * bucket row's patterns its y */
+	uint64_t *hfix;
+	unsigned long hgen;
+	double *dx, *dl, *rt, *sc, *pv;
 };
 
 /*
@@ -450,7 +453,9 @@ struct twolevel {
 	 * cells, each once, with their cells (rpat, rcell from ck_off of the
 	 * row's first cell, rp_n of them) */
 	int dense;
-	size_t *lr_off, *fcost; /* fcost: bucket_costs */
+	size_t *lr_off;
+	double hscale;	    /* H's fixed point (fixed_scale) */
+	unsigned long hgen; /* passes that formed H */
 	uint32_t *lrows, *lpat, *npat, *rpat, *rcell, *rp_n;
 };
 

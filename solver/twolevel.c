@@ -83,7 +83,7 @@ static void part_finish(struct twolevel_part *pt)
 	free(pt->rows);
 	free(pt->pq);
 	free(pt->acc);
-	free(pt->hmat);
+	free(pt->hfix);
 	free(pt->dx);
 	free(pt->dl);
 	free(pt->rt);
@@ -132,7 +132,6 @@ void twolevel_finish(struct twolevel *t)
 	free(t->lrows);
 	free(t->lpat);
 	free(t->npat);
-	free(t->fcost);
 	free(t->rpat);
 	free(t->rcell);
 	free(t->rp_n);

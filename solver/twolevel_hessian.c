@@ -17,8 +17,13 @@
  * share a bucket, CG about twenty products per step, and
  * twolevel_hessian_init picks the cheaper.
  *
- * Every per-bucket pass runs on the thread pool; the parts' partial sums
- * are added in part order, so the result does not depend on scheduling.
+ * Every per-bucket pass runs on the thread pool, and the result does not
+ * depend on scheduling: the products' parts take fixed ranges of buckets
+ * and are added in part order; forming H, whose cost per bucket varies
+ * too much for fixed ranges to split it evenly (one thread took 40% longer
+ * than the other on Adult, K+ = K- = 250, qi_attributes 1), hands out
+ * chunks of buckets to whichever thread is free and sums in fixed point,
+ * exact in any order.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -41,6 +46,8 @@
  * step on Adult, K+ = K- = 1000, qi_attributes 1: 1,494 rows, where the
  * formed H, factored by panels, made the solve 22 -> 15 s).
  */
+/* Beyond any share of H in fixed point (fixed_scale: 2^61). */
+#define FIXED_MAX  0x1p62
 #define DENSE_PAIR 12.0
 #define DENSE_CELL 12.0
 #define DENSE_CG   80.0
@@ -280,6 +287,16 @@ static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp
 	}
 }
 
+/* v in H's fixed point (fixed_scale): truncated, saturating (NaN too)
+ * rather than undefined. */
+static inline uint64_t to_fixed(double v, double scale)
+{
+	double w = v * scale;
+
+	w = w < FIXED_MAX ? w > -FIXED_MAX ? w : -FIXED_MAX : FIXED_MAX;
+	return (uint64_t)(int64_t)w;
+}
+
 /*
  * Bucket k's share of H, formed. With z_l = E^T Y a_l = (p_l, q_l) (a_l
  * the cells of its open row l: row and column sums of y over them, in
@@ -325,23 +342,26 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 		gram_p(t, pt, t->ck_off[off + i * h], t->rp_n[t->qoff[k] + i], y,
 		       t->fac[t->foff[k] + i], np, lm);
 	for (size_t l = 0; l < n; l++) { /* any pattern order: lm is whole */
-		double *hl = pt->hmat + rows[l] * t->r;
+		uint64_t *hl = pt->hfix + rows[l] * t->r;
 		const double *ml = lm + pat[l] * np;
 
 		for (size_t m = 0; m <= l; m++)
-			hl[rows[m]] += ml[pat[m]];
+			hl[rows[m]] += to_fixed(ml[pat[m]], t->hscale);
 	}
 }
 
-static void form_part(void *ctx, int p, int parts)
+/* The pass's item i: the buckets of G's chunk i (ev_off), into the share
+ * of the part that takes it, cleared at its first item of the pass. */
+static void form_item(void *ctx, size_t i, int p)
 {
 	struct twolevel *t = ctx;
 	struct twolevel_part *pt = &t->part[p];
-	size_t lo, hi;
 
-	memset(pt->hmat, 0, t->r * t->r * sizeof *pt->hmat);
-	parallel_range(t->nb, t->fcost, p, parts, &lo, &hi);
-	for (size_t k = lo; k < hi; k++) {
+	if (pt->hgen != t->hgen) {
+		memset(pt->hfix, 0, t->r * t->r * sizeof *pt->hfix);
+		pt->hgen = t->hgen;
+	}
+	for (size_t k = t->ev_off[i]; k < t->ev_off[i + 1]; k++) {
 		if (t->base_pending)
 			twolevel_base_bucket(t, k);
 		BY_WIDTH(bucket_form, t->ds->bs_off[t->bk[k] + 1] - t->ds->bs_off[t->bk[k]], t, pt,
@@ -353,19 +373,20 @@ void twolevel_hessian_form(struct twolevel *t, double *out)
 {
 	size_t r = t->r;
 
-	parallel_run(t->pool, form_part, t);
+	t->hgen++;
+	parallel_items(t->pool, t->n_ev, form_item, t);
 	if (t->base_pending) {
 		t->base_pending = 0;
 		t->factored = 1;
 	}
-	for (size_t i = 0; i < r; i++) {
-		double *o = out + i * r;
+	for (size_t i = 0; i < r; i++)
+		for (size_t j = 0; j <= i; j++) {
+			uint64_t sum = 0; /* exact, in any order */
 
-		memcpy(o, t->part[0].hmat + i * r, (i + 1) * sizeof *o);
-		for (int p = 1; p < t->parts; p++)
-			for (size_t j = 0; j <= i; j++)
-				o[j] += t->part[p].hmat[i * r + j];
-	}
+			for (int p = 0; p < t->parts; p++)
+				sum += t->part[p].hgen == t->hgen ? t->part[p].hfix[i * r + j] : 0;
+			out[i * r + j] = (double)(int64_t)sum / t->hscale;
+		}
 }
 
 /* ---- setup --------------------------------------------------------------- */
@@ -631,27 +652,20 @@ static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes 
 }
 
 /*
- * Where the parts of form_part split the buckets: by their cost, not by
- * their cells (by cells, Adult, K+ = K- = 250, qi_attributes 1 split into
- * 65% and 35% of the work: the buckets of the first records have more
- * open rows). The terms: the Gram part h np^2, the scatter of the n^2 / 2
- * pairs of rows, R z per entry of ck, the root and the fixed work of a
- * bucket; their weights fitted (least squares, R^2 0.72) to the cycles
- * of each of that input's 6,032 buckets, which then split 49% / 51%
- * where the weights before (the scatter's 12 times larger) split 44% /
- * 56%.
+ * The scale of H's fixed point: every |H[l][m]| is at most the records of
+ * the coupled buckets (H_b = A^T S A with 0 <= S <= Y, so H_b[l][l] <=
+ * a_l^T Y a_l <= n(b)), which take at most 61 bits; a share's sums may
+ * wrap (unsigned), the whole is exact.
  */
-static void bucket_costs(struct twolevel *t)
+static void fixed_scale(struct twolevel *t)
 {
-	t->fcost[0] = 0;
-	for (size_t k = 0; k < t->nb; k++) {
-		size_t off, g, h, n = t->lr_off[k + 1] - t->lr_off[k], np = t->npat[k], entries;
+	double records = 1;
+	int e;
 
-		twolevel_shape(t, k, &off, &g, &h);
-		entries = t->ck_off[off + g * h] - t->ck_off[off];
-		t->fcost[k + 1] = t->fcost[k] + h * np * np + n * n / 4 + 6 * h * entries +
-				  5 * (g + h) * h * h + 100;
-	}
+	for (size_t k = 0; k < t->nb; k++)
+		records += t->ds->group_size[t->bk[k]];
+	frexp(records, &e);
+	t->hscale = ldexp(1, 61 - e);
 }
 
 enum pm_status twolevel_hessian_init(struct twolevel *t)
@@ -664,22 +678,19 @@ enum pm_status twolevel_hessian_init(struct twolevel *t)
 	t->dense = form_sizes(t, &z) && worth_forming(t, &z);
 	if (!t->dense)
 		return PM_OK;
-	t->fcost = malloc((t->nb + 1) * sizeof *t->fcost);
-	if (!t->fcost)
-		return PM_ERR_NOMEM;
 	if (init_patterns(t, &z))
 		return PM_ERR_NOMEM;
-	bucket_costs(t);
+	fixed_scale(t);
 	for (int p = 0; p < t->parts; p++) {
 		struct twolevel_part *pt = &t->part[p];
 
-		pt->hmat = malloc((t->r * t->r + 1) * sizeof *pt->hmat);
+		pt->hfix = malloc((t->r * t->r + 1) * sizeof *pt->hfix);
 		pt->dx = malloc(z.x * sizeof *pt->dx);
 		pt->dl = malloc(z.lm * sizeof *pt->dl);
 		pt->rt = malloc(z.rt * sizeof *pt->rt);
 		pt->sc = malloc(z.rt * sizeof *pt->sc);
 		pt->pv = malloc(z.inc * sizeof *pt->pv);
-		if (!pt->hmat || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv)
+		if (!pt->hfix || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv)
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;
