@@ -123,6 +123,31 @@ static double check_formed(struct twolevel *t)
 	return worst;
 }
 
+/* H formed at μ by t and by a problem on the other number of threads
+ * (1 or 2): the fixed-point sums make them the same to the bit. */
+static int same_formed(struct twolevel *t, const struct instance *in, const double *mu)
+{
+	struct twolevel u;
+	size_t r = t->r;
+	double *h = calloc(r * r + 1, sizeof *h), *h1 = calloc(r * r + 1, sizeof *h1), viol;
+	int same = 0;
+
+	if (!twolevel_init(&u, in->ds, &in->inv, in->zero, in->implied, in->coupled,
+			   t->parts > 1 ? 1 : 2, in->y)) {
+		twolevel_eval(&u, mu, NULL, &viol);
+		twolevel_prepare(&u, mu);
+		twolevel_hessian_form(t, h);
+		twolevel_hessian_form(&u, h1);
+		same = u.dense && h && h1;
+		for (size_t i = 0; same && i < r; i++)
+			same = !memcmp(h + i * r, h1 + i * r, (i + 1) * sizeof *h);
+	}
+	twolevel_finish(&u);
+	free(h);
+	free(h1);
+	return same;
+}
+
 /* H v against (g(μ + εv) - g(μ - εv)) / 2ε, relative; leaves the problem
  * prepared at μ. */
 static double check_differences(struct twolevel *t, const double *mu, uint64_t *rng)
@@ -292,8 +317,10 @@ static void run_instance(uint64_t seed, struct worst *w)
 		w->two_parts += t.parts > 1;
 		for (size_t k = 0; t.dense && k < t.nb; k++)
 			w->shared += t.lr_off[k + 1] - t.lr_off[k] - t.npat[k];
-		if (t.dense)
+		if (t.dense) {
 			w->formed = fmax(w->formed, check_formed(&t));
+			CHECK(same_formed(&t, &in, mu));
+		}
 		w->differences = fmax(w->differences, check_differences(&t, mu, &rng));
 		twolevel_eval(&t, mu, NULL, &viol);
 		twolevel_prepare(&t, mu);
