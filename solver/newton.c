@@ -22,8 +22,12 @@
 #define LINE_HALVINGS 40
 /* Armijo constant. */
 #define ARMIJO 1e-4
-/* Linear convergence: this many full steps in a row, each leaving more
- * than this fraction of the violation. */
+/* Linear convergence: this many full steps in a row that leave more than
+ * this fraction of the violation each, on average (geometric): step by
+ * step, a ratio of 0.2449 among 0.53, 0.26, 0.50, 0.39 on Adult, all
+ * subsets, K+ = K- = 10,000, kept a probe going three steps longer than
+ * 0.2508 did, for the same linear rate. Quadratic convergence leaves far
+ * less, from the first steps on. */
 #define LINEAR_STEPS 4
 #define LINEAR_RATE  0.25
 /* Stagnation, for the same problems: the violation not halved over this
@@ -205,7 +209,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 {
 	const struct newton_problem *p = nw->p;
 	double viol, g0;
-	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000, slow = 0, steps = 0;
+	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000, fulls = 0, steps = 0;
 	double past[STALL_STEPS]; /* the violation of the last STALL_STEPS steps */
 
 	p->eval(p->ctx, x, nw->g, &viol);
@@ -224,9 +228,11 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		st->iterations++;
 		/* full steps that only shrink the violation by a constant factor:
 		 * the optimum is at infinity (a cell forced to zero) */
-		slow = full && viol > LINEAR_RATE * before ? slow + 1 : 0;
+		fulls = full ? fulls + 1 : 0;
 		if (p->linear_stop &&
-		    (slow >= LINEAR_STEPS ||
+		    ((fulls >= LINEAR_STEPS &&
+		      viol > pow(LINEAR_RATE, LINEAR_STEPS) *
+				 past[(steps - LINEAR_STEPS + 1) % STALL_STEPS]) ||
 		     (steps >= STALL_STEPS && viol > 0.5 * past[steps % STALL_STEPS]))) {
 			*stalled = 1;
 			break;

@@ -38,11 +38,9 @@
 
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)
-/* An inner solve further than this (records) from its target fails the
- * evaluation (eval_mu). */
+/* An inner solve further than this (records), or than 10 times a looser
+ * target, from its counts fails the evaluation (eval_pass). */
 #define INNER_FAIL 1e-6
-/* The loosest inner target of a Newton evaluation (eval_mu). */
-#define INNER_LOOSE 1e-8
 /*
  * G's chunks: about EVAL_CELLS cells each, at most EVAL_CHUNKS. Threads take them
  * as they come free: a static half each left one thread waiting up to
@@ -322,7 +320,7 @@ static double eval_pass(struct twolevel *t, double *g, double *violation, double
 	/* an inner solve that ended far from its target (a wild trial point:
 	 * scaling_solve gave up early) leaves f and g meaningless: no line
 	 * search may take the point */
-	failed = worst > INNER_FAIL;
+	failed = worst > fmax(INNER_FAIL, 10 * t->eval_target);
 	*gmax = 0;
 	for (size_t k = 0; k < t->r; k++) {
 		double s = t->gsum[k];
@@ -339,9 +337,9 @@ static double eval_pass(struct twolevel *t, double *g, double *violation, double
 /*
  * G(μ) - G(μ0) at t->mu, as twolevel_eval. Far from the optimum, Newton
  * needs G's gradient only to a fraction of the violation: the inner
- * solves stop at 1e-3 of the violation at the base, or 1e-2 of its
+ * solves stop at 1e-3 of the violation at the base, or 1e-5 of its
  * square (Newton's rate), divided by the most cells of a row (their
- * residuals add up in its gradient), at most INNER_LOOSE; a pass that
+ * residuals add up in its gradient), at most t->loosest; a pass that
  * comes near the outer target is repeated to the full inner target.
  */
 static double eval_mu(struct twolevel *t, double *g, double *violation)
@@ -350,10 +348,10 @@ static double eval_mu(struct twolevel *t, double *g, double *violation)
 
 	twolevel_base(t);
 	t->eval_target = t->inner_target;
-	if (t->adaptive && v > 0)
+	if (t->loosest > 0 && v > 0)
 		t->eval_target =
-		    fmax(t->inner_target, fmin(INNER_LOOSE, fmin(1e-3 * v, 1e-5 * v * v) /
-								fmax(1, (double)t->row_len)));
+		    fmax(t->inner_target, fmin(t->loosest, fmin(1e-3 * v, 1e-5 * v * v) /
+							       fmax(1, (double)t->row_len)));
 	f = eval_pass(t, g, violation, &gmax);
 	if (t->eval_target > t->inner_target && gmax <= 10 * t->outer) {
 		t->eval_target = t->inner_target;
@@ -512,7 +510,7 @@ enum pm_status twolevel_lbfgs(struct twolevel *t, const struct solver_options *o
 
 	if (!u)
 		return PM_ERR_NOMEM;
-	t->adaptive = 0; /* L-BFGS's line search wants G exact */
+	t->loosest = 0; /* L-BFGS's line search wants G exact */
 	for (size_t k = 0; k < t->r; k++)
 		u[k] = t->mu[k] / t->scale[k];
 	ret = maxent_lbfgs(&drv, (int)t->r, u, st);
@@ -855,7 +853,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
 	np.linear_stop = prev != NULL;
-	t->adaptive = 1;
+	t->loosest = TWOLEVEL_LOOSE;
 	t->outer = target;
 	ret = newton_minimize(&np, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&

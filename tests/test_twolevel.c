@@ -269,7 +269,7 @@ static int solve(struct instance *in, enum method m, int threads, double *y)
 		return 0;
 	}
 	twolevel_problem(&t, m != PRODUCTS, &np);
-	t.adaptive = m == ADAPTIVE;
+	t.loosest = m == ADAPTIVE ? TWOLEVEL_LOOSE : 0;
 	t.outer = target;
 	if (m == LBFGS) {
 		o.max_iterations = 5000;
