@@ -222,7 +222,7 @@ static int lp_row(struct boundary *bd, glp_prob *lp, struct triplets *t, int i, 
 static glp_prob *lp_build(struct boundary *bd, const struct component *c, const uint8_t *use,
 			  int homog)
 {
-	glp_prob *lp = glp_create_prob();
+	glp_prob *lp = lp_create();
 	struct triplets t = {0};
 	int m = (int)c->m, t_col = homog ? 2 * m + 1 : 0, i = 0, bad = 0, rows = 0;
 
@@ -636,7 +636,6 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	int infeasible = 0;
 	enum pm_status st = resolved ? PM_OK : PM_ERR_NOMEM;
 
-	glp_term_out(GLP_OFF);
 	if (!st) {
 		direct_zeros(&bd);
 		st = empty_rows(&bd, err);

@@ -42,6 +42,12 @@ static int lp_status(struct glp_prob *lp)
 	return -1;
 }
 
+struct glp_prob *lp_create(void)
+{
+	glp_term_out(GLP_OFF);
+	return glp_create_prob();
+}
+
 /* Simplex iterations lp may take, in either arithmetic: far more than the
  * simplex needs (a few times the rows), so only a cycling one runs out. */
 int lp_iteration_budget(struct glp_prob *lp)

@@ -583,7 +583,7 @@ static int exact_rounds(struct value *v, glp_prob *lp)
  * Claims that the optimum breaks are dropped and the rest tried again. */
 static enum pm_status value_verify(struct value *v)
 {
-	glp_prob *lp = glp_create_prob();
+	glp_prob *lp = lp_create();
 	const struct relax_problem *p = &v->p;
 	int *ia = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ia);
 	int *ja = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ja);

@@ -232,6 +232,11 @@ int lp_clean(struct glp_prob *lp);
 /* Simplex iterations allowed on lp in each arithmetic, floating-point and
  * exact; a simplex that needs more is taken to cycle. */
 int lp_iteration_budget(struct glp_prob *lp);
+/* A new, empty problem, GLPK's terminal output off: its environment is
+ * made by the first call that needs it (30 us, of a 2 ms solve on Adult,
+ * K = 50, that needs no LP). NULL if out of memory. Caller frees with
+ * glp_delete_prob, and the environment with glp_free_env. */
+struct glp_prob *lp_create(void);
 
 /* ---- boundary_center.c -------------------------------------------------- */
 
