@@ -439,13 +439,14 @@ static void tuple_posterior(struct metrics *m, size_t q, const double *sum, size
 	uint32_t *post_sa = m->r->post_sa;
 	double *post_p = m->r->post_p, nq = m->ds->tuple_count[q];
 
+	/* written whether kept or not (the next entry goes over it), so that
+	 * no branch depends on the sums */
 	for (size_t i = 0; i < n; i++) {
 		double p = sum[i];
 
-		if (p > 0) {
-			post_sa[e] = sa[i];
-			post_p[e++] = nq == 1 ? p : p / nq; /* most tuples: one record */
-		}
+		post_sa[e] = sa[i];
+		post_p[e] = nq == 1 ? p : p / nq; /* most tuples: one record */
+		e += p > 0;
 	}
 	*np = e;
 }
