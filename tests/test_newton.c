@@ -221,6 +221,84 @@ static void test_stagnation(void)
 	CHECK(stalled && st.iterations <= 12 && x[0] > 1);
 }
 
+/*
+ * The probe's linear-rate test on scripted violations: f falls by 1 on
+ * every full step (gradient -1, H = 1, the step 1), the violation after
+ * step k is script[k]. Ratios 0.53, 0.26, 0.245, 0.50, 0.39, ...: their
+ * geometric mean over 4 steps is above 0.25, so the probe stops after
+ * step 4 (one ratio under 0.25 once reset a step-by-step count, and it
+ * went on to step 7); quadratic ratios (0.3, 0.1, 0.01, ...) never stop.
+ */
+struct script {
+	const double *viol;
+	int n, at;
+	double x0;
+};
+
+static double script_eval(void *ctx, const double *x, double *g, double *violation)
+{
+	struct script *s = ctx;
+
+	if (g)
+		g[0] = -1;
+	*violation = s->at < s->n ? s->viol[s->at] : 0;
+	s->at++;
+	return -(x[0] - s->x0);
+}
+
+static void script_prepare(void *ctx, const double *x)
+{
+	((struct script *)ctx)->x0 = x[0];
+}
+
+static void script_hessian(void *ctx, double *out)
+{
+	(void)ctx;
+	out[0] = 1;
+}
+
+static void script_hv(void *ctx, const double *v, double *out)
+{
+	(void)ctx;
+	out[0] = v[0];
+}
+
+static int script_run(const double *ratio, int n, int *iterations)
+{
+	double viol[16] = {1};
+	struct script s = {viol, n + 1, 0, 0};
+	struct newton_problem p = {.ctx = &s,
+				   .n = 1,
+				   .eval = script_eval,
+				   .prepare = script_prepare,
+				   .diag = script_hessian,
+				   .hv = script_hv,
+				   .hessian = script_hessian,
+				   .linear_stop = 1,
+				   .f_noise = 1e-12};
+	struct solver_options o;
+	struct maxent_stats st = {0};
+	double x[1] = {0};
+	int stalled = 0;
+
+	for (int k = 0; k < n; k++)
+		viol[k + 1] = viol[k] * ratio[k];
+	solver_options_init(&o);
+	CHECK(newton_minimize(&p, &o, 1e-13, x, &st, &stalled) == PM_OK);
+	*iterations = st.iterations;
+	return stalled;
+}
+
+static void test_linear_rate(void)
+{
+	static const double linear[] = {0.53, 0.26, 0.245, 0.50, 0.39, 0.39, 0.39, 0.39, 0.39};
+	static const double quadratic[] = {0.3, 0.1, 0.01, 1e-4, 1e-8, 1e-8};
+	int it;
+
+	CHECK(script_run(linear, 9, &it) && it == 4);
+	CHECK(!script_run(quadratic, 6, &it) && it == 5); /* 3e-14 after 5 */
+}
+
 int main(void)
 {
 	static struct quad q;
@@ -242,6 +320,7 @@ int main(void)
 		for (int e = 0; e < q.nnz[j]; e++)
 			q.t[q.col[j][e]] += q.val[j][e] * exp(y[j]);
 	test_stagnation();
+	test_linear_rate();
 	CHECK(parallel_create(2, &pool) == PM_OK);
 	CHECK(run(&q, xs, 1, NULL) <= 1e-8);
 	CHECK(run(&q, xs, 1, pool) <= 1e-8);
