@@ -411,7 +411,7 @@ struct twolevel_part {
 /*
  * One two-level problem: a set of coupled buckets and the open rows among
  * them (a connected component, or all of them). Per-cell arrays (zero,
- * y, y0, ck_off, pk_end) are local: bucket k's cells start at coff[k], so
+ * y, y0, ck_off) are local: bucket k's cells start at coff[k], so
  * a small component costs its own size, not the table's.
  */
 struct twolevel {

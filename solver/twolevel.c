@@ -869,9 +869,8 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 	}
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
 	if (!ret && stalled && !prev && st->max_violation > target &&
-	    st->iterations < o->max_iterations) {
+	    st->iterations < o->max_iterations)
 		ret = twolevel_lbfgs(t, o, target, st);
-	}
 	if (!ret)
 		finish_stats(t, o, prev, st);
 	free(x);

@@ -261,11 +261,10 @@ INLINE void gram(const double *x, size_t np, double *lm, size_t h)
  * Bucket row i's terms of lm (y, dqi of the bucket; the row's patterns
  * from rp with their cells): a pattern has one cell in a row at most (a
  * knowledge row's cells are of one SA value), so p_l[i] is that cell's
- * y, and lm[l][m] gets -dqi p_l[i] p_m[i], the first
- * g entries' part of the Gram matrix, from each pair of the row's
- * patterns, and a_l^T Y a_m from each pair through one cell: every cell
- * is in one bucket row, so the row's pairs are all of them. Into both
- * triangles, as gram().
+ * y, and lm[l][m] gets -dqi p_l[i] p_m[i] (the first g entries' part of
+ * the Gram matrix) from each pair of the row's patterns, and a_l^T Y a_m
+ * from each pair through one cell: every cell is in one bucket row, so
+ * the row's pairs are all of them. Into both triangles, as gram().
  */
 static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp, size_t n,
 		   const double *y, double dqi, size_t np, double *lm)
