@@ -245,14 +245,14 @@ struct invariants {
 	/*
 	 * Per tuple q, for the posterior: its rows in the buckets it occurs
 	 * in, ascending bucket (row o in occ_off[q] .. occ_off[q+1] is the
-	 * h_b cells from occ_cell[o] of bucket occ_bucket[o]), and its
-	 * values, the distinct s of those rows ascending ("slots":
-	 * slot_sa[slot_off[q] .. slot_off[q+1])); cell c is in slot
-	 * cell_slot[c]; slot_records is n(q,s) over the records (0 in the
-	 * published form).
+	 * h_b cells from occ_cell[o] of bucket occ_bucket[o], n(q,b) =
+	 * occ_count[o] records), and its values, the distinct s of those
+	 * rows ascending ("slots": slot_sa[slot_off[q] .. slot_off[q+1]));
+	 * cell c is in slot cell_slot[c]; slot_records is n(q,s) over the
+	 * records (0 in the published form).
 	 */
 	size_t *occ_off, *slot_off;
-	uint32_t *occ_bucket, *occ_cell;
+	uint32_t *occ_bucket, *occ_cell, *occ_count;
 	uint32_t *slot_sa, *cell_slot, *slot_records;
 };
 

@@ -89,7 +89,8 @@ static enum pm_status build_occurrences(const struct dataset *ds, struct invaria
 	inv->occ_off = calloc(nq + 2, sizeof *inv->occ_off);
 	inv->occ_bucket = malloc((n + 1) * sizeof *inv->occ_bucket);
 	inv->occ_cell = malloc((n + 1) * sizeof *inv->occ_cell);
-	if (!inv->occ_off || !inv->occ_bucket || !inv->occ_cell)
+	inv->occ_count = malloc((n + 1) * sizeof *inv->occ_count);
+	if (!inv->occ_off || !inv->occ_bucket || !inv->occ_cell || !inv->occ_count)
 		return PM_ERR_NOMEM;
 	/* counting sort, filling through occ_off + 1 so that it ends up as
 	 * the offsets */
@@ -105,6 +106,7 @@ static enum pm_status build_occurrences(const struct dataset *ds, struct invaria
 
 			inv->occ_bucket[at] = (uint32_t)b;
 			inv->occ_cell[at] = (uint32_t)(inv->cell_off[b] + (i - ds->bq_off[b]) * h);
+			inv->occ_count[at] = ds->bq_count[i];
 		}
 	}
 	return PM_OK;
@@ -555,6 +557,7 @@ void invariants_finish(struct invariants *inv)
 	free(inv->occ_off);
 	free(inv->occ_bucket);
 	free(inv->occ_cell);
+	free(inv->occ_count);
 	free(inv->slot_off);
 	free(inv->slot_sa);
 	free(inv->cell_slot);

@@ -33,6 +33,15 @@
 #define PREFETCH_LINE(p) ((void)(p))
 #endif
 
+/* Products beyond these bounds are renormalised (frexp). */
+#define PROD_HIGH 0x1p500
+#define PROD_LOW  0x1p-500
+/* Slots with up to this many records go into the accuracy's products (kl_sums)... */
+#define PROD_COUNT 3
+/* ...if their sum is at least this: s^3 keeps a product above PROD_LOW
+ * a normal number. */
+#define PROD_TINY 0x1p-150
+
 /* One past the last tuple (or bucket) of chunk k of n. */
 static size_t chunk_end(size_t k, size_t n)
 {
@@ -197,6 +206,7 @@ struct metrics {
 	double *violation; /* per part */
 	struct part *part;
 	int parts;
+	uint8_t *open; /* per tuple: tuple_flags */
 };
 
 static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
@@ -211,6 +221,7 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 	for (size_t b = 0; b < ds->n_groups; b++)
 		top = ds->group_size[b] > top ? ds->group_size[b] : top;
 	top = top < TABLE ? top + 1 : TABLE;
+	top = top > PROD_COUNT ? top : PROD_COUNT + 1; /* small_terms */
 	m->klogk = malloc(2 * top * sizeof *m->klogk);
 	m->n_post = calloc(m->n_tc + 1, sizeof *m->n_post);
 	m->est = calloc(2 * (m->n_tc + 1), sizeof *m->est);
@@ -218,8 +229,9 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 	m->entropy = calloc(m->n_bc + 1, sizeof *m->entropy);
 	m->violation = calloc((size_t)m->parts, sizeof *m->violation);
 	m->part = calloc((size_t)m->parts, sizeof *m->part);
-	if (!m->klogk || !m->n_post || !m->est || !m->est_inf || !m->entropy || !m->violation ||
-	    !m->part)
+	m->open = malloc(ds->n_tuples + 1);
+	if (!m->open || !m->klogk || !m->n_post || !m->est || !m->est_inf || !m->entropy ||
+	    !m->violation || !m->part)
 		return PM_ERR_NOMEM;
 	m->base = m->est + m->n_tc + 1;
 	m->base_inf = m->est_inf + m->n_tc + 1;
@@ -243,6 +255,7 @@ static void metrics_finish(struct metrics *m)
 	for (int p = 0; m->part && p < m->parts; p++)
 		free(m->part[p].base);
 	free(m->part);
+	free(m->open);
 	free(m->klogk);
 	free(m->n_post);
 	free(m->est);
@@ -251,23 +264,23 @@ static void metrics_finish(struct metrics *m)
 	free(m->violation);
 }
 
-/* Are all of tuple q's buckets in the closed form? Then the sums of y
- * are those of the closed form. */
-static int tuple_closed(const struct metrics *m, size_t q)
+/* Marks the tuples with a row in a bucket not in the closed form (every
+ * tuple when nothing is): the others have the closed form's sums, their
+ * estimate is the baseline. A pass over the few such buckets' rows
+ * instead of one over each tuple's buckets. */
+static void tuple_flags(struct metrics *m)
 {
-	const struct invariants *inv = m->inv;
+	const struct dataset *ds = m->ds;
 
-	if (!m->closed)
-		return 0;
-	for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++)
-		if (!m->closed[inv->occ_bucket[o]])
-			return 0;
-	return 1;
+	memset(m->open, !m->closed, ds->n_tuples);
+	for (size_t b = 0; m->closed && b < ds->n_groups; b++)
+		if (!m->closed[b])
+			for (size_t i = ds->bq_off[b]; i < ds->bq_off[b + 1]; i++)
+				m->open[ds->bq_tuple[i]] = 1;
 }
 
 /* The closed form of Theorem 5 summed over tuple q's cells by slot, in
- * bucket order: the baseline's P*(s|q) n(q). In a closed-form bucket it is
- * y, the same numbers (metrics_closed_bucket's expression). */
+ * bucket order: the baseline's P*(s|q) n(q). */
 static void tuple_base(const struct metrics *m, struct part *t, size_t q)
 {
 	const struct invariants *inv = m->inv;
@@ -277,110 +290,60 @@ static void tuple_base(const struct metrics *m, struct part *t, size_t q)
 	for (size_t i = 0; i < inv->slot_off[q + 1] - s0; i++)
 		t->base[i] = 0;
 	for (size_t o = inv->occ_off[q]; o < o1; o++) {
-		size_t b = inv->occ_bucket[o], c = inv->occ_cell[o], h = inv->bucket_h[b];
-		const uint32_t *slot = inv->cell_slot + c, *ns = ds->bs_count + ds->bs_off[b];
-		double nq = ds->bq_count[ds->bq_off[b] + (c - inv->cell_off[b]) / h];
+		size_t b = inv->occ_bucket[o], h = inv->bucket_h[b];
+		const uint32_t *slot = inv->cell_slot + inv->occ_cell[o],
+			       *ns = ds->bs_count + ds->bs_off[b];
+		double w = inv->occ_count[o] / inv->bucket_n[b];
 
 		/* a tuple's rows lie anywhere: ask for the ones ahead */
 		if (o + PREFETCH < o1)
 			PREFETCH_LINE(inv->cell_slot + inv->occ_cell[o + PREFETCH]);
 		for (size_t j = 0; j < h; j++)
-			t->base[slot[j] - s0] += nq * ns[j] / inv->bucket_n[b];
+			t->base[slot[j] - s0] += w * ns[j];
 	}
 }
 
-/* One chunk's accuracy sums, kept on the stack of the thread that does
+/*
+ * One chunk's accuracy sums, kept on the stack of the thread that does
  * the chunk and stored once: chunks side by side in memory, done by
- * different threads, would otherwise fight over cache lines. Terms that
- * both sums share, c ln(c / s) for a slot with c records and sum s, are
- * gathered as Σ c ln c and the product of the s^c (prod 2^pexp), one
- * logarithm per chunk (kl_shared, kl_store). */
+ * different threads, would otherwise fight over cache lines. A slot with
+ * c records and sum s adds (c ln c - c ln s) / N; the c ln c are shared
+ * by both sums, the c ln s gathered as products of s^c (times 2^pexp),
+ * one logarithm per chunk, except for c > PROD_COUNT or tiny s. Side 0
+ * is in both sums (tuples whose estimate is the baseline), 1 in the
+ * estimate's only, 2 in the baseline's only.
+ */
 struct kl_sums {
-	double est, base;
-	int est_inf, base_inf;
-	double clogc, prod;
-	int pexp;
+	double clogc;
+	double lns[3], prod[3];
+	int pexp[3], inf[3];
 };
 
-/* Products beyond these bounds are renormalised (frexp). */
-#define PROD_HIGH 0x1p500
-#define PROD_LOW  0x1p-500
-/* Slots with up to this many records go into the product. */
-#define PROD_COUNT 3
-
-/* One term of the weighted KL sum: P(q) P(s|q) ln(P(s|q) / P*(s|q)). */
-static void kl_add(double w, double p, double pstar, double *sum, int *infinite)
+static void kl_renorm(struct kl_sums *sk, int side)
 {
-	if (pstar <= 0)
-		*infinite = 1;
-	else
-		*sum += w * log(p / pstar);
-}
-
-static double klogk(const struct metrics *m, uint32_t k);
-
-/* The shared term c ln(c / s) (times 1 / N later), s > 0. */
-static void kl_shared(const struct metrics *m, uint32_t c, double s, struct kl_sums *sk)
-{
-	if (c > PROD_COUNT) {
-		double term = c * log(c / s);
-
-		sk->clogc += term;
-		return;
-	}
-	sk->clogc += klogk(m, c);
-	for (uint32_t i = 0; i < c; i++)
-		sk->prod *= s;
-	if (sk->prod > PROD_HIGH || sk->prod < PROD_LOW) {
+	if (sk->prod[side] > PROD_HIGH || sk->prod[side] < PROD_LOW) {
 		int e;
 
-		sk->prod = frexp(sk->prod, &e);
-		sk->pexp += e;
+		sk->prod[side] = frexp(sk->prod[side], &e);
+		sk->pexp[side] += e;
 	}
 }
 
-/* The shared terms into both sums. */
-static void kl_close(const struct metrics *m, struct kl_sums *sk)
+/* c ln s of a slot with c > 0 records into a side; s = 0 makes it
+ * infinite (P(s|q) > 0 = P*(s|q)). */
+static void kl_term(uint32_t c, double s, struct kl_sums *sk, int side)
 {
-	double all = (double)m->ds->n_records;
-	double term = (sk->clogc - (log(sk->prod) + sk->pexp * M_LN2)) / all;
-
-	sk->est += term;
-	sk->base += term;
-}
-
-/* The accuracy terms of tuple q, for its slots with records. Where the
- * estimate is the closed form (closed: every bucket of the tuple, the same
- * sums of the same cells) the two terms are one. */
-static void tuple_accuracy(const struct metrics *m, const double *sum, const double *base, size_t q,
-			   int closed, struct kl_sums *out)
-{
-	const struct invariants *inv = m->inv;
-	size_t s0 = inv->slot_off[q], n = inv->slot_off[q + 1] - s0;
-	const uint32_t *rec = inv->slot_records + s0;
-	double nq = m->ds->tuple_count[q], all = (double)m->ds->n_records;
-	struct kl_sums sk = *out; /* a local: in registers, not reread per slot */
-
-	for (size_t at = 0; at < n; at++) {
-		double c = rec[at], b = closed ? sum[at] : base[at];
-
-		if (!c)
-			continue;
-		if (closed && sum[at] > 0) {
-			kl_shared(m, rec[at], sum[at], &sk);
-			continue;
-		}
-		if (sum[at] == b && sum[at] > 0) {
-			double term = c / all * log(c / nq / (sum[at] / nq));
-
-			sk.est += term;
-			sk.base += term;
-			continue;
-		}
-		kl_add(c / all, c / nq, sum[at] / nq, &sk.est, &sk.est_inf);
-		kl_add(c / all, c / nq, b / nq, &sk.base, &sk.base_inf);
+	if (!(s > 0)) {
+		sk->inf[side] = 1;
+		return;
 	}
-	*out = sk;
+	if (c > PROD_COUNT || s < PROD_TINY) {
+		sk->lns[side] += c * log(s);
+		return;
+	}
+	for (uint32_t i = 0; i < c; i++)
+		sk->prod[side] *= s;
+	kl_renorm(sk, side);
 }
 
 static double klogk(const struct metrics *m, uint32_t k)
@@ -388,28 +351,88 @@ static double klogk(const struct metrics *m, uint32_t k)
 	return k < m->top ? m->klogk[k] : k * log((double)k);
 }
 
-/* The accuracy terms of a tuple in one bucket b only (its slots are b's
- * values in order, y its row), b not in the closed form: the baseline's
- * terms from b's counts. */
-static void single_accuracy(const struct metrics *m, size_t q, const double *y, struct kl_sums *sk)
+/* Slot by slot: side 0 if the sums are one (se == sb), else 1 and 2. */
+static void slot_terms(const struct metrics *m, const uint32_t *rec, const double *se,
+		       const double *sb, size_t n, struct kl_sums *sk)
 {
-	const struct invariants *inv = m->inv;
-	const struct dataset *ds = m->ds;
-	size_t o = inv->occ_off[q], b = inv->occ_bucket[o], s0 = inv->slot_off[q],
-	       h = inv->bucket_h[b];
-	const uint32_t *ns = ds->bs_count + ds->bs_off[b];
-	uint32_t nq = ds->tuple_count[q];
-	double all = (double)ds->n_records;
-
-	for (size_t j = 0; j < h; j++) {
-		uint32_t c = inv->slot_records[s0 + j];
+	for (size_t at = 0; at < n; at++) {
+		uint32_t c = rec[at];
 
 		if (!c)
 			continue;
-		kl_add(c / all, (double)c / nq, y[j] / nq, &sk->est, &sk->est_inf);
-		kl_add(c / all, (double)c / nq, (double)nq * ns[j] / inv->bucket_n[b] / nq,
-		       &sk->base, &sk->base_inf);
+		sk->clogc += klogk(m, c);
+		if (se == sb) {
+			kl_term(c, se[at], sk, 0);
+			continue;
+		}
+		kl_term(c, se[at], sk, 1);
+		kl_term(c, sb[at], sk, 2);
 	}
+}
+
+/* s if cond, else 1, by a mask: a branch on the records of the slots
+ * would be mispredicted (GCC makes ?: one here). */
+static double pick(int cond, double s)
+{
+	const double one = 1;
+	uint64_t bits, ones, mask = -(uint64_t)(cond != 0);
+
+	memcpy(&bits, &s, sizeof bits);
+	memcpy(&ones, &one, sizeof ones);
+	bits = (bits & mask) | (ones & ~mask);
+	memcpy(&s, &bits, sizeof s);
+	return s;
+}
+
+/* A closed-form tuple of at most PROD_COUNT records (most of them): every
+ * c <= PROD_COUNT < top and every sum at least 1 / n(b) (whole counts
+ * over one bucket's size), so the whole tuple goes into side 0's product
+ * without a branch on the slots. */
+static void small_terms(const struct metrics *m, const uint32_t *rec, const double *s, size_t n,
+			struct kl_sums *sk)
+{
+	double p = 1, clogc = 0;
+
+	for (size_t at = 0; at < n; at++) {
+		uint32_t c = rec[at];
+
+		clogc += m->klogk[c];
+		p *= pick(c >= 1, s[at]) * pick(c >= 2, s[at]) * pick(c >= 3, s[at]);
+	}
+	sk->clogc += clogc;
+	sk->prod[0] *= p;
+	kl_renorm(sk, 0);
+}
+
+/* Tuple q's accuracy terms, sum its slot sums. */
+static void tuple_accuracy(const struct metrics *m, struct part *t, size_t q, const double *sum,
+			   struct kl_sums *sk)
+{
+	const struct invariants *inv = m->inv;
+	size_t s0 = inv->slot_off[q], n = inv->slot_off[q + 1] - s0;
+	const uint32_t *rec = inv->slot_records + s0;
+
+	if (m->open[q]) {
+		tuple_base(m, t, q);
+		slot_terms(m, rec, sum, t->base, n, sk);
+	} else if (m->ds->tuple_count[q] <= PROD_COUNT) {
+		small_terms(m, rec, sum, n, sk);
+	} else {
+		slot_terms(m, rec, sum, sum, n, sk);
+	}
+}
+
+/* Chunk k's sums, from the sides' logarithms. */
+static void kl_store(struct metrics *m, const struct kl_sums *sk, size_t k)
+{
+	double all = (double)m->ds->n_records, side[3];
+
+	for (int i = 0; i < 3; i++)
+		side[i] = sk->lns[i] + log(sk->prod[i]) + sk->pexp[i] * M_LN2;
+	m->est[k] = (sk->clogc - side[0] - side[1]) / all;
+	m->base[k] = (sk->clogc - side[0] - side[2]) / all;
+	m->est_inf[k] = sk->inf[0] | sk->inf[1];
+	m->base_inf[k] = sk->inf[0] | sk->inf[2];
 }
 
 /*
@@ -455,36 +478,25 @@ static void tuple_posterior(struct metrics *m, size_t q, const double *sum, size
  * Posterior entries and accuracy terms of the tuples of chunk k, written
  * from the chunk's first slot on (at most one entry per slot) over the
  * slot sums of slot_sums, each tuple's read before its entries are
- * written. A tuple in one bucket or only in closed-form buckets needs
- * nothing else; for the others the baseline is summed here.
+ * written. The baseline is summed here for the tuples with an open
+ * bucket (tuple_flags); the others need nothing else.
  */
 static void tuple_chunk(struct metrics *m, struct part *t, size_t k)
 {
 	const struct invariants *inv = m->inv;
 	size_t q1 = chunk_end(k, m->ds->n_tuples), np = inv->slot_off[k * CHUNK];
-	struct kl_sums sk = {.prod = 1};
-	int truth = m->ds->has_ground_truth;
+	struct kl_sums sk = {.prod = {1, 1, 1}};
 
 	for (size_t q = k * CHUNK; q < q1; q++) {
 		const double *sum = m->r->post_p + inv->slot_off[q];
-		int single = inv->occ_off[q + 1] - inv->occ_off[q] == 1;
-		int closed = tuple_closed(m, q);
 
 		m->r->post_off[q] = np;
-		if (truth && !single && !closed)
-			tuple_base(m, t, q);
-		if (truth && single && !closed)
-			single_accuracy(m, q, sum, &sk);
-		else if (truth)
-			tuple_accuracy(m, sum, t->base, q, closed, &sk);
+		if (m->ds->has_ground_truth)
+			tuple_accuracy(m, t, q, sum, &sk);
 		tuple_posterior(m, q, sum, &np);
 	}
-	kl_close(m, &sk);
 	m->n_post[k] = np - inv->slot_off[k * CHUNK];
-	m->est[k] = sk.est;
-	m->base[k] = sk.base;
-	m->est_inf[k] = sk.est_inf;
-	m->base_inf[k] = sk.base_inf;
+	kl_store(m, &sk, k);
 }
 
 /*
@@ -517,9 +529,9 @@ static double bucket_entropy(const struct metrics *m, size_t b, int closed)
 	return h;
 }
 
-/* Item k of the first pass: the slot sums, then bucket chunks, then
- * chunks of knowledge rows; violations go to the part's maximum (any
- * order gives the same maximum). */
+/* Item k of the first pass: the slot sums, the tuples' flags, then bucket
+ * chunks, then chunks of knowledge rows; violations go to the part's
+ * maximum (any order gives the same maximum). */
 static void metrics_item(void *ctx, size_t k, int p)
 {
 	struct metrics *m = ctx;
@@ -527,10 +539,11 @@ static void metrics_item(void *ctx, size_t k, int p)
 	size_t first = inv->n_qi_rows + inv->n_sa_rows;
 	double worst = m->violation[p];
 
-	if (k-- == 0) {
-		slot_sums(m);
+	if (k < 2) {
+		(k ? tuple_flags : slot_sums)(m);
 		return;
 	}
+	k -= 2;
 	if (k < m->n_bc) {
 		double h = 0;
 
@@ -609,7 +622,7 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 	r->estimation_infinite = r->baseline_infinite = 0;
 	/* the slot sums first (with the buckets' and rows' items), then the
 	 * tuples that read them */
-	parallel_items(pool, 1 + m.n_bc + (inv->n_knowledge_rows + CHUNK - 1) / CHUNK, metrics_item,
+	parallel_items(pool, 2 + m.n_bc + (inv->n_knowledge_rows + CHUNK - 1) / CHUNK, metrics_item,
 		       &m);
 	parallel_items(pool, m.n_tc, tuple_item, &m);
 	metrics_reduce(&m);

@@ -234,6 +234,7 @@ static void test_random_index(uint64_t seed)
 				if (ds->bq_tuple[i] != q)
 					continue;
 				CHECK(o < inv.occ_off[q + 1] && inv.occ_bucket[o] == b);
+				CHECK(inv.occ_count[o] == ds->bq_count[i]);
 				CHECK(inv.occ_cell[o++] ==
 				      inv.cell_off[b] + (i - ds->bq_off[b]) * inv.bucket_h[b]);
 				for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++)

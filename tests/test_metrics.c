@@ -178,17 +178,60 @@ static int same_result(const struct solver_result *a, const struct solver_result
 	       !memcmp(a->post_p, b->post_p, n * sizeof *a->post_p);
 }
 
-/* metrics_compute on r's cells into a fresh result. */
+/* metrics_compute on the cells y into a fresh result. */
 static void recompute(const struct dataset *ds, const struct invariants *inv, const uint8_t *closed,
-		      double cv, struct parallel *pool, const struct solver_result *r,
-		      struct solver_result *out)
+		      double cv, struct parallel *pool, const double *y, struct solver_result *out)
 {
 	struct pm_error err = {0};
 
 	memset(out, 0, sizeof *out);
 	out->cells = malloc((inv->n_cells + 1) * sizeof *out->cells);
-	memcpy(out->cells, r->cells, inv->n_cells * sizeof *out->cells);
+	memcpy(out->cells, y, inv->n_cells * sizeof *out->cells);
 	CHECK(metrics_compute(ds, inv, closed, cv, pool, out, &err) == PM_OK);
+}
+
+/* A cell of a one-bucket tuple's slot with records set to v (its slot
+ * sum is v): returns the cell, or n_cells if no tuple has one. */
+static size_t set_record_cell(const struct dataset *ds, const struct invariants *inv, double *y,
+			      double v)
+{
+	for (size_t q = 0; q < ds->n_tuples; q++) {
+		size_t o = inv->occ_off[q];
+
+		if (inv->occ_off[q + 1] - o != 1)
+			continue;
+		for (size_t j = 0; j < inv->bucket_h[inv->occ_bucket[o]]; j++)
+			if (inv->slot_records[inv->slot_off[q] + j]) {
+				y[inv->occ_cell[o] + j] = v;
+				return inv->occ_cell[o] + j;
+			}
+	}
+	return inv->n_cells;
+}
+
+/* A sum too small for the accuracy's products (1e-300: times most of
+ * their values it underflows) is taken by its logarithm; a zero sum under
+ * records makes the estimate, not the baseline, infinite. */
+static void tiny_sums(const struct dataset *ds, const struct invariants *inv,
+		      const struct solver_result *r)
+{
+	double *y = malloc((inv->n_cells + 1) * sizeof *y);
+	struct solver_result t, z;
+	size_t c;
+
+	memcpy(y, r->cells, inv->n_cells * sizeof *y);
+	c = set_record_cell(ds, inv, y, 1e-300);
+	CHECK(c < inv->n_cells);
+	recompute(ds, inv, NULL, 0, NULL, y, &t);
+	check_numbers(ds, inv, &t);
+	CHECK(t.estimation_accuracy > 600.0 / ds->n_records); /* ln 1e300 = 690 */
+	y[c] = 0;
+	recompute(ds, inv, NULL, 0, NULL, y, &z);
+	CHECK(z.estimation_infinite && !z.baseline_infinite);
+	CHECK(rel(z.baseline_accuracy, t.baseline_accuracy) < 1e-12);
+	solver_result_finish(&t);
+	solver_result_finish(&z);
+	free(y);
 }
 
 /* Buckets of 2: records of one tuple and value outnumber the widest
@@ -218,15 +261,16 @@ static void instance(uint64_t seed, struct parallel *pool, size_t width, size_t 
 	check_posterior(ds, &inv, &r);
 	check_numbers(ds, &inv, &r);
 	cv = closed_buckets(ds, &inv, r.cells, closed);
-	recompute(ds, &inv, NULL, 0, NULL, &r, &a);
-	recompute(ds, &inv, closed, cv, NULL, &r, &b);
-	recompute(ds, &inv, closed, cv, pool, &r, &c);
+	recompute(ds, &inv, NULL, 0, NULL, r.cells, &a);
+	recompute(ds, &inv, closed, cv, NULL, r.cells, &b);
+	recompute(ds, &inv, closed, cv, pool, r.cells, &c);
 	check_numbers(ds, &inv, &a);
 	check_numbers(ds, &inv, &b);
 	/* the closed form's entropy and KL terms differ only by rounding */
 	CHECK(rel(a.entropy, b.entropy) < 1e-12);
 	CHECK(a.max_violation == b.max_violation);
 	CHECK(same_result(&b, &c, ds->n_tuples));
+	tiny_sums(ds, &inv, &r);
 	solver_result_finish(&r);
 	solver_result_finish(&a);
 	solver_result_finish(&b);
