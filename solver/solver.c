@@ -84,21 +84,30 @@ struct run {
 	int parts;
 	struct alone_work **w;	    /* per part */
 	struct closed_memo *memo;   /* per part */
-	size_t *n_coupled, *n_zero; /* per chunk of SPLIT_CHUNK buckets */
-	double *violation;	    /* per chunk: the closed-form buckets' largest */
+	size_t *n_coupled, *n_zero; /* per item of the split pass */
+	double *violation;	    /* per item: the closed-form buckets' largest */
 	double closed_violation;    /* over all of them */
 	double *untouched;	    /* per chunk: that of the untouched ones */
 	int early;		    /* the untouched buckets are done */
+	uint32_t *touched;	    /* the buckets some knowledge row touches */
+	size_t n_touched;
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
 	const struct invariants *inv;
 	const uint8_t *split_implied;
 	double *y;
+	const uint32_t *split_list; /* its buckets (NULL: all), per item */
+	size_t split_n, split_chunk;
 };
 
-/* Buckets per item of the split pass. */
-#define SPLIT_CHUNK 64
+/* Buckets per item of the split pass over all buckets (and of the pass
+ * over the untouched ones), and over the touched ones only: those take
+ * microseconds each (alone.c) and sit together (Adult, K = 50: all in
+ * the last 400 of 6,032 buckets), where chunks of 64 left one thread
+ * 150 us of the other's work. */
+#define SPLIT_CHUNK   64
+#define TOUCHED_CHUNK 4
 
 /* Bucket b alone: the closed form of Theorem 5 without zeros (the paper's
  * irrelevant buckets; *worst takes its violation), alone.c with them; 1
@@ -160,16 +169,15 @@ static void split_item(void *ctx, size_t k, int p)
 {
 	struct run *u = ctx;
 	const struct invariants *inv = u->inv;
-	size_t b1 = (k + 1) * SPLIT_CHUNK < inv->n_groups ? (k + 1) * SPLIT_CHUNK : inv->n_groups;
+	size_t i1 = (k + 1) * u->split_chunk < u->split_n ? (k + 1) * u->split_chunk : u->split_n;
 	size_t nc = 0, nz = 0;
-	double worst = u->early ? u->untouched[k] : 0;
+	double worst = 0;
 
-	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
+	for (size_t i = k * u->split_chunk; i < i1; i++) {
+		size_t b = u->split_list ? u->split_list[i] : i;
 		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
 		int t = u->split_implied ? coupled(inv, u->split_implied, b) : !untouched(inv, b);
 
-		if (u->early && untouched(inv, b))
-			continue;
 		u->closed[b] = 0;
 		if (!t)
 			t = split_bucket(u, b, p, &worst);
@@ -188,21 +196,28 @@ static void split_item(void *ctx, size_t k, int p)
 	u->violation[k] = worst;
 }
 
-/* Returns how many buckets are coupled; *zeros the forced zeros. */
+/* Returns how many buckets are coupled; *zeros the forced zeros. Once the
+ * untouched buckets are done (find_zeros), only the touched ones. */
 static size_t split_buckets(struct run *u, const uint8_t *implied, double *y, size_t *zeros)
 {
-	size_t n = 0, chunks = (u->inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
+	size_t n = 0, items, groups = u->inv->n_groups;
 
 	u->split_implied = implied;
 	u->y = y;
-	parallel_items(u->pool, chunks, split_item, u);
+	u->split_list = u->early ? u->touched : NULL;
+	u->split_n = u->early ? u->n_touched : groups;
+	u->split_chunk = u->early ? TOUCHED_CHUNK : SPLIT_CHUNK;
+	items = (u->split_n + u->split_chunk - 1) / u->split_chunk;
+	parallel_items(u->pool, items, split_item, u);
 	*zeros = 0;
 	u->closed_violation = 0;
-	for (size_t k = 0; k < chunks; k++) {
+	for (size_t k = 0; k < items; k++) {
 		n += u->n_coupled[k];
 		*zeros += u->n_zero[k];
 		u->closed_violation = fmax(u->closed_violation, u->violation[k]);
 	}
+	for (size_t k = 0; u->early && k < (groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK; k++)
+		u->closed_violation = fmax(u->closed_violation, u->untouched[k]);
 	return n;
 }
 
@@ -225,6 +240,7 @@ static void run_finish(struct run *u)
 	free(u->n_zero);
 	free(u->violation);
 	free(u->untouched);
+	free(u->touched);
 	if (u->own_pool)
 		parallel_destroy(u->pool);
 	free(u->zero);
@@ -269,16 +285,21 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->cpl = calloc(ds->n_groups + 1, 1);
 	u->deferred = calloc(ds->n_groups + 1, 1);
 	u->closed = calloc(ds->n_groups + 1, 1);
-	u->n_coupled = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_coupled);
-	u->n_zero = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->n_zero);
-	u->violation = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->violation);
+	/* items of the split pass: SPLIT_CHUNK > TOUCHED_CHUNK */
+	u->n_coupled = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->n_coupled);
+	u->n_zero = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->n_zero);
+	u->violation = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->violation);
+	u->touched = malloc((ds->n_groups + 1) * sizeof *u->touched);
 	u->untouched = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->untouched);
 	u->ds = ds;
 	u->inv = inv;
 	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
 	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
-	    !u->untouched || run_pool(u, ds, o))
+	    !u->untouched || !u->touched || run_pool(u, ds, o))
 		return PM_ERR_NOMEM;
+	for (size_t b = 0; b < ds->n_groups; b++)
+		if (!untouched(inv, b))
+			u->touched[u->n_touched++] = (uint32_t)b;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
 	u->memo = calloc((size_t)u->parts, sizeof *u->memo);
