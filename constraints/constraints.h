@@ -248,12 +248,13 @@ struct invariants {
 	 * h_b cells from occ_cell[o] of bucket occ_bucket[o], n(q,b) =
 	 * occ_count[o] records), and its values, the distinct s of those
 	 * rows ascending ("slots": slot_sa[slot_off[q] .. slot_off[q+1]));
-	 * cell c is in slot cell_slot[c]; slot_records is n(q,s) over the
-	 * records (0 in the published form).
+	 * cell c is in slot cell_slot[c]. The slots with records (none in
+	 * the published form): rec_slot[rec_off[q] .. rec_off[q+1])
+	 * ascending, holding n(q,s) = rec_count[] records.
 	 */
-	size_t *occ_off, *slot_off;
+	size_t *occ_off, *slot_off, *rec_off;
 	uint32_t *occ_bucket, *occ_cell, *occ_count;
-	uint32_t *slot_sa, *cell_slot, *slot_records;
+	uint32_t *slot_sa, *cell_slot, *rec_slot, *rec_count;
 };
 
 /* Builds the system for ds and the equality rules of k (k may be NULL).

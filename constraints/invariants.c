@@ -447,7 +447,47 @@ static void tuple_slots(const struct dataset *ds, struct invariants *inv, struct
 			    w->at[inv->cell_sa[inv->occ_cell[o] + j]];
 }
 
-/* The posterior's slots, and n(q,s) per slot from the records. */
+/* The slots with records and n(q,s) in them (a record's value is among
+ * its tuple's: it is in the record's bucket), per tuple in slot order. */
+static enum pm_status build_records(const struct dataset *ds, struct invariants *inv)
+{
+	size_t nq = ds->n_tuples, n = 0;
+	uint32_t *count = calloc(inv->slot_off[nq] + 1, sizeof *count);
+
+	inv->rec_off = calloc(nq + 1, sizeof *inv->rec_off);
+	if (!count || !inv->rec_off) {
+		free(count);
+		return PM_ERR_NOMEM;
+	}
+	for (size_t i = 0; ds->has_ground_truth && i < ds->n_records; i++) {
+		size_t lo = inv->slot_off[ds->rec_tuple[i]],
+		       hi = inv->slot_off[ds->rec_tuple[i] + 1];
+
+		while (lo + 1 < hi) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (inv->slot_sa[mid] <= ds->rec_sa[i])
+				lo = mid;
+			else
+				hi = mid;
+		}
+		n += count[lo]++ == 0;
+	}
+	inv->rec_slot = malloc((n + 1) * sizeof *inv->rec_slot);
+	inv->rec_count = malloc((n + 1) * sizeof *inv->rec_count);
+	for (size_t q = 0, e = 0; inv->rec_slot && inv->rec_count && q < nq; q++) {
+		for (size_t at = inv->slot_off[q]; at < inv->slot_off[q + 1]; at++)
+			if (count[at]) {
+				inv->rec_slot[e] = (uint32_t)at;
+				inv->rec_count[e++] = count[at];
+			}
+		inv->rec_off[q + 1] = e;
+	}
+	free(count);
+	return inv->rec_slot && inv->rec_count ? PM_OK : PM_ERR_NOMEM;
+}
+
+/* The posterior's slots, and the records in them. */
 static enum pm_status build_slots(const struct dataset *ds, struct invariants *inv)
 {
 	size_t ns = ds->sa_values.n + 1, nq = ds->n_tuples;
@@ -462,25 +502,7 @@ static enum pm_status build_slots(const struct dataset *ds, struct invariants *i
 		goto out;
 	for (uint32_t q = 0; q < nq; q++)
 		tuple_slots(ds, inv, &w, q);
-	inv->slot_records = calloc(inv->slot_off[nq] + 1, sizeof *inv->slot_records);
-	if (!inv->slot_records)
-		goto out;
-	/* a record's value is among its tuple's: it is in the record's bucket */
-	for (size_t i = 0; ds->has_ground_truth && i < ds->n_records; i++) {
-		size_t lo = inv->slot_off[ds->rec_tuple[i]],
-		       hi = inv->slot_off[ds->rec_tuple[i] + 1];
-
-		while (lo + 1 < hi) {
-			size_t mid = lo + (hi - lo) / 2;
-
-			if (inv->slot_sa[mid] <= ds->rec_sa[i])
-				lo = mid;
-			else
-				hi = mid;
-		}
-		inv->slot_records[lo]++;
-	}
-	st = PM_OK;
+	st = build_records(ds, inv);
 out:
 	free(w.stamp);
 	free(w.at);
@@ -561,6 +583,8 @@ void invariants_finish(struct invariants *inv)
 	free(inv->slot_off);
 	free(inv->slot_sa);
 	free(inv->cell_slot);
-	free(inv->slot_records);
+	free(inv->rec_off);
+	free(inv->rec_slot);
+	free(inv->rec_count);
 	memset(inv, 0, sizeof *inv);
 }

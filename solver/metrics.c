@@ -221,7 +221,6 @@ static enum pm_status metrics_init(struct metrics *m, struct parallel *pool)
 	for (size_t b = 0; b < ds->n_groups; b++)
 		top = ds->group_size[b] > top ? ds->group_size[b] : top;
 	top = top < TABLE ? top + 1 : TABLE;
-	top = top > PROD_COUNT ? top : PROD_COUNT + 1; /* small_terms */
 	m->klogk = malloc(2 * top * sizeof *m->klogk);
 	m->n_post = calloc(m->n_tc + 1, sizeof *m->n_post);
 	m->est = calloc(2 * (m->n_tc + 1), sizeof *m->est);
@@ -351,15 +350,18 @@ static double klogk(const struct metrics *m, uint32_t k)
 	return k < m->top ? m->klogk[k] : k * log((double)k);
 }
 
-/* Slot by slot: side 0 if the sums are one (se == sb), else 1 and 2. */
-static void slot_terms(const struct metrics *m, const uint32_t *rec, const double *se,
-		       const double *sb, size_t n, struct kl_sums *sk)
+/* The terms of tuple q's slots with records, se and sb its sums (from its
+ * first slot on): side 0 if they are one (se == sb), else 1 and 2. */
+static void record_terms(const struct metrics *m, size_t q, const double *se, const double *sb,
+			 struct kl_sums *sk)
 {
-	for (size_t at = 0; at < n; at++) {
-		uint32_t c = rec[at];
+	const struct invariants *inv = m->inv;
+	size_t s0 = inv->slot_off[q];
 
-		if (!c)
-			continue;
+	for (size_t e = inv->rec_off[q]; e < inv->rec_off[q + 1]; e++) {
+		uint32_t c = inv->rec_count[e];
+		size_t at = inv->rec_slot[e] - s0;
+
 		sk->clogc += klogk(m, c);
 		if (se == sb) {
 			kl_term(c, se[at], sk, 0);
@@ -370,55 +372,22 @@ static void slot_terms(const struct metrics *m, const uint32_t *rec, const doubl
 	}
 }
 
-/* s if cond, else 1, by a mask: a branch on the records of the slots
- * would be mispredicted (GCC makes ?: one here). */
-static double pick(int cond, double s)
-{
-	const double one = 1;
-	uint64_t bits, ones, mask = -(uint64_t)(cond != 0);
-
-	memcpy(&bits, &s, sizeof bits);
-	memcpy(&ones, &one, sizeof ones);
-	bits = (bits & mask) | (ones & ~mask);
-	memcpy(&s, &bits, sizeof s);
-	return s;
-}
-
-/* A closed-form tuple of at most PROD_COUNT records (most of them): every
- * c <= PROD_COUNT < top and every sum at least 1 / n(b) (whole counts
- * over one bucket's size), so the whole tuple goes into side 0's product
- * without a branch on the slots. */
-static void small_terms(const struct metrics *m, const uint32_t *rec, const double *s, size_t n,
-			struct kl_sums *sk)
-{
-	double p = 1, clogc = 0;
-
-	for (size_t at = 0; at < n; at++) {
-		uint32_t c = rec[at];
-
-		clogc += m->klogk[c];
-		p *= pick(c >= 1, s[at]) * pick(c >= 2, s[at]) * pick(c >= 3, s[at]);
-	}
-	sk->clogc += clogc;
-	sk->prod[0] *= p;
-	kl_renorm(sk, 0);
-}
-
-/* Tuple q's accuracy terms, sum its slot sums. */
+/* Tuple q's accuracy terms, sum its slot sums. A closed-form tuple of one
+ * record (most of them) is one factor of side 0's product: its sum is at
+ * least 1 / n(b), whole counts over one bucket's size, and 1 ln 1 = 0. */
 static void tuple_accuracy(const struct metrics *m, struct part *t, size_t q, const double *sum,
 			   struct kl_sums *sk)
 {
 	const struct invariants *inv = m->inv;
-	size_t s0 = inv->slot_off[q], n = inv->slot_off[q + 1] - s0;
-	const uint32_t *rec = inv->slot_records + s0;
 
 	if (m->open[q]) {
 		tuple_base(m, t, q);
-		slot_terms(m, rec, sum, t->base, n, sk);
-	} else if (m->ds->tuple_count[q] <= PROD_COUNT) {
-		small_terms(m, rec, sum, n, sk);
+		record_terms(m, q, sum, t->base, sk);
+	} else if (m->ds->tuple_count[q] == 1) {
+		sk->prod[0] *= sum[inv->rec_slot[inv->rec_off[q]] - inv->slot_off[q]];
+		kl_renorm(sk, 0);
 	} else {
-		slot_terms(m, rec, sum, sum, n, sk);
+		record_terms(m, q, sum, sum, sk);
 	}
 }
 

@@ -196,15 +196,13 @@ static size_t set_record_cell(const struct dataset *ds, const struct invariants 
 			      double v)
 {
 	for (size_t q = 0; q < ds->n_tuples; q++) {
-		size_t o = inv->occ_off[q];
+		size_t o = inv->occ_off[q], e = inv->rec_off[q];
 
-		if (inv->occ_off[q + 1] - o != 1)
+		if (inv->occ_off[q + 1] - o != 1 || e == inv->rec_off[q + 1])
 			continue;
-		for (size_t j = 0; j < inv->bucket_h[inv->occ_bucket[o]]; j++)
-			if (inv->slot_records[inv->slot_off[q] + j]) {
-				y[inv->occ_cell[o] + j] = v;
-				return inv->occ_cell[o] + j;
-			}
+		/* one bucket: its row's cells are the slots, in order */
+		y[inv->occ_cell[o] + inv->rec_slot[e] - inv->slot_off[q]] = v;
+		return inv->occ_cell[o] + inv->rec_slot[e] - inv->slot_off[q];
 	}
 	return inv->n_cells;
 }
