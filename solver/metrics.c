@@ -27,7 +27,8 @@
 /* Products beyond these bounds are renormalised (frexp). */
 #define PROD_HIGH 0x1p500
 #define PROD_LOW  0x1p-500
-/* Slots with up to this many records go into the accuracy's products (kl_sums)... */
+/* Slots with up to this many records go into the accuracy's products
+ * (kl_sums)... */
 #define PROD_COUNT 3
 /* ...if their sum is at least this: s^3 keeps a product above PROD_LOW
  * a normal number. */
@@ -403,7 +404,7 @@ static void kl_store(struct metrics *m, const struct kl_sums *sk, size_t k)
 
 /*
  * Sums y by slot into post_p, cell by cell: a slot's cells come in bucket
- * order, as tuple_sums adds them. y and the slots are read in order, the
+ * order. y and the slots are read in order, the
  * sums (one per slot, 8 bytes each) stay in cache, where going tuple by
  * tuple reads each row of y at a place of its own.
  */
