@@ -229,11 +229,15 @@ void schur_dense_factor(double *a, size_t n, double *w)
  * columns against the panel's earlier ones only), then every later row
  * subtracts the panel's part, a[k][m] -= Σ_l a[k][l] d_l a[m][l], from a
  * copy W of the panel's rows scaled by D that stays in cache: the same
- * arithmetic as schur_dense_factor in another order, with the trailing
- * rows shared out among the pool's parts by the triangle's area. A null
+ * arithmetic as schur_dense_factor in another order, the trailing rows
+ * in bands of equal area that the pool's threads take. A null
  * pivot is judged against the matrix's own diagonal, saved first.
  */
 #define DENSE_BLOCK 64
+/* Items of each parallel step of a panel, taken by whichever thread is
+ * free: a thread the machine holds back (a busy host) leaves its share to
+ * the other, where equal parts per thread made both wait for it. */
+#define PANEL_ITEMS 8
 
 size_t schur_dense_work(size_t n)
 {
@@ -289,24 +293,28 @@ static void panel_rows(const struct panel *u, size_t lo, size_t hi)
 	}
 }
 
-static void panel_rows_part(void *ctx, int p, int parts)
+/* Item i of PANEL_ITEMS: rows below the panel in equal bands. */
+static void panel_rows_item(void *ctx, size_t i, int part)
 {
 	const struct panel *u = ctx;
 	size_t t = u->n - u->j1;
 
-	panel_rows(u, u->j1 + t * (size_t)p / (size_t)parts,
-		   u->j1 + t * (size_t)(p + 1) / (size_t)parts);
+	(void)part;
+	panel_rows(u, u->j1 + t * i / PANEL_ITEMS, u->j1 + t * (i + 1) / PANEL_ITEMS);
 }
 
-/* Part p's rows of the trailing matrix, by equal shares of its area. */
-static void panel_update(void *ctx, int p, int parts)
+/* Item i of PANEL_ITEMS: rows of the trailing matrix in bands of equal
+ * area (row k updates k - j1 + 1 entries). */
+static void panel_update_item(void *ctx, size_t i, int part)
 {
 	const struct panel *u = ctx;
 	size_t t = u->n - u->j1, b = u->j1 - u->j0;
-	size_t lo = u->j1 + (size_t)(sqrt((double)p / parts) * (double)t);
-	size_t hi =
-	    p + 1 == parts ? u->n : u->j1 + (size_t)(sqrt((double)(p + 1) / parts) * (double)t);
+	size_t lo = u->j1 + (size_t)(sqrt((double)i / PANEL_ITEMS) * (double)t);
+	size_t hi = i + 1 == PANEL_ITEMS
+			? u->n
+			: u->j1 + (size_t)(sqrt((double)(i + 1) / PANEL_ITEMS) * (double)t);
 
+	(void)part;
 	for (size_t k = lo; k < hi; k++) {
 		double *ak = u->a + k * u->n;
 
@@ -328,8 +336,8 @@ void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parall
 		panel_factor(a, n, j0, j1, diag, wj);
 		if (j1 == n)
 			break;
-		parallel_run(pool, panel_rows_part, &u);
-		parallel_run(pool, panel_update, &u);
+		parallel_items(pool, PANEL_ITEMS, panel_rows_item, &u);
+		parallel_items(pool, PANEL_ITEMS, panel_update_item, &u);
 	}
 }
 
