@@ -199,26 +199,38 @@ static void ray_hv(void *ctx, const double *v, double *out)
 	out[0] *= v[0];
 }
 
+/* Newton with the probe's linear stop on p, a problem of one variable,
+ * from x = 0 to the violation target: returns x, *stalled as
+ * newton_minimize sets it. */
+static double probe_1d(struct newton_problem p, double target, struct maxent_stats *st,
+		       int *stalled)
+{
+	struct solver_options o;
+	double x[1] = {0};
+
+	p.n = 1;
+	p.linear_stop = 1;
+	p.f_noise = 1e-12;
+	solver_options_init(&o);
+	*stalled = 0;
+	CHECK(newton_minimize(&p, &o, target, x, st, stalled) == PM_OK);
+	return x[0];
+}
+
 static void test_stagnation(void)
 {
 	struct ray r = {0, ray_f(0)};
 	struct newton_problem p = {.ctx = &r,
-				   .n = 1,
 				   .eval = ray_eval,
 				   .prepare = ray_prepare,
 				   .diag = ray_hessian,
 				   .hv = ray_hv,
-				   .hessian = ray_hessian,
-				   .linear_stop = 1,
-				   .f_noise = 1e-12};
-	struct solver_options o;
+				   .hessian = ray_hessian};
 	struct maxent_stats st = {0};
-	double x[1] = {0};
-	int stalled = 0;
+	int stalled;
+	double x = probe_1d(p, 1e-9, &st, &stalled);
 
-	solver_options_init(&o);
-	CHECK(newton_minimize(&p, &o, 1e-9, x, &st, &stalled) == PM_OK);
-	CHECK(stalled && st.iterations <= 12 && x[0] > 1);
+	CHECK(stalled && st.iterations <= 12 && x > 1);
 }
 
 /*
@@ -268,23 +280,17 @@ static int script_run(const double *ratio, int n, int *iterations)
 	double viol[16] = {1};
 	struct script s = {viol, n + 1, 0, 0};
 	struct newton_problem p = {.ctx = &s,
-				   .n = 1,
 				   .eval = script_eval,
 				   .prepare = script_prepare,
 				   .diag = script_hessian,
 				   .hv = script_hv,
-				   .hessian = script_hessian,
-				   .linear_stop = 1,
-				   .f_noise = 1e-12};
-	struct solver_options o;
+				   .hessian = script_hessian};
 	struct maxent_stats st = {0};
-	double x[1] = {0};
-	int stalled = 0;
+	int stalled;
 
 	for (int k = 0; k < n; k++)
 		viol[k + 1] = viol[k] * ratio[k];
-	solver_options_init(&o);
-	CHECK(newton_minimize(&p, &o, 1e-13, x, &st, &stalled) == PM_OK);
+	probe_1d(p, 1e-13, &st, &stalled);
 	*iterations = st.iterations;
 	return stalled;
 }
