@@ -231,9 +231,11 @@ struct invariants {
 	double *rhs;	    /* records */
 	uint8_t *row_kind;
 	uint32_t *row_ref;
-	/* knowledge rows touching bucket b: kb_row[kb_off[b] .. kb_off[b+1]) */
+	/* knowledge rows touching bucket b: kb_row[kb_off[b] .. kb_off[b+1]);
+	 * the buckets with one, ascending: touched[0 .. n_touched) */
 	size_t *kb_off;
-	uint32_t *kb_row;
+	uint32_t *kb_row, *touched;
+	size_t n_touched;
 	uint64_t zero_invariants; /* |Q| * |S| * |B| - n_cells */
 	/* Per bucket b: h_b (its distinct s), its first QI row (g_b of them:
 	 * g_b = qi_row0[b + 1] - qi_row0[b]) and first SA row (h_b - 1), n(b);
@@ -262,6 +264,13 @@ struct invariants {
 enum pm_status invariants_build(const struct dataset *ds, const struct knowledge *k,
 				struct invariants *inv, struct pm_error *err);
 void invariants_finish(struct invariants *inv);
+
+/* Does some knowledge row touch bucket b? Without one its maximum is the
+ * closed form, whatever else the rows force. */
+static inline int invariants_touched(const struct invariants *inv, size_t b)
+{
+	return inv->kb_off[b + 1] > inv->kb_off[b];
+}
 
 /* Bucket b's distinct q (g_b), n(q_i, b) and n(s_j, b) for its i-th q and
  * j-th s (the last s has no row: sa_last). */

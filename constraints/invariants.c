@@ -362,7 +362,8 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 	return st;
 }
 
-/* kb_off/kb_row: the knowledge rows touching each bucket. */
+/* kb_off/kb_row: the knowledge rows touching each bucket; touched: the
+ * buckets with one. */
 static enum pm_status build_bucket_index(const struct dataset *ds, struct invariants *inv)
 {
 	size_t nb = ds->n_groups, first = inv->n_qi_rows + inv->n_sa_rows, n = 0;
@@ -397,14 +398,18 @@ static enum pm_status build_bucket_index(const struct dataset *ds, struct invari
 				inv->kb_off[b + 1] += inv->kb_off[b];
 			n = inv->kb_off[nb];
 			inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
+			inv->touched = malloc((nb + 1) * sizeof *inv->touched);
 			memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
-			if (!inv->kb_row)
+			if (!inv->kb_row || !inv->touched)
 				break;
+			for (size_t b = 0; b < nb; b++)
+				if (invariants_touched(inv, b))
+					inv->touched[inv->n_touched++] = (uint32_t)b;
 		}
 	}
 	free(last);
 	free(fill);
-	return inv->kb_row ? PM_OK : PM_ERR_NOMEM;
+	return inv->kb_row && inv->touched ? PM_OK : PM_ERR_NOMEM;
 }
 
 /* Scratch of build_slots, per SA value: the slot of s in the current
@@ -571,6 +576,7 @@ void invariants_finish(struct invariants *inv)
 	free(inv->row_ref);
 	free(inv->kb_off);
 	free(inv->kb_row);
+	free(inv->touched);
 	free(inv->bucket_h);
 	free(inv->qi_row0);
 	free(inv->sa_row0);

@@ -118,7 +118,7 @@ static enum pm_status components_split(struct boundary *bd, struct components *c
 	if (!touched)
 		return st;
 	for (size_t b = 0; b < inv->n_groups; b++)
-		touched[b] = inv->kb_off[b + 1] > inv->kb_off[b];
+		touched[b] = (uint8_t)invariants_touched(inv, b);
 	st = components_build(inv, touched, NULL, 0, cs);
 	free(touched);
 	if (!st && !(*out = calloc(cs->n + 1, sizeof **out)))

@@ -58,9 +58,6 @@ struct prop {
 	 * the bucket (per bucket and per row, set until looked at again) */
 	uint8_t *bucket_dirty, *row_dirty;
 	int changed, infeasible;
-	/* the buckets knowledge touches, ascending: the only ones with zeros */
-	uint32_t *touched_b;
-	size_t n_touched;
 };
 
 static void set_zero(struct prop *p, size_t c)
@@ -102,14 +99,10 @@ static enum pm_status prop_init(struct prop *p)
 	p->seen = malloc(nodes);
 	p->queue = malloc(nodes * sizeof *p->queue);
 	p->bucket_dirty = malloc(nb + 1);
-	p->touched_b = malloc((nb + 1) * sizeof *p->touched_b);
 	p->row_dirty = malloc(inv->n_rows + 1);
 	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->cnt || !p->inrow || !p->pot ||
-	    !p->seen || !p->queue || !p->bucket_dirty || !p->row_dirty || !p->touched_b)
+	    !p->seen || !p->queue || !p->bucket_dirty || !p->row_dirty)
 		return PM_ERR_NOMEM;
-	for (size_t b = 0; b < nb; b++)
-		if (inv->kb_off[b + 1] > inv->kb_off[b])
-			p->touched_b[p->n_touched++] = (uint32_t)b;
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
 	memset(p->row_dirty, 1, inv->n_rows + 1);
@@ -129,7 +122,6 @@ static void prop_finish(struct prop *p)
 	free(p->queue);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
-	free(p->touched_b);
 }
 
 /* Buckets of knowledge row r with Q_b and the column of its SA value.
@@ -502,8 +494,9 @@ static enum pm_status flow_init(struct flow *w, const struct prop *p)
 {
 	size_t gh = 1, gph = 1;
 
-	for (size_t k = 0; k < p->n_touched; k++) { /* no flow elsewhere */
-		size_t b = p->touched_b[k], cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
+	for (size_t k = 0; k < p->inv->n_touched; k++) { /* no flow elsewhere */
+		size_t b = p->inv->touched[k],
+		       cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
 
 		gh = cells > gh ? cells : gh;
 		gph = invariants_bucket_g(p->inv, b) + p->h[b] > gph
@@ -581,8 +574,8 @@ enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint
 			p.row_dirty[r] = 0;
 			resolved[r] = (uint8_t)row_tighten(&p, r);
 		}
-		for (size_t k = 0; k < p.n_touched && !p.infeasible; k++)
-			bucket_step(&p, &w, p.touched_b[k]);
+		for (size_t k = 0; k < inv->n_touched && !p.infeasible; k++)
+			bucket_step(&p, &w, inv->touched[k]);
 		dirty = p.changed;
 	}
 	*infeasible = p.infeasible;

@@ -89,8 +89,6 @@ struct run {
 	double closed_violation;    /* over all of them */
 	double *untouched;	    /* per chunk: that of the untouched ones */
 	int early;		    /* the untouched buckets are done */
-	uint32_t *touched;	    /* the buckets some knowledge row touches */
-	size_t n_touched;
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
@@ -128,13 +126,6 @@ static int split_bucket(struct run *u, size_t b, int p, double *worst)
 	return 0;
 }
 
-/* Does no knowledge row touch bucket b? Then nothing can make it anything
- * but the closed form: no zeros, no coupling. */
-static int untouched(const struct invariants *inv, size_t b)
-{
-	return inv->kb_off[b + 1] == inv->kb_off[b];
-}
-
 /* The untouched buckets of chunk k, while the forced zeros of the others
  * are being found. */
 static void untouched_item(void *ctx, size_t k, int p)
@@ -148,7 +139,7 @@ static void untouched_item(void *ctx, size_t k, int p)
 	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
 		double v;
 
-		if (!untouched(u->inv, b))
+		if (invariants_touched(u->inv, b))
 			continue;
 		metrics_closed_bucket(u->ds, u->inv, b, u->y, &u->memo[p], &v);
 		worst = fmax(worst, v);
@@ -176,7 +167,8 @@ static void split_item(void *ctx, size_t k, int p)
 	for (size_t i = k * u->split_chunk; i < i1; i++) {
 		size_t b = u->split_list ? u->split_list[i] : i;
 		size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
-		int t = u->split_implied ? coupled(inv, u->split_implied, b) : !untouched(inv, b);
+		int t = u->split_implied ? coupled(inv, u->split_implied, b)
+					 : invariants_touched(inv, b);
 
 		u->closed[b] = 0;
 		if (!t)
@@ -204,8 +196,8 @@ static size_t split_buckets(struct run *u, const uint8_t *implied, double *y, si
 
 	u->split_implied = implied;
 	u->y = y;
-	u->split_list = u->early ? u->touched : NULL;
-	u->split_n = u->early ? u->n_touched : groups;
+	u->split_list = u->early ? u->inv->touched : NULL;
+	u->split_n = u->early ? u->inv->n_touched : groups;
 	u->split_chunk = u->early ? TOUCHED_CHUNK : SPLIT_CHUNK;
 	items = (u->split_n + u->split_chunk - 1) / u->split_chunk;
 	parallel_items(u->pool, items, split_item, u);
@@ -240,7 +232,6 @@ static void run_finish(struct run *u)
 	free(u->n_zero);
 	free(u->violation);
 	free(u->untouched);
-	free(u->touched);
 	if (u->own_pool)
 		parallel_destroy(u->pool);
 	free(u->zero);
@@ -289,17 +280,13 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->n_coupled = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->n_coupled);
 	u->n_zero = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->n_zero);
 	u->violation = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->violation);
-	u->touched = malloc((ds->n_groups + 1) * sizeof *u->touched);
 	u->untouched = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->untouched);
 	u->ds = ds;
 	u->inv = inv;
 	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
 	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
-	    !u->untouched || !u->touched || run_pool(u, ds, o))
+	    !u->untouched || run_pool(u, ds, o))
 		return PM_ERR_NOMEM;
-	for (size_t b = 0; b < ds->n_groups; b++)
-		if (!untouched(inv, b))
-			u->touched[u->n_touched++] = (uint32_t)b;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
 	u->memo = calloc((size_t)u->parts, sizeof *u->memo);

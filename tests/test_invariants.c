@@ -81,6 +81,7 @@ static void test_layout(const struct dataset *ds)
 		CHECK(ok);
 	}
 	CHECK(inv.kb_off[3] == 0); /* no knowledge touches any bucket */
+	CHECK(inv.n_touched == 0);
 	/* |Q| |S| |B| - cells = 5 * 4 * 3 - 17 */
 	CHECK(inv.zero_invariants == 43);
 	invariants_finish(&inv);
@@ -128,6 +129,8 @@ static void test_knowledge_rows(const struct dataset *ds)
 	CHECK(inv.kb_off[2] - inv.kb_off[1] == 2);
 	CHECK(inv.kb_off[3] - inv.kb_off[2] == 1);
 	CHECK(inv.kb_row[inv.kb_off[2]] == first);
+	CHECK(inv.n_touched == 3 && inv.touched[0] == 0 && inv.touched[1] == 1 &&
+	      inv.touched[2] == 2);
 	invariants_finish(&inv);
 
 	/* inequality rules are refused until they are supported */
