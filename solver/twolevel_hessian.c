@@ -390,9 +390,9 @@ void twolevel_hessian_form(struct twolevel *t, double *out)
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* Bucket k's distinct open rows in pt->rows (first seen first); returns
- * how many. */
-static size_t local_rows(const struct twolevel *t, struct twolevel_part *pt, size_t k)
+/* How many distinct open rows bucket k has (sorted_rows lists them, once
+ * its bitmap exists). */
+static size_t count_rows(const struct twolevel *t, struct twolevel_part *pt, size_t k)
 {
 	size_t off, g, h, n = 0;
 
@@ -401,7 +401,7 @@ static size_t local_rows(const struct twolevel *t, struct twolevel_part *pt, siz
 	for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
 		if (pt->stamp[t->ck[x]] != pt->tick) {
 			pt->stamp[t->ck[x]] = pt->tick;
-			pt->rows[n++] = t->ck[x];
+			n++;
 		}
 	return n;
 }
@@ -553,7 +553,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
 	t->lr_off[0] = 0;
 	for (size_t k = 0; t->r <= DENSE_ROWS && k < t->nb; k++) {
-		size_t off, g, h, n = local_rows(t, &t->part[0], k), np = n + 1, entries;
+		size_t off, g, h, n = count_rows(t, &t->part[0], k), np = n + 1, entries;
 
 		twolevel_shape(t, k, &off, &g, &h);
 		entries = t->ck_off[off + g * h] - t->ck_off[off];
