@@ -296,6 +296,41 @@ static inline uint64_t to_fixed(double v, double scale)
 	return (uint64_t)(int64_t)w;
 }
 
+/* Bucket k's lm (patterns' pairs) added to its rows' pairs of H, in
+ * fixed point. */
+static void scatter_clamped(struct twolevel *t, struct twolevel_part *pt, size_t k,
+			    const double *lm, size_t np)
+{
+	size_t n = t->lr_off[k + 1] - t->lr_off[k];
+	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+
+	for (size_t l = 0; l < n; l++) { /* any pattern order: lm is whole */
+		uint64_t *hl = pt->hfix + rows[l] * t->r;
+		const double *ml = lm + pat[l] * np;
+
+		for (size_t m = 0; m <= l; m++)
+			hl[rows[m]] += to_fixed(ml[pat[m]], t->hscale);
+	}
+}
+
+/* The same when every entry of lm is known to be within FIXED_MAX once
+ * scaled: a conversion without clamps, a third fewer instructions per
+ * pair of rows (the pass over the pairs is a third of forming H). */
+static void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, const double *lm,
+		    size_t np)
+{
+	size_t n = t->lr_off[k + 1] - t->lr_off[k];
+	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+
+	for (size_t l = 0; l < n; l++) {
+		uint64_t *hl = pt->hfix + rows[l] * t->r;
+		const double *ml = lm + pat[l] * np;
+
+		for (size_t m = 0; m <= l; m++)
+			hl[rows[m]] += (uint64_t)(int64_t)(ml[pat[m]] * t->hscale);
+	}
+}
+
 /*
  * Bucket k's share of H, formed. With z_l = E^T Y a_l = (p_l, q_l) (a_l
  * the cells of its open row l: row and column sums of y over them, in
@@ -313,10 +348,9 @@ static inline uint64_t to_fixed(double v, double scale)
  */
 INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t h)
 {
-	size_t off, g, n = t->lr_off[k + 1] - t->lr_off[k], np = t->npat[k] + (t->npat[k] & 1);
-	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+	size_t off, g, np = t->npat[k] + (t->npat[k] & 1);
 	const double *y;
-	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt;
+	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt, top = 0;
 
 	off = t->coff[k]; /* h is the caller's constant */
 	g = t->ds->bq_off[t->bk[k] + 1] - t->ds->bq_off[t->bk[k]];
@@ -337,16 +371,15 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 		}
 	}
 	gram(x, np, lm, h);
+	for (size_t p = 0; p < np; p++) /* the Gram part's largest entry */
+		top = !(-lm[p * np + p] <= top) ? -lm[p * np + p] : top;
 	for (size_t i = 0; i < g; i++)
 		gram_p(t, pt, t->ck_off[off + i * h], t->rp_n[t->qoff[k] + i], y,
 		       t->fac[t->foff[k] + i], np, lm);
-	for (size_t l = 0; l < n; l++) { /* any pattern order: lm is whole */
-		uint64_t *hl = pt->hfix + rows[l] * t->r;
-		const double *ml = lm + pat[l] * np;
-
-		for (size_t m = 0; m <= l; m++)
-			hl[rows[m]] += to_fixed(ml[pat[m]], t->hscale);
-	}
+	if ((top + 2 * t->inv->bucket_n[t->bk[k]]) * t->hscale < FIXED_MAX)
+		scatter(t, pt, k, lm, np);
+	else
+		scatter_clamped(t, pt, k, lm, np);
 }
 
 /* The pass's item i: the buckets of G's chunk i (ev_off), into the share
