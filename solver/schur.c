@@ -178,15 +178,7 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
  * the same arithmetic in the same order either way, so the result does
  * not depend on the CPU.
  */
-typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define DOT_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define DOT_CLONES
-#endif
-
-DOT_CLONES static double dot4(const double *a, const double *b, size_t n)
+VEC_CLONES static double dot4(const double *a, const double *b, size_t n)
 {
 	v4d s = {0, 0, 0, 0};
 	size_t l = 0;

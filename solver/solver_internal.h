@@ -41,6 +41,17 @@
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
+/* Four doubles as one vector (two SSE2 registers, or one AVX2 register
+ * in the clone VEC_CLONES makes, picked at load time: the same
+ * arithmetic in the same order either way, so results do not depend on
+ * the CPU). */
+typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define VEC_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define VEC_CLONES
+#endif
+
 /*
  * Records to which a value counts as zero, everywhere the forced zeros are
  * decided: a cell is forced to zero when no solution puts more than this

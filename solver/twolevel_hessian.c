@@ -226,35 +226,41 @@ void twolevel_hessian_diag(struct twolevel *t, double *out)
 
 /*
  * lm = -X X^T (both triangles: the scatter reads either) for the np rows
- * of x (h entries each, np even, lm of stride np): 2 x 2 blocks of rows,
- * four independent sums that share their loads.
+ * of X, given by columns (xt: h columns of np, np a multiple of 4, lm of
+ * stride np): rows l, l + 1 in blocks of four columns, each a vector of
+ * four sums over the h columns in order (the same order for an entry as
+ * for its mirror, so lm is exactly symmetric), stored along the rows and
+ * down the columns l, l + 1.
  */
-INLINE void gram(const double *x, size_t np, double *lm, size_t h)
+INLINE void gram_width(const double *xt, size_t np, double *lm, size_t h)
 {
-	for (size_t l = 0; l < np; l += 2) {
-		const double *x0 = x + l * h, *x1 = x0 + h;
-
-		for (size_t m = 0; m <= l; m += 2) {
-			const double *y0 = x + m * h, *y1 = y0 + h;
-			double a00 = 0, a01 = 0, a10 = 0, a11 = 0;
+	for (size_t l = 0; l < np; l += 2)
+		for (size_t m = 0; m <= l; m += 4) {
+			v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
 
 			UNROLL
 			for (size_t e = 0; e < h; e++) {
-				a00 += x0[e] * y0[e];
-				a01 += x0[e] * y1[e];
-				a10 += x1[e] * y0[e];
-				a11 += x1[e] * y1[e];
+				v4d xm;
+
+				memcpy(&xm, xt + e * np + m, sizeof xm);
+				a0 += xt[e * np + l] * xm;
+				a1 += xt[e * np + l + 1] * xm;
 			}
-			lm[l * np + m] = -a00;
-			lm[l * np + m + 1] = -a01;
-			lm[(l + 1) * np + m] = -a10;
-			lm[(l + 1) * np + m + 1] = -a11;
-			lm[m * np + l] = -a00;
-			lm[(m + 1) * np + l] = -a01;
-			lm[m * np + l + 1] = -a10;
-			lm[(m + 1) * np + l + 1] = -a11;
+			a0 = -a0;
+			a1 = -a1;
+			memcpy(lm + l * np + m, &a0, sizeof a0);
+			memcpy(lm + (l + 1) * np + m, &a1, sizeof a1);
+			UNROLL
+			for (size_t i = 0; i < 4; i++) {
+				lm[(m + i) * np + l] = a0[i];
+				lm[(m + i) * np + l + 1] = a1[i];
+			}
 		}
-	}
+}
+
+VEC_CLONES static void gram(const double *xt, size_t np, double *lm, size_t h)
+{
+	BY_WIDTH(gram_width, h, xt, np, lm);
 }
 
 /*
@@ -344,11 +350,12 @@ static void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, cons
  * The first g entries of R z are Dq^-1/2 p, whose products are summed
  * per bucket row over its few patterns, with the shared y (gram_p); the
  * last h, x = Σ_{c in a} y_c (R_i + R_j) with R_i, R_j the columns of
- * c's row and column, summed over the same lists, are dense (gram).
+ * c's row and column, summed over the same lists, are dense (gram, by
+ * columns).
  */
 INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t h)
 {
-	size_t off, g, np = t->npat[k] + (t->npat[k] & 1);
+	size_t off, g, np = (t->npat[k] + 3) & ~(size_t)3;
 	const double *y;
 	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt, top = 0;
 
@@ -363,11 +370,11 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 
 		for (size_t a = 0; a < nr; a++) {
 			const double *ri = rt + i * h, *rj = rt + (g + cr[a] % h) * h;
-			double yc = y[cr[a]], *xl = x + pr[a] * h;
+			double yc = y[cr[a]], *xl = x + pr[a];
 
 			UNROLL
 			for (size_t j = 0; j < h; j++)
-				xl[j] += yc * (ri[j] + rj[j]);
+				xl[j * np] += yc * (ri[j] + rj[j]);
 		}
 	}
 	gram(x, np, lm, h);
@@ -586,7 +593,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
 	t->lr_off[0] = 0;
 	for (size_t k = 0; t->r <= DENSE_ROWS && k < t->nb; k++) {
-		size_t off, g, h, n = count_rows(t, &t->part[0], k), np = n + 1, entries;
+		size_t off, g, h, n = count_rows(t, &t->part[0], k), np = n + 3, entries;
 
 		twolevel_shape(t, k, &off, &g, &h);
 		entries = t->ck_off[off + g * h] - t->ck_off[off];
