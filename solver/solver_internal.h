@@ -483,6 +483,7 @@ struct twolevel {
 	int dense;
 	size_t *lr_off;
 	double hscale;	    /* H's fixed point (fixed_scale) */
+	int clamp_all;	    /* tests: every pair through the clamped conversion */
 	unsigned long hgen; /* passes that formed H */
 	uint32_t *lrows, *lpat, *npat, *rpat, *rcell, *rp_n;
 };

@@ -383,7 +383,7 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	for (size_t i = 0; i < g; i++)
 		gram_p(t, pt, t->ck_off[off + i * h], t->rp_n[t->qoff[k] + i], y,
 		       t->fac[t->foff[k] + i], np, lm);
-	if ((top + 2 * t->inv->bucket_n[t->bk[k]]) * t->hscale < FIXED_MAX)
+	if ((top + 2 * t->inv->bucket_n[t->bk[k]]) * t->hscale < FIXED_MAX && !t->clamp_all)
 		scatter(t, pt, k, lm, np);
 	else
 		scatter_clamped(t, pt, k, lm, np);

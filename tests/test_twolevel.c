@@ -124,7 +124,9 @@ static double check_formed(struct twolevel *t)
 }
 
 /* H formed at μ by t and by a problem on the other number of threads
- * (1 or 2): the fixed-point sums make them the same to the bit. */
+ * (1 or 2) whose pairs of rows all go through the clamped conversion
+ * (t's through the unclamped one where they fit, as a rule here): the
+ * fixed-point sums make them the same to the bit. */
 static int same_formed(struct twolevel *t, const struct instance *in, const double *mu)
 {
 	struct twolevel u;
@@ -134,6 +136,7 @@ static int same_formed(struct twolevel *t, const struct instance *in, const doub
 
 	if (!twolevel_init(&u, in->ds, &in->inv, in->zero, in->implied, in->coupled,
 			   t->parts > 1 ? 1 : 2, in->y)) {
+		u.clamp_all = 1;
 		twolevel_eval(&u, mu, NULL, &viol);
 		twolevel_prepare(&u, mu);
 		twolevel_hessian_form(t, h);
