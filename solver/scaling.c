@@ -88,9 +88,8 @@ static void kernel(const struct scaling_block *k, struct scaling_work *w)
 	size_t n = k->g * k->h;
 	double top = 0;
 
-	for (size_t c = 0; k->dm && !k->top_known && c < n; c++)
+	for (size_t c = 0; k->dm && c < n; c++)
 		top = k->zero[c] || fabs(k->dm[c]) <= top ? top : fabs(k->dm[c]);
-	top = k->dm && k->top_known ? k->dm_top : top;
 	w->dm_max = top < SCALING_CAP ? top : SCALING_CAP;
 	w->kp = k->kk && top <= SCALING_CAP ? k->kk : w->kk;
 	w->ep = top > SCALING_SMALL ? NULL : k->kk && k->em ? k->em : w->em;

@@ -359,10 +359,6 @@ struct scaling_block {
 	 * kk = y0 exp(dm) (0 on zeros) if every |dm| <= SCALING_CAP, and
 	 * em = expm1(dm) (may be NULL) if every |dm| <= SCALING_SMALL */
 	const double *kk, *em;
-	/* if top_known: the largest |dm| over the free cells (NaN if any is
-	 * NaN), found by the caller as it made dm */
-	int top_known;
-	double dm_top;
 	const uint8_t *zero;
 	const uint32_t *nq, *ns;
 	double *a, *b; /* log-scalings: start (warm) and result */

@@ -172,8 +172,7 @@ static int kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		  struct scaling_block *blk)
 {
 	size_t off, g, h;
-	double reach = t->dmu_max * (double)t->ck_max, *dm = pt->dm, *kk = pt->kk, *em = pt->em,
-	       top = 0;
+	double reach = t->dmu_max * (double)t->ck_max, *dm = pt->dm, *kk = pt->kk, *em = pt->em;
 	int with_kk = reach <= SCALING_CAP, with_em = reach <= SCALING_SMALL, capped = 0;
 
 	twolevel_shape(t, k, &off, &g, &h);
@@ -194,12 +193,9 @@ static int kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		/* only when the reach allows it (not as a rule) */
 		capped |= !with_kk && !(fabs(s) <= SCALING_CAP) && !t->zero[off + c];
 		kk[c] = t->zero[off + c] ? 0 : kk[c];
-		top = t->zero[off + c] || fabs(dm[c]) <= top ? top : fabs(dm[c]);
 	}
 	blk->kk = with_kk ? pt->kk : NULL;
 	blk->em = with_em ? pt->em : NULL;
-	blk->top_known = 1;
-	blk->dm_top = top;
 	return capped;
 }
 
