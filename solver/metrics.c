@@ -62,12 +62,6 @@ void metrics_closed_cells(const struct dataset *ds, size_t b, double *y)
 	}
 }
 
-/* fmax without the call: worst is never NaN, and a NaN v leaves it. */
-static double max_of(double worst, double v)
-{
-	return v > worst ? v : worst;
-}
-
 /* Largest |A y - c| over bucket b's QI rows and all its SA rows, the
  * dropped one included (its right-hand side n(s,b) is what the others
  * leave of n(b), exactly: counts are whole numbers). */
@@ -84,14 +78,14 @@ static double bucket_violation(const struct dataset *ds, const struct invariants
 
 		for (size_t j = 0; j < h; j++)
 			s += yb[i * h + j];
-		worst = max_of(worst, fabs(s - nq[i]));
+		worst = num_max(worst, fabs(s - nq[i]));
 	}
 	for (size_t j = 0; j < h; j++) {
 		double s = 0;
 
 		for (size_t i = 0; i < g; i++)
 			s += yb[i * h + j];
-		worst = max_of(worst, fabs(s - ns[j]));
+		worst = num_max(worst, fabs(s - ns[j]));
 	}
 	return worst;
 }
@@ -109,24 +103,52 @@ static double row_violation(const struct invariants *inv, size_t r, const double
  * violation in one pass. */
 #define CLOSED_WIDTH 32
 
-/* Does bucket b have the counts, in order, of the memo's closed form? */
+/*
+ * Does bucket b have the counts, in order, of the memo's closed form? g
+ * (or h) whole counts of at least 1 summing to n(b) = g are all 1, in the
+ * memo's bucket as in b: nothing to compare (Adult's buckets of 5 records
+ * with 5 QI and 5 SA values, most of the untouched ones).
+ */
 static int memo_holds(const struct closed_memo *memo, const uint32_t *nq, size_t g,
-		      const uint32_t *ns, size_t h)
+		      const uint32_t *ns, size_t h, uint32_t nb)
 {
-	return memo->g == g && memo->h == h && !memcmp(memo->count, nq, g * sizeof *nq) &&
-	       !memcmp(memo->count + g, ns, h * sizeof *ns);
+	return memo->g == g && memo->h == h && memo->nb == nb &&
+	       (g == nb || !memcmp(memo->count, nq, g * sizeof *nq)) &&
+	       (h == nb || !memcmp(memo->count + g, ns, h * sizeof *ns));
+}
+
+/* The closed form into y (bucket b's cells) and its violation, with the
+ * sums of bucket_violation in its order as the cells come. */
+static double closed_narrow(const uint32_t *nq, size_t g, const uint32_t *ns, size_t h, double nb,
+			    double *y)
+{
+	double cs[CLOSED_WIDTH] = {0}, worst = 0;
+
+	for (size_t i = 0; i < g; i++) {
+		double s = 0;
+
+		for (size_t j = 0; j < h; j++) {
+			y[i * h + j] = (double)nq[i] * ns[j] / nb;
+			s += y[i * h + j];
+			cs[j] += y[i * h + j];
+		}
+		worst = num_max(worst, fabs(s - nq[i]));
+	}
+	for (size_t j = 0; j < h; j++)
+		worst = num_max(worst, fabs(cs[j] - ns[j]));
+	return worst;
 }
 
 void metrics_closed_bucket(const struct dataset *ds, const struct invariants *inv, size_t b,
 			   double *y, struct closed_memo *memo, double *violation)
 {
-	double nb = ds->group_size[b], cs[CLOSED_WIDTH] = {0}, worst = 0;
+	uint32_t nb = ds->group_size[b];
 	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
 	const uint32_t *nq = ds->bq_count + ds->bq_off[b], *ns = ds->bs_count + ds->bs_off[b];
 	int fits = memo && g + h <= CLOSED_MEMO && g * h <= CLOSED_MEMO;
 
 	y += inv->cell_off[b];
-	if (fits && memo_holds(memo, nq, g, ns, h)) {
+	if (fits && memo_holds(memo, nq, g, ns, h, nb)) {
 		/* the same counts give the same numbers */
 		memcpy(y, memo->y, g * h * sizeof *y);
 		*violation = memo->violation;
@@ -137,23 +159,12 @@ void metrics_closed_bucket(const struct dataset *ds, const struct invariants *in
 		*violation = bucket_violation(ds, inv, b, y - inv->cell_off[b]);
 		return;
 	}
-	/* the sums of bucket_violation, in its order, as the cells come */
-	for (size_t i = 0; i < g; i++) {
-		double s = 0;
-
-		for (size_t j = 0; j < h; j++) {
-			y[i * h + j] = (double)nq[i] * ns[j] / nb;
-			s += y[i * h + j];
-			cs[j] += y[i * h + j];
-		}
-		worst = max_of(worst, fabs(s - nq[i]));
-	}
-	for (size_t j = 0; j < h; j++)
-		worst = max_of(worst, fabs(cs[j] - ns[j]));
-	*violation = worst;
+	*violation = closed_narrow(nq, g, ns, h, nb, y);
 	if (fits) {
-		*memo =
-		    (struct closed_memo){.g = (uint32_t)g, .h = (uint32_t)h, .violation = worst};
+		memo->g = (uint32_t)g;
+		memo->h = (uint32_t)h;
+		memo->nb = nb;
+		memo->violation = *violation;
 		memcpy(memo->count, nq, g * sizeof *nq);
 		memcpy(memo->count + g, ns, h * sizeof *ns);
 		memcpy(memo->y, y, g * h * sizeof *y);
@@ -519,14 +530,15 @@ static void metrics_item(void *ctx, size_t k, int p)
 
 			h += bucket_entropy(m, b, closed);
 			if (!closed)
-				worst = max_of(worst, bucket_violation(m->ds, inv, b, m->r->cells));
+				worst =
+				    num_max(worst, bucket_violation(m->ds, inv, b, m->r->cells));
 		}
 		m->entropy[k] = h;
 	} else {
 		size_t r1 = first + (k - m->n_bc + 1) * CHUNK;
 
 		for (size_t r = first + (k - m->n_bc) * CHUNK; r < r1 && r < inv->n_rows; r++)
-			worst = max_of(worst, row_violation(inv, r, m->r->cells));
+			worst = num_max(worst, row_violation(inv, r, m->r->cells));
 	}
 	m->violation[p] = worst;
 }

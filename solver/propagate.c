@@ -289,8 +289,8 @@ static int row_tighten(struct prop *p, size_t r)
 		size_t b = p->touched[k];
 		double ns = invariants_sa_count(p->inv, b, p->col[b]);
 
-		u += fmin(p->qsum[b], ns);
-		l += fmax(0, p->qsum[b] - (p->nb[b] - ns));
+		u += num_min(p->qsum[b], ns);
+		l += num_max(0, p->qsum[b] - (p->nb[b] - ns));
 	}
 	upper = c >= u - ZERO_RECORDS;
 	lower = !upper && c <= l + ZERO_RECORDS;
@@ -373,10 +373,10 @@ static void push_path(struct flow *w, size_t g, size_t h, int32_t end)
 
 	for (v = end; w->prev[v] >= 0; v = w->prev[v])
 		if (v < (int32_t)g) /* row v reached from column prev[v]: backward edge */
-			amount = fmin(amount, w->f[v * h + (w->prev[v] - g)]);
+			amount = num_min(amount, w->f[v * h + (w->prev[v] - g)]);
 	while (w->prev[start] >= 0)
 		start = w->prev[start];
-	amount = fmin(amount, w->rrem[start]);
+	amount = num_min(amount, w->rrem[start]);
 	for (v = end; w->prev[v] >= 0; v = w->prev[v]) {
 		int32_t u = w->prev[v];
 
@@ -462,7 +462,7 @@ static void bucket_flow(struct prop *p, struct flow *w, size_t b)
 	/* greedily first: augmenting paths only for what is left */
 	for (size_t i = 0; i < g; i++)
 		for (size_t j = 0; j < h; j++) {
-			double x = p->zero[off + i * h + j] ? 0 : fmin(w->rrem[i], w->crem[j]);
+			double x = p->zero[off + i * h + j] ? 0 : num_min(w->rrem[i], w->crem[j]);
 
 			w->f[i * h + j] = x;
 			w->rrem[i] -= x;

@@ -120,7 +120,7 @@ static int split_bucket(struct run *u, size_t b, int p, double *worst)
 		double v;
 
 		metrics_closed_bucket(u->ds, inv, b, u->y, &u->memo[p], &v);
-		*worst = fmax(*worst, v);
+		*worst = num_max(*worst, v);
 	} else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
 		return 1;
 	return 0;
@@ -142,7 +142,7 @@ static void untouched_item(void *ctx, size_t k, int p)
 		if (invariants_touched(u->inv, b))
 			continue;
 		metrics_closed_bucket(u->ds, u->inv, b, u->y, &u->memo[p], &v);
-		worst = fmax(worst, v);
+		worst = num_max(worst, v);
 		u->closed[b] = 1;
 	}
 	u->untouched[k] = worst;

@@ -39,6 +39,19 @@
 /* For the functions BY_WIDTH specializes (inlined into each case), and
  * their loops over h (unrolled where h is a constant). */
 #define INLINE static inline __attribute__((always_inline))
+
+/* fmin and fmax of numbers, without the call: GCC keeps fmin and fmax out
+ * of line (minsd and maxsd do not treat NaN as they must), a call per
+ * bucket in propagate.c's bounds. A NaN b leaves a. */
+static inline double num_min(double a, double b)
+{
+	return b < a ? b : a;
+}
+
+static inline double num_max(double a, double b)
+{
+	return b > a ? b : a;
+}
 #define UNROLL _Pragma("GCC unroll 8")
 
 /* Four doubles as one vector (two SSE2 registers, or one AVX2 register
@@ -129,7 +142,7 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
  * buckets of an Anatomy table do (l records, one per tuple and value). */
 #define CLOSED_MEMO 64
 struct closed_memo {
-	uint32_t g, h, count[CLOSED_MEMO]; /* n(q,b) then n(s,b) */
+	uint32_t g, h, nb, count[CLOSED_MEMO]; /* n(q,b) then n(s,b) */
 	double y[CLOSED_MEMO], violation;
 };
 /* metrics_closed_form, and *violation, the largest |A y - c| over the

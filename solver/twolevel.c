@@ -227,7 +227,7 @@ static void inner_bucket(struct twolevel *t, struct twolevel_part *pt, size_t k,
 		s->worst = INFINITY;
 	if (t->factored)
 		predict(t, pt, k, blk.a, blk.b);
-	s->worst = fmax(s->worst, scaling_solve(&blk, &pt->w, t->eval_target));
+	s->worst = num_max(s->worst, scaling_solve(&blk, &pt->w, t->eval_target));
 	s->f += blk.excess;
 	for (size_t i = 0; i < g; i++)
 		s->f -= blk.nq[i] * blk.a[i];
@@ -306,7 +306,7 @@ static double eval_pass(struct twolevel *t, double *g, double *violation, double
 		f -= (t->mu[k] - t->mu0[k]) * t->rhs[k];
 		if (g)
 			g[k] = s - t->rhs[k];
-		*gmax = fmax(*gmax, fabs(s - t->rhs[k]));
+		*gmax = num_max(*gmax, fabs(s - t->rhs[k]));
 	}
 	*violation = fmax(worst, *gmax);
 	return failed ? INFINITY : f;
