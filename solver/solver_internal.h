@@ -39,6 +39,7 @@
 /* For the functions BY_WIDTH specializes (inlined into each case), and
  * their loops over h (unrolled where h is a constant). */
 #define INLINE static inline __attribute__((always_inline))
+#define UNROLL _Pragma("GCC unroll 8")
 
 /* fmin and fmax of numbers, without the call: GCC keeps fmin and fmax out
  * of line (minsd and maxsd do not treat NaN as they must), a call per
@@ -52,7 +53,6 @@ static inline double num_max(double a, double b)
 {
 	return b > a ? b : a;
 }
-#define UNROLL _Pragma("GCC unroll 8")
 
 /* Four doubles as one vector (two SSE2 registers, or one AVX2 register
  * in the clone VEC_CLONES makes, picked at load time: the same
