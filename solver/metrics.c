@@ -117,8 +117,9 @@ static int memo_holds(const struct closed_memo *memo, const uint32_t *nq, size_t
 	       (h == nb || !memcmp(memo->count + g, ns, h * sizeof *ns));
 }
 
-/* The closed form into y (bucket b's cells) and its violation, with the
- * sums of bucket_violation in its order as the cells come. */
+/* The closed form of a bucket with counts nq (g) and ns (h) into its
+ * cells y, q-major, and its violation: the sums of bucket_violation, in
+ * its order, as the cells come. */
 static double closed_narrow(const uint32_t *nq, size_t g, const uint32_t *ns, size_t h, double nb,
 			    double *y)
 {

@@ -41,9 +41,9 @@
 #define INLINE static inline __attribute__((always_inline))
 #define UNROLL _Pragma("GCC unroll 8")
 
-/* fmin and fmax of numbers, without the call: GCC keeps fmin and fmax out
- * of line (minsd and maxsd do not treat NaN as they must), a call per
- * bucket in propagate.c's bounds. A NaN b leaves a. */
+/* fmin and fmax where no NaN is expected, without the call GCC makes for
+ * those (minsd and maxsd do not treat NaN as they must): for the loops
+ * over buckets and cells. As with fmin and fmax, a NaN b leaves a. */
 static inline double num_min(double a, double b)
 {
 	return b < a ? b : a;
@@ -142,7 +142,7 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
  * buckets of an Anatomy table do (l records, one per tuple and value). */
 #define CLOSED_MEMO 64
 struct closed_memo {
-	uint32_t g, h, nb, count[CLOSED_MEMO]; /* n(q,b) then n(s,b) */
+	uint32_t g, h, nb, count[CLOSED_MEMO]; /* nb = n(b); n(q,b) then n(s,b) */
 	double y[CLOSED_MEMO], violation;
 };
 /* metrics_closed_form, and *violation, the largest |A y - c| over the
