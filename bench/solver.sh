@@ -6,7 +6,8 @@
 # wall clock of the whole process, iterations, max_violation (records),
 # estimation_accuracy (nats), peak RSS, the full-dual / two-level ratio of
 # solve seconds, and the largest difference between the two methods'
-# posteriors.
+# posteriors; under each row, where each method's solve seconds went
+# (the result's solve_phases: forced zeros, iterate, metrics; medians).
 # Rows (arguments select groups; default all):
 #   adult     Adult, SA occupation (as bench/adult.sh), K+ = K- in 0 50 500 2500,
 #             every attribute subset
@@ -190,7 +191,8 @@ for m in methods:
     bad = [x for x in rs if x["res"] is None]
     status = bad[0]["status"] if bad else "/".join(sorted({x["status"] for x in ok}))
     s = {"status": status, "runs": len(ok), "solve": None, "whole": None, "iter": None,
-         "viol": None, "acc": None, "rss": None, "errors": [x.get("error") for x in bad]}
+         "viol": None, "acc": None, "rss": None, "errors": [x.get("error") for x in bad],
+         "phases": None}
     if ok:
         res = [x["res"] for x in ok]
         first[m] = res[0]
@@ -201,6 +203,9 @@ for m in methods:
         s["viol"] = max(r["max_violation"] for r in res)
         acc = res[0].get("estimation_accuracy")
         s["acc"] = math.inf if res[0].get("estimation_accuracy_infinite") else acc
+        ph = [r["solve_phases"] for r in res if "solve_phases" in r]
+        if ph:
+            s["phases"] = {x: med([p[x] for p in ph]) for x in ("forced_zeros", "iterate", "metrics")}
     rss = [x["rss"] for x in rs if x["rss"] is not None]
     s["rss"] = max(rss) if rss else None
     if bad and bad[0]["status"] == "timeout":
@@ -232,12 +237,17 @@ for m in methods:
     s = summary[m]
     it = None if s["iter"] is None else f"{s['iter']:g}"
     print(f"{inp:<11} {k:>5} {t:>8} {m:<10} {s['status']:<13} {s['runs']:>4} "
-          f"{fmt(s['solve'], '.3f', 9)} {fmt(s['whole'], '.2f', 9)} {fmt(it, '', 10)} "
+          f"{fmt(s['solve'], '.4f', 9)} {fmt(s['whole'], '.2f', 9)} {fmt(it, '', 10)} "
           f"{fmt(s['viol'], '.3g', 13)} {fmt(s['acc'], '.12f', 19)} {fmt(s['rss'], '.1f', 9)} "
           f"{(ratio if m == methods[0] else ''):>8} {fmt(diff, '.3g', 13)}", flush=True)
     for e in s["errors"]:
         if e:
             print(f"#   {m}: {e}", flush=True)
+for m in methods:
+    ph, solve = summary[m]["phases"], summary[m]["solve"]
+    if ph and solve:
+        print(f"#   {m} solve phases, median s: " + ", ".join(
+            f"{x} {ph[x]:.4f} ({100 * ph[x] / solve:.0f}%)" for x in ph), flush=True)
 if steps:
     print("#   steps, median s over both methods: " + ", ".join(
         f"{x} {med([st[x] for st in steps]):.3f}" for x in ("load", "mine", "build")), flush=True)

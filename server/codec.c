@@ -804,6 +804,20 @@ static json_t *timings_json(const struct codec_timings *t)
 	return checked(o, bad);
 }
 
+/* Where the solve step's seconds went: the search for forced zeros, the
+ * metrics, and the rest (buckets solved alone, the iterative solve). */
+static json_t *phases_json(const struct solver_result *r)
+{
+	json_t *o = json_object();
+	double rest = r->seconds - r->zeros_seconds - r->metrics_seconds;
+	int bad = !o;
+
+	bad |= put(o, "forced_zeros", jreal(r->zeros_seconds)) |
+	       put(o, "iterate", jreal(rest > 0 ? rest : 0)) |
+	       put(o, "metrics", jreal(r->metrics_seconds));
+	return checked(o, bad);
+}
+
 static json_t *dataset_summary(const struct dataset *ds)
 {
 	json_t *o = json_object();
@@ -838,9 +852,10 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 		bad |= put(o, "reason", jstr(r->reason));
 	bad |= put(o, "iterations", json_integer(r->iterations)) |
 	       put(o, "max_violation", jreal(r->max_violation)) |
-	       put(o, "seconds", jreal(r->seconds)) | put(o, "timings", timings_json(t)) |
-	       put(o, "entropy", jreal(r->entropy)) | put(o, "dataset", dataset_summary(ds)) |
-	       put(o, "constraints", constraints_json(r)) | put(o, "rules", rules_json(ds, k));
+	       put(o, "seconds", jreal(r->seconds)) | put(o, "solve_phases", phases_json(r)) |
+	       put(o, "timings", timings_json(t)) | put(o, "entropy", jreal(r->entropy)) |
+	       put(o, "dataset", dataset_summary(ds)) | put(o, "constraints", constraints_json(r)) |
+	       put(o, "rules", rules_json(ds, k));
 	bad |= put_accuracy(o, "estimation_accuracy", r->has_accuracy, r->estimation_accuracy,
 			    r->estimation_infinite) |
 	       put_accuracy(o, "baseline_accuracy", r->has_accuracy, r->baseline_accuracy,

@@ -89,6 +89,7 @@ struct run {
 	double closed_violation;    /* over all of them */
 	double *untouched;	    /* per chunk: that of the untouched ones */
 	int early;		    /* the untouched buckets are done */
+	double zeros_s;		    /* seconds in boundary_find so far */
 	struct maxent_stats ms;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
@@ -364,12 +365,15 @@ static enum pm_status find_zeros(const struct dataset *ds, const struct knowledg
 {
 	size_t chunks = (inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
 	enum pm_status st;
+	double t0;
 
-	if (u->early)
-		return boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, flags, err);
-	parallel_items_start(u->pool, chunks, untouched_item, u);
+	if (!u->early)
+		parallel_items_start(u->pool, chunks, untouched_item, u);
+	t0 = now();
 	st = boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, flags, err);
-	parallel_items_finish(u->pool, chunks, untouched_item, u);
+	u->zeros_s += now() - t0;
+	if (!u->early)
+		parallel_items_finish(u->pool, chunks, untouched_item, u);
 	u->early = 1;
 	return st;
 }
@@ -467,7 +471,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  struct solver_result *r, struct pm_error *err)
 {
 	struct run u = {0};
-	double t0 = now();
+	double t0 = now(), t1;
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
@@ -482,9 +486,12 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	r->iterations = u.ms.iterations;
+	t1 = now();
 	st = metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
 	if (st)
 		goto out;
+	r->metrics_seconds = now() - t1;
+	r->zeros_seconds = u.zeros_s;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
 	if (r->status != SOLVER_CONVERGED)
 		snprintf(r->reason, sizeof r->reason, "%s",

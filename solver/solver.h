@@ -99,7 +99,11 @@ struct solver_result {
 	int iterations;
 	double max_violation; /* records */
 	double seconds;	      /* wall clock of the solve step */
-	double entropy;	      /* -sum x ln x, nats */
+	/* of which: the search for forced zeros (boundary_find, every call)
+	 * and the metrics; the rest is the buckets solved alone and the
+	 * iterative solve */
+	double zeros_seconds, metrics_seconds;
+	double entropy; /* -sum x ln x, nats */
 	/* counts reported under "constraints" */
 	size_t variables, qi_invariants, sa_invariants, knowledge;
 	uint64_t zero_invariants;

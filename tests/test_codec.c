@@ -439,6 +439,8 @@ static void test_result_shape(void)
 	r.iterations = 42;
 	r.max_violation = 0.5;
 	r.seconds = 2;
+	r.zeros_seconds = 0.5;
+	r.metrics_seconds = 0.25;
 	r.entropy = 1.25;
 	r.variables = 20;
 	r.qi_invariants = 9;
@@ -464,6 +466,11 @@ static void test_result_shape(void)
 	CHECK(json_real_value(json_object_get(c, "mine")) == 0.25);
 	CHECK(json_real_value(json_object_get(c, "build")) == 0.125);
 	CHECK(json_real_value(json_object_get(c, "solve")) == 2);
+	c = json_object_get(j, "solve_phases");
+	CHECK(json_object_size(c) == 3);
+	CHECK(json_real_value(json_object_get(c, "forced_zeros")) == 0.5);
+	CHECK(json_real_value(json_object_get(c, "iterate")) == 1.25);
+	CHECK(json_real_value(json_object_get(c, "metrics")) == 0.25);
 	c = json_object_get(j, "constraints");
 	CHECK(json_integer_value(json_object_get(c, "variables")) == 20);
 	CHECK(json_integer_value(json_object_get(c, "qi_invariants")) == 9);

@@ -121,6 +121,8 @@ static void test_no_knowledge(const struct dataset *ds)
 	CHECK(run.r.max_violation < 1e-12);
 	CHECK(run.r.has_accuracy);
 	CHECK_NEAR(run.r.estimation_accuracy, run.r.baseline_accuracy, 1e-15);
+	CHECK(run.r.zeros_seconds == 0); /* no knowledge: no search */
+	CHECK(run.r.metrics_seconds > 0 && run.r.metrics_seconds <= run.r.seconds);
 	run_finish(&run);
 }
 
@@ -338,6 +340,9 @@ static void test_threads(void)
 		o.method = i == 2 ? SOLVER_FULL_DUAL : SOLVER_TWO_LEVEL;
 		CHECK(solver_run(ds, &k, &inv, &o, &r[i], &err) == PM_OK);
 		CHECK(r[i].status == SOLVER_CONVERGED);
+		/* the phases: both ran, and they are parts of the solve */
+		CHECK(r[i].zeros_seconds > 0 && r[i].metrics_seconds > 0);
+		CHECK(r[i].zeros_seconds + r[i].metrics_seconds <= r[i].seconds);
 	}
 	CHECK(r[0].solved_buckets >= 200);
 	CHECK(r[0].iterations <= 30); /* Newton */
