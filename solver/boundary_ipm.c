@@ -149,9 +149,7 @@ static void cholesky(struct ipm *s, double tol, int mark, uint8_t *skip)
 		double d, diag = M[k * m + k];
 
 		skip[k] = s->dead[k];
-		for (size_t i = 0; i < k; i++)
-			M[k * m + k] -= M[k * m + i] * M[k * m + i];
-		d = M[k * m + k];
+		d = M[k * m + k] -= schur_dot(M + k * m, M + k * m, k);
 		if (skip[k] || !(d > tol * diag) || !(d > 1e-300)) {
 			skip[k] = 1;
 			if (mark)
@@ -165,14 +163,8 @@ static void cholesky(struct ipm *s, double tol, int mark, uint8_t *skip)
 		}
 		d = sqrt(d);
 		M[k * m + k] = d;
-		for (size_t i = k + 1; i < m; i++) {
-			double t = M[i * m + k];
-			const double *ri = M + i * m, *rk = M + k * m;
-
-			for (size_t l = 0; l < k; l++)
-				t -= ri[l] * rk[l];
-			M[i * m + k] = t / d;
-		}
+		for (size_t i = k + 1; i < m; i++)
+			M[i * m + k] = (M[i * m + k] - schur_dot(M + i * m, M + k * m, k)) / d;
 	}
 }
 

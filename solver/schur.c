@@ -197,6 +197,11 @@ VEC_CLONES static double dot4(const double *a, const double *b, size_t n)
 	return (s0 + s[1]) + (s[2] + s[3]);
 }
 
+double schur_dot(const double *a, const double *b, size_t n)
+{
+	return dot4(a, b, n);
+}
+
 void schur_dense_factor(double *a, size_t n, double *w)
 {
 	for (size_t j = 0; j < n; j++) {

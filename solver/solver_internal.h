@@ -307,6 +307,8 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
  * overwrites x with H^+ x, exact for x in H's range. */
 void schur_dense_factor(double *a, size_t n, double *w);
 void schur_dense_solve(const double *a, size_t n, double *x);
+/* sum a[l] b[l] over l < n, as four interleaved sums (vectorized) */
+double schur_dot(const double *a, const double *b, size_t n);
 /* The same factorization by cache-sized panels, the updates shared out
  * on pool (may be NULL): for large n. work: schur_dense_work(n) doubles. */
 size_t schur_dense_work(size_t n);
