@@ -584,19 +584,22 @@ static int open_rows(const struct invariants *inv, const uint8_t *resolved)
  * Zeros of the per-value relaxations (boundary_relax.c), each round
  * followed by propagation, until a round finds nothing new: what the
  * relaxations force, the rows and flows may carry further, and the other
- * way round.
+ * way round. A value is relaxed again only where its buckets have new
+ * zeros (struct relax_memo).
  */
 static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t *zero,
 					  uint8_t *resolved, int *infeasible)
 {
+	struct relax_memo memo = {0};
 	enum pm_status st = PM_OK;
 	size_t found = 1;
 
 	while (!st && found && !*infeasible) {
-		st = boundary_relax(inv, resolved, zero, &found, infeasible);
+		st = boundary_relax(inv, resolved, zero, &memo, &found, infeasible);
 		if (!st && found && !*infeasible)
 			st = propagate_zeros(inv, zero, resolved, infeasible);
 	}
+	relax_memo_finish(&memo);
 	return st;
 }
 

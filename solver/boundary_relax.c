@@ -692,13 +692,75 @@ static void value_free(struct value *v)
 	free(v->var_class), free(v->var_off), free(v->type_var), free(v->low), free(v->high);
 }
 
-/* The relaxation of the value of rows[0..nr) (all open, one value). */
-static enum pm_status relax_value(struct relax *x, const uint32_t *rows, size_t nr)
+static size_t zeros_in(const struct relax *x, const uint32_t *buckets, size_t n)
+{
+	const struct invariants *inv = x->inv;
+	size_t z = 0;
+
+	for (size_t k = 0; k < n; k++)
+		for (size_t c = inv->cell_off[buckets[k]]; c < inv->cell_off[buckets[k] + 1]; c++)
+			z += x->zero[c];
+	return z;
+}
+
+/* Did value s's buckets gain no zero since its last relaxation? */
+static int memo_unchanged(struct relax_memo *m, const struct relax *x, size_t s)
+{
+	const struct relax_seen *e = m && s < m->n_seen ? &m->seen[s] : NULL;
+
+	if (!e || !e->valid || zeros_in(x, e->buckets, e->n_buckets) != e->zeros)
+		return 0;
+	m->skipped++;
+	return 1;
+}
+
+/* Records what value s's relaxation read (v's buckets) and left. */
+static enum pm_status memo_store(struct relax_memo *m, const struct value *v, size_t s)
+{
+	struct relax_seen *e;
+
+	if (!m)
+		return PM_OK;
+	if (s >= m->n_seen) {
+		struct relax_seen *n = realloc(m->seen, (s + 1) * sizeof *n);
+
+		if (!n)
+			return PM_ERR_NOMEM;
+		memset(n + m->n_seen, 0, (s + 1 - m->n_seen) * sizeof *n);
+		m->seen = n;
+		m->n_seen = s + 1;
+	}
+	e = &m->seen[s];
+	e->valid = 0;
+	free(e->buckets);
+	if (!(e->buckets = malloc((v->n_buckets + 1) * sizeof *e->buckets)))
+		return PM_ERR_NOMEM;
+	memcpy(e->buckets, v->buckets, v->n_buckets * sizeof *e->buckets);
+	e->n_buckets = v->n_buckets;
+	e->zeros = zeros_in(v->x, v->buckets, v->n_buckets);
+	e->valid = 1;
+	return PM_OK;
+}
+
+void relax_memo_finish(struct relax_memo *m)
+{
+	for (size_t s = 0; m && s < m->n_seen; s++)
+		free(m->seen[s].buckets);
+	if (m)
+		memset(m, 0, sizeof *m);
+}
+
+/* The relaxation of value s, whose open rows are rows[0..nr). */
+static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t s,
+				  const uint32_t *rows, size_t nr)
 {
 	struct value v = {.x = x, .rows = rows, .nr = nr};
-	enum pm_status st = value_classes(&v);
+	enum pm_status st;
 	int converged = 0, claims = 0, proved = 1;
 
+	if (memo_unchanged(m, x, s))
+		return PM_OK;
+	st = value_classes(&v);
 	if (!st)
 		st = value_buckets(&v);
 	if (!st)
@@ -719,6 +781,8 @@ static enum pm_status relax_value(struct relax *x, const uint32_t *rows, size_t 
 		st = value_verify(&v);
 	if (!st && claims && !x->infeasible)
 		st = value_apply(&v);
+	if (!st && !x->infeasible)
+		st = memo_store(m, &v, s);
 	value_free(&v);
 	return st;
 }
@@ -731,7 +795,7 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      size_t *found, int *infeasible)
+			      struct relax_memo *memo, size_t *found, int *infeasible)
 {
 	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero};
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;
@@ -761,7 +825,7 @@ enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resol
 	for (size_t i = 0, j; !st && i < n && !x.infeasible; i = j) {
 		for (j = i; j < n && key[j] >> 32 == key[i] >> 32;)
 			j++;
-		st = relax_value(&x, rows + i, j - i);
+		st = relax_value(&x, memo, key[i] >> 32, rows + i, j - i);
 	}
 	*found = x.found;
 	*infeasible = x.infeasible;

@@ -153,6 +153,8 @@ void metrics_closed_bucket(const struct dataset *ds, const struct invariants *in
 
 /* ---- boundary_relax.c --------------------------------------------------- */
 
+struct relax_memo;
+
 /*
  * Forced zeros of one sensitive value at a time: the cells of value s in
  * the buckets its open knowledge rows touch, each between bounds from its
@@ -164,7 +166,28 @@ void metrics_closed_bucket(const struct dataset *ds, const struct invariants *in
  * new zeros; *infeasible is set when the relaxation has no solution.
  */
 enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      size_t *found, int *infeasible);
+			      struct relax_memo *memo, size_t *found, int *infeasible);
+
+/*
+ * What the rounds of one search have relaxed (memo of boundary_relax, may
+ * be NULL; zero-initialized before the first round, relax_memo_finish
+ * after the last): per value, the buckets its relaxation read and their
+ * zeros once it had written its own. A value whose buckets have gained no
+ * zero since is not relaxed again: its program can only have lost rows
+ * (propagation resolves them), a weaker relaxation, and its own zeros
+ * only fixed what every solution of it already held.
+ */
+struct relax_seen {
+	uint32_t *buckets;
+	size_t n_buckets, zeros;
+	int valid;
+};
+struct relax_memo {
+	struct relax_seen *seen; /* per sensitive value, n_seen of them */
+	size_t n_seen;
+	size_t skipped; /* relaxations not run again, over every round */
+};
+void relax_memo_finish(struct relax_memo *m);
 
 /* ---- boundary_ipm.c ----------------------------------------------------- */
 
