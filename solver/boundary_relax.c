@@ -32,109 +32,6 @@
 
 #include "solver_internal.h"
 
-/* Interned lists of uint32 (signatures, bucket keys) -> dense ids. */
-struct intern {
-	size_t n, cap, pool_n, pool_cap;
-	int32_t *slot;
-	size_t *off; /* id -> pool offset, n + 1 entries */
-	uint32_t *pool;
-	uint64_t *hash;
-};
-
-static uint64_t hash_list(const uint32_t *a, size_t n)
-{
-	uint64_t h = 1469598103934665603u ^ n;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ a[i]) * 1099511628211u;
-	return h ^ (h >> 29);
-}
-
-static int intern_grow(struct intern *t)
-{
-	size_t cap = t->cap ? 2 * t->cap : 1024;
-	int32_t *slot = malloc(cap * sizeof *slot);
-
-	if (!slot)
-		return -1;
-	for (size_t i = 0; i < cap; i++)
-		slot[i] = -1;
-	for (size_t id = 0; id < t->n; id++) {
-		size_t i = t->hash[id] & (cap - 1);
-
-		while (slot[i] >= 0)
-			i = (i + 1) & (cap - 1);
-		slot[i] = (int32_t)id;
-	}
-	free(t->slot);
-	t->slot = slot;
-	t->cap = cap;
-	return 0;
-}
-
-static int reserve(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t c = *cap ? *cap : 256;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	q = realloc(*p, c * size);
-	if (!q)
-		return -1;
-	*p = q;
-	*cap = c;
-	return 0;
-}
-
-/* Id of list a[0..n), new or not; -1 when out of memory. */
-static int32_t intern_get(struct intern *t, const uint32_t *a, size_t n)
-{
-	uint64_t h = hash_list(a, n);
-	size_t i, ids_cap = t->n + 2;
-
-	if ((t->n + 1) * 2 > t->cap && intern_grow(t))
-		return -1;
-	for (i = h & (t->cap - 1); t->slot[i] >= 0; i = (i + 1) & (t->cap - 1)) {
-		size_t id = (size_t)t->slot[i], len = t->off[id + 1] - t->off[id];
-
-		if (t->hash[id] == h && len == n && (!n || !memcmp(t->pool + t->off[id], a, n * 4)))
-			return (int32_t)id;
-	}
-	if (reserve((void **)&t->pool, &t->pool_cap, t->pool_n + n + 1, 4))
-		return -1;
-	{
-		size_t *off = realloc(t->off, (ids_cap + 1) * sizeof *off);
-		uint64_t *hs = off ? realloc(t->hash, ids_cap * sizeof *hs) : NULL;
-
-		if (off)
-			t->off = off;
-		if (!hs)
-			return -1;
-		t->hash = hs;
-	}
-	if (t->n == 0)
-		t->off[0] = 0;
-	if (n) /* a may be NULL for the empty list */
-		memcpy(t->pool + t->pool_n, a, n * 4);
-	t->pool_n += n;
-	t->off[t->n + 1] = t->pool_n;
-	t->hash[t->n] = h;
-	t->slot[i] = (int32_t)t->n;
-	return (int32_t)t->n++;
-}
-
-static void intern_free(struct intern *t)
-{
-	free(t->slot);
-	free(t->off);
-	free(t->pool);
-	free(t->hash);
-	memset(t, 0, sizeof *t);
-}
-
 /* Per-bucket layout and scratch shared by every value. */
 struct relax {
 	const struct invariants *inv;
@@ -232,7 +129,7 @@ static enum pm_status value_classes(struct value *v)
 			if (x->zero[c])
 				continue;
 			if (x->cnt[c]++ == 0) {
-				if (reserve((void **)&v->tcells, &total, v->nt + 1, 4))
+				if (intern_reserve((void **)&v->tcells, &total, v->nt + 1, 4))
 					return PM_ERR_NOMEM;
 				x->cls[c] = (int32_t)v->nt;
 				v->tcells[v->nt++] = (uint32_t)c;
@@ -286,7 +183,7 @@ static enum pm_status value_buckets(struct value *v)
 		if (x->btype[b] != -1)
 			continue;
 		x->btype[b] = -2;
-		if (reserve((void **)&v->buckets, &cap, v->n_buckets + 1, 4) ||
+		if (intern_reserve((void **)&v->buckets, &cap, v->n_buckets + 1, 4) ||
 		    !(v->bcol = realloc(v->bcol, cap * 4)))
 			goto out;
 		v->bcol[v->n_buckets] = (uint32_t)((c - inv->cell_off[b]) % x->h[b]);
@@ -299,7 +196,7 @@ static enum pm_status value_buckets(struct value *v)
 		int32_t id;
 
 		if (!(ent = realloc(ent, (g + 1) * sizeof *ent)) ||
-		    reserve((void **)&key, &key_cap, 3 * g + 2, 4))
+		    intern_reserve((void **)&key, &key_cap, 3 * g + 2, 4))
 			goto out;
 		for (size_t i = 0; i < g; i++) {
 			size_t c = off + i * x->h[b] + js;
@@ -649,7 +546,7 @@ static enum pm_status value_apply(struct value *v)
 			if (j == v->type_var[t + 1] || !(v->low[j] || v->high[j]))
 				continue;
 			cell_bounds(x, b, i, js, &lo, &up);
-			if (reserve((void **)&out, &cap, n + h + 1, 4))
+			if (intern_reserve((void **)&out, &cap, n + h + 1, 4))
 				return PM_ERR_NOMEM;
 			if (v->low[j] && lo == 0)
 				out[n++] = (uint32_t)c;
