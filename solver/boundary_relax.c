@@ -647,15 +647,29 @@ void relax_memo_finish(struct relax_memo *m)
 		memset(m, 0, sizeof *m);
 }
 
-/* The relaxation of value s, whose open rows are rows[0..nr). */
-static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t s,
+/* Do rows[0..nr) hold at most max free cells, a cell counted once per
+ * row that holds it? (Stops counting past max.) */
+static int row_cells_within(const struct relax *x, const uint32_t *rows, size_t nr, size_t max)
+{
+	const struct invariants *inv = x->inv;
+	size_t n = 0;
+
+	for (size_t k = 0; k < nr && n <= max; k++)
+		for (size_t e = inv->row_off[rows[k]]; e < inv->row_off[rows[k] + 1]; e++)
+			n += !x->zero[inv->row_cell[e]];
+	return n <= max;
+}
+
+/* The relaxation of value s, whose open rows are rows[0..nr), unless
+ * they hold more than max_cells free cells (counted once per row). */
+static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t s, size_t max_cells,
 				  const uint32_t *rows, size_t nr)
 {
 	struct value v = {.x = x, .rows = rows, .nr = nr};
 	enum pm_status st;
 	int converged = 0, claims = 0, proved = 1;
 
-	if (memo_unchanged(m, x, s))
+	if (memo_unchanged(m, x, s) || !row_cells_within(x, rows, nr, max_cells))
 		return PM_OK;
 	st = value_classes(&v);
 	if (!st)
@@ -692,7 +706,8 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      struct relax_memo *memo, size_t *found, int *infeasible)
+			      size_t max_cells, struct relax_memo *memo, size_t *found,
+			      int *infeasible)
 {
 	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero};
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;
@@ -722,7 +737,7 @@ enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resol
 	for (size_t i = 0, j; !st && i < n && !x.infeasible; i = j) {
 		for (j = i; j < n && key[j] >> 32 == key[i] >> 32;)
 			j++;
-		st = relax_value(&x, memo, key[i] >> 32, rows + i, j - i);
+		st = relax_value(&x, memo, key[i] >> 32, max_cells, rows + i, j - i);
 	}
 	*found = x.found;
 	*infeasible = x.infeasible;

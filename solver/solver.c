@@ -379,8 +379,9 @@ static enum pm_status find_zeros(const struct dataset *ds, const struct knowledg
 }
 
 /*
- * One probe: the forced zeros to a depth (cheap arguments alone, or with
- * boundary_relax.c's relaxations), open components deferred, then the
+ * One probe: the forced zeros to a depth (cheap arguments and the small
+ * relaxations, or with all of boundary_relax.c's), open components
+ * deferred, then the
  * solve, capped at PROBE_ITERATIONS and run to PROBE_VIOLATION. *used
  * counts the iterations of every stage so far; *clean is set when the
  * solve is final (nothing deferred, or no sign of a forced zero).
@@ -397,7 +398,8 @@ static enum pm_status probe_stage(const struct dataset *ds, const struct knowled
 	memset(u->zero, 0, inv->n_cells);
 	memset(u->implied, 0, inv->n_rows);
 	memset(u->deferred, 0, inv->n_groups);
-	st = find_zeros(ds, k, inv, o, u, u->deferred, relax ? BOUNDARY_RELAX : 0, err);
+	st = find_zeros(ds, k, inv, o, u, u->deferred,
+			relax ? BOUNDARY_RELAX : BOUNDARY_RELAX_SMALL, err);
 	if (st)
 		return st;
 	defer = memchr(u->deferred, 1, inv->n_groups) != NULL;
@@ -418,9 +420,9 @@ static enum pm_status probe_stage(const struct dataset *ds, const struct knowled
  * Forced zeros and the solve. The full dual keeps the engine's order
  * (boundary.c probes open components with the full dual, then decides
  * them exactly). The two-level method defers open components: its own
- * solve is the probe, first after the cheap arguments alone (the
- * relaxations cost more than most probes), then after the relaxations
- * too; only if that one shows a sign of a forced zero as well are the
+ * solve is the probe, first after the cheap arguments and the
+ * relaxations of few cells (large ones cost more than most probes), then
+ * after every relaxation; only if that one shows a sign of a forced zero as well are the
  * exact zeros found (the interior point method, then if need be the LP),
  * and the problem solved again unless they are the probe's own.
  */

@@ -30,10 +30,12 @@ struct solver_options;
  * probed nor decided; their buckets get deferred[b] = 1, and the caller,
  * whose solve serves as the probe, calls again should that solve show a
  * sign of a forced zero (the relaxations run with deferred only if
- * BOUNDARY_RELAX asks for them).
+ * BOUNDARY_RELAX asks for them; BOUNDARY_RELAX_SMALL, those of values
+ * whose open rows hold few cells).
  */
-#define BOUNDARY_RELAX 1u
-#define BOUNDARY_PROBE 2u
+#define BOUNDARY_RELAX	     1u
+#define BOUNDARY_PROBE	     2u
+#define BOUNDARY_RELAX_SMALL 4u
 enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
 			     const struct invariants *inv, const struct solver_options *o,
 			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,

@@ -185,9 +185,11 @@ struct relax_memo;
  * the cells held at a bound and a linear program proves the suggestion
  * before any zero is written. Adds to zero[] (n_cells), *found counts the
  * new zeros; *infeasible is set when the relaxation has no solution.
+ * Values whose open rows hold more than max_cells free cells are left out.
  */
 enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      struct relax_memo *memo, size_t *found, int *infeasible);
+			      size_t max_cells, struct relax_memo *memo, size_t *found,
+			      int *infeasible);
 
 /*
  * What the rounds of one search have relaxed (memo of boundary_relax, may

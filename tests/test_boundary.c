@@ -164,8 +164,8 @@ static size_t relax_rounds(struct fixture *f, struct relax_memo *memo)
 	int infeasible = 0;
 
 	while (found && !infeasible) {
-		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, memo, &found, &infeasible) ==
-		      PM_OK);
+		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, SIZE_MAX, memo, &found,
+				     &infeasible) == PM_OK);
 		extra += found;
 		if (found)
 			CHECK(propagate_zeros(&f->inv, f->zero, f->resolved, &infeasible) == PM_OK);
