@@ -641,10 +641,12 @@ static enum pm_status memo_store(struct relax_memo *m, const struct value *v, si
 
 void relax_memo_finish(struct relax_memo *m)
 {
-	for (size_t s = 0; m && s < m->n_seen; s++)
+	if (!m)
+		return;
+	for (size_t s = 0; s < m->n_seen; s++)
 		free(m->seen[s].buckets);
-	if (m)
-		memset(m, 0, sizeof *m);
+	free(m->seen);
+	memset(m, 0, sizeof *m);
 }
 
 /* Do rows[0..nr) hold at most max free cells, a cell counted once per
