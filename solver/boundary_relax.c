@@ -172,7 +172,7 @@ static enum pm_status value_buckets(struct value *v)
 {
 	const struct invariants *inv = v->x->inv;
 	struct relax *x = v->x;
-	size_t cap = 0, key_cap = 0;
+	size_t cap = 0, bcap = 0, key_cap = 0;
 	struct entry *ent = NULL;
 	uint32_t *key = NULL;
 	enum pm_status st = PM_ERR_NOMEM;
@@ -184,7 +184,7 @@ static enum pm_status value_buckets(struct value *v)
 			continue;
 		x->btype[b] = -2;
 		if (intern_reserve((void **)&v->buckets, &cap, v->n_buckets + 1, 4) ||
-		    !(v->bcol = realloc(v->bcol, cap * 4)))
+		    intern_reserve((void **)&v->bcol, &bcap, v->n_buckets + 1, 4))
 			goto out;
 		v->bcol[v->n_buckets] = (uint32_t)((c - inv->cell_off[b]) % x->h[b]);
 		v->buckets[v->n_buckets++] = (uint32_t)b;
