@@ -156,15 +156,16 @@ static void compare(const struct fixture *f, size_t *wrong, size_t *missed)
 	}
 }
 
-/* Rounds of the relaxations and propagation until nothing is new, with
- * memo (may be NULL); the zeros beyond propagation. */
-static size_t relax_rounds(struct fixture *f, struct relax_memo *memo)
+/* Rounds of the relaxations (of values with at most cap entries) and
+ * propagation until nothing is new, with memo (may be NULL); the zeros
+ * beyond propagation. */
+static size_t relax_rounds(struct fixture *f, size_t cap, struct relax_memo *memo)
 {
 	size_t found = 1, extra = 0;
 	int infeasible = 0;
 
 	while (found && !infeasible) {
-		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, SIZE_MAX, memo, &found,
+		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, cap, memo, &found,
 				     &infeasible) == PM_OK);
 		extra += found;
 		if (found)
@@ -179,7 +180,7 @@ static size_t relax_rounds(struct fixture *f, struct relax_memo *memo)
  * those beyond propagation, so the caller can see the argument at work.
  * Rounds that skip the values whose buckets gained no zero (*skipped of
  * them) find exactly what rounds that relax every value find. */
-static void relax_instance(uint64_t seed, size_t *extra, size_t *skipped)
+static void relax_instance(uint64_t seed, size_t *extra, size_t *skipped, size_t *capped)
 {
 	struct fixture f, g;
 	struct relax_memo memo = {0};
@@ -187,13 +188,23 @@ static void relax_instance(uint64_t seed, size_t *extra, size_t *skipped)
 
 	fixture_init(&f, seed);
 	fixture_init(&g, seed);
-	n = relax_rounds(&f, &memo);
+	n = relax_rounds(&f, SIZE_MAX, &memo);
 	*extra += n;
-	CHECK(relax_rounds(&g, NULL) == n);
+	CHECK(relax_rounds(&g, SIZE_MAX, NULL) == n);
 	CHECK(memcmp(f.zero, g.zero, f.inv.n_cells) == 0);
 	CHECK(memcmp(f.resolved, g.resolved, f.inv.n_rows) == 0);
 	*skipped += memo.skipped;
 	relax_memo_finish(&memo);
+	/* a cap leaves values out: none with 0, some of the zeros with 12
+	 * entries (a subset of them) */
+	fixture_finish(&g);
+	fixture_init(&g, seed);
+	CHECK(relax_rounds(&g, 0, NULL) == 0);
+	fixture_finish(&g);
+	fixture_init(&g, seed);
+	*capped += relax_rounds(&g, 12, NULL);
+	for (size_t c = 0; c < f.inv.n_cells; c++)
+		CHECK(!g.zero[c] || f.zero[c]);
 	compare(&f, &wrong, &missed);
 	if (wrong)
 		fprintf(stderr, "relaxation zeros not forced, seed %llu\n",
@@ -513,8 +524,8 @@ static void test_lp_solve(void)
 
 int main(void)
 {
-	size_t unresolved = 0, relaxed = 0, skipped = 0, zeros = 0, centered = 0, settled = 0,
-	       runs = 0;
+	size_t unresolved = 0, relaxed = 0, skipped = 0, capped = 0, zeros = 0, centered = 0,
+	       settled = 0, runs = 0;
 
 	test_csum();
 	test_lp_solve();
@@ -528,10 +539,12 @@ int main(void)
 		random_instance(0xb0da0000 + seed, 0, 1, &unresolved);
 	}
 	for (uint64_t seed = 1; seed <= 400; seed++)
-		relax_instance(0x4e1a0000 + seed, &relaxed, &skipped);
-	fprintf(stderr, "relaxations: %zu zeros beyond propagation, %zu values not relaxed again\n",
-		relaxed, skipped);
-	CHECK(relaxed > 0 && skipped > 0);
+		relax_instance(0x4e1a0000 + seed, &relaxed, &skipped, &capped);
+	fprintf(stderr,
+		"relaxations: %zu zeros beyond propagation (%zu under a cap of 12 entries), "
+		"%zu values not relaxed again\n",
+		relaxed, capped, skipped);
+	CHECK(relaxed > 0 && skipped > 0 && capped > 0 && capped < relaxed);
 	for (uint64_t seed = 1; seed <= 400; seed++)
 		fixpoint_instance(0xf1c50000 + seed, &zeros);
 	CHECK(zeros > 0);
