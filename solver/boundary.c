@@ -649,6 +649,9 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	struct component *cs = NULL;
 	uint8_t *resolved = calloc(inv->n_rows + 1, 1);
 	size_t n = 0, new_zeros = 0;
+	size_t relax_cap = (flags & BOUNDARY_RELAX) || !deferred ? SIZE_MAX
+			   : flags & BOUNDARY_RELAX_SMALL	 ? RELAX_SMALL_CELLS
+								 : 0;
 	int infeasible = 0;
 	enum pm_status st = resolved ? PM_OK : PM_ERR_NOMEM;
 
@@ -661,11 +664,8 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	/* a first probe goes without the relaxations of many cells, which cost
 	 * more than a probe that needs none of them; the small ones cost less
 	 * than a probe that fails for want of them (RELAX_SMALL_CELLS) */
-	if (!st && ((flags & (BOUNDARY_RELAX | BOUNDARY_RELAX_SMALL)) || !deferred))
-		st = relax_and_propagate(inv, zero, resolved,
-					 (flags & BOUNDARY_RELAX) || !deferred ? SIZE_MAX
-									       : RELAX_SMALL_CELLS,
-					 &infeasible);
+	if (!st && relax_cap)
+		st = relax_and_propagate(inv, zero, resolved, relax_cap, &infeasible);
 	if (!st && (infeasible || open_rows(inv, resolved)))
 		st = components_split(&bd, &lists, &cs, &n);
 	/* the linear program only where propagation left a row open, or to

@@ -605,7 +605,7 @@ static int memo_unchanged(struct relax_memo *m, const struct relax *x, size_t s)
 {
 	const struct relax_seen *e = m && s < m->n_seen ? &m->seen[s] : NULL;
 
-	if (!e || !e->valid || zeros_in(x, e->buckets, e->n_buckets) != e->zeros)
+	if (!e || !e->buckets || zeros_in(x, e->buckets, e->n_buckets) != e->zeros)
 		return 0;
 	m->skipped++;
 	return 1;
@@ -628,14 +628,12 @@ static enum pm_status memo_store(struct relax_memo *m, const struct value *v, si
 		m->n_seen = s + 1;
 	}
 	e = &m->seen[s];
-	e->valid = 0;
 	free(e->buckets);
 	if (!(e->buckets = malloc((v->n_buckets + 1) * sizeof *e->buckets)))
 		return PM_ERR_NOMEM;
 	memcpy(e->buckets, v->buckets, v->n_buckets * sizeof *e->buckets);
 	e->n_buckets = v->n_buckets;
 	e->zeros = zeros_in(v->x, v->buckets, v->n_buckets);
-	e->valid = 1;
 	return PM_OK;
 }
 
@@ -656,6 +654,8 @@ static int row_cells_within(const struct relax *x, const uint32_t *rows, size_t 
 	const struct invariants *inv = x->inv;
 	size_t n = 0;
 
+	if (max == SIZE_MAX) /* no cap: nothing to count */
+		return 1;
 	for (size_t k = 0; k < nr && n <= max; k++)
 		for (size_t e = inv->row_off[rows[k]]; e < inv->row_off[rows[k] + 1]; e++)
 			n += !x->zero[inv->row_cell[e]];

@@ -381,8 +381,8 @@ static enum pm_status find_zeros(const struct dataset *ds, const struct knowledg
 /*
  * One probe: the forced zeros to a depth (cheap arguments and the small
  * relaxations, or with all of boundary_relax.c's), open components
- * deferred, then the
- * solve, capped at PROBE_ITERATIONS and run to PROBE_VIOLATION. *used
+ * deferred, then the solve, capped at PROBE_ITERATIONS and run to
+ * PROBE_VIOLATION. *used
  * counts the iterations of every stage so far; *clean is set when the
  * solve is final (nothing deferred, or no sign of a forced zero).
  */
@@ -422,9 +422,10 @@ static enum pm_status probe_stage(const struct dataset *ds, const struct knowled
  * them exactly). The two-level method defers open components: its own
  * solve is the probe, first after the cheap arguments and the
  * relaxations of few cells (large ones cost more than most probes), then
- * after every relaxation; only if that one shows a sign of a forced zero as well are the
- * exact zeros found (the interior point method, then if need be the LP),
- * and the problem solved again unless they are the probe's own.
+ * after every relaxation; only if that one shows a sign of a forced zero
+ * as well are the exact zeros found (the interior point method, then if
+ * need be the LP), and the problem solved again unless they are the
+ * probe's own.
  */
 static enum pm_status solve_all(const struct dataset *ds, const struct knowledge *k,
 				const struct invariants *inv, const struct solver_options *o,

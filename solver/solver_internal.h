@@ -195,15 +195,15 @@ enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resol
  * What the rounds of one search have relaxed (memo of boundary_relax, may
  * be NULL; zero-initialized before the first round, relax_memo_finish
  * after the last): per value, the buckets its relaxation read and their
- * zeros once it had written its own. A value whose buckets have gained no
+ * zeros once it had written its own (zeros are only ever added, so an
+ * equal count means the same zeros). A value whose buckets have gained no
  * zero since is not relaxed again: its program can only have lost rows
  * (propagation resolves them), a weaker relaxation, and its own zeros
  * only fixed what every solution of it already held.
  */
 struct relax_seen {
-	uint32_t *buckets;
+	uint32_t *buckets; /* NULL: not relaxed yet */
 	size_t n_buckets, zeros;
-	int valid;
 };
 struct relax_memo {
 	struct relax_seen *seen; /* per sensitive value, n_seen of them */
