@@ -52,6 +52,8 @@ static const char usage_solve[] =
     "  --method M           two-level (default: multipliers of open rules only) or\n"
     "                       full-dual (the paper's method: every multiplier)\n"
     "  --max-iterations N   solver iteration limit (default 10000)\n"
+    "  --time-limit S       stop the solve after S seconds: status not_converged,\n"
+    "                       reason time_limit, the best point so far (default none)\n"
     "  --sa COL             CSV input: the sensitive attribute column (required)\n"
     "  --group COL          CSV input: the group column (required)\n"
     "  -h, --help           show this help\n"
@@ -64,6 +66,8 @@ static const char usage_mine[] =
     "Mines the Top-(K+,K-) association rules Qv => s and Qv => not s from the\n"
     "original records and prints them as knowledge JSON, which `pmaxent solve`\n"
     "accepts as KNOWLEDGE.json. DATASET as for solve (records form or CSV).\n"
+    "When fewer rules reach the minimum support than asked for, a note on\n"
+    "stderr says how many exist.\n"
     "\n"
     "options:\n"
     "  --positive K         number of positive rules (required)\n"
@@ -102,11 +106,24 @@ static const char usage_serve[] =
     "  --data-dir DIR       database directory, created if needed (default ./var)\n"
     "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
     "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
-    "  --token-file F       lines 'TOKEN TENANT' ('#' comments): every request but\n"
-    "                       /healthz needs 'Authorization: Bearer TOKEN'\n"
+    "  --token-file F       lines 'TOKEN TENANT' or 'TOKEN TENANT admin' ('#'\n"
+    "                       comments; the file must be private, chmod 600): every\n"
+    "                       request but /healthz needs 'Authorization: Bearer TOKEN',\n"
+    "                       /metrics one with the admin role\n"
     "  --max-body BYTES     request body limit, 413 above (default 67108864)\n"
     "  --max-solve-body BYTES\n"
     "                       POST /v1/solve body limit (default 1048576)\n"
+    "  --max-connections N  connections open at once (default 1024); over it: 503\n"
+    "  --max-connections-per-address N\n"
+    "                       of them from one client address (default 64); over: 429\n"
+    "  --header-timeout S   seconds for a request's whole head (default 10); 408\n"
+    "  --idle-timeout S     seconds a connection may stay silent (default 30)\n"
+    "  --analysis-time-limit S\n"
+    "                       an analysis's solve time limit: default and maximum of\n"
+    "                       solver.time_limit (default 3600)\n"
+    "  --solve-time-limit S the same for POST /v1/solve (default 10)\n"
+    "  --max-attempts N     an analysis the service died running N times ends\n"
+    "                       failed (default 3)\n"
     "  --insecure           allow a non-loopback address without a token file\n"
     "  --quiet              no access log\n"
     "  -h, --help           show this help\n"
@@ -117,6 +134,7 @@ enum opt_id {
 	OPT_TOLERANCE,
 	OPT_MAX_ITER,
 	OPT_METHOD,
+	OPT_TIME_LIMIT,
 	OPT_SA,
 	OPT_GROUP,
 	OPT_POSITIVE,
@@ -137,6 +155,13 @@ enum opt_id {
 	OPT_MAX_SOLVE_BODY,
 	OPT_INSECURE,
 	OPT_QUIET,
+	OPT_MAX_CONN,
+	OPT_MAX_CONN_ADDR,
+	OPT_HEADER_TIMEOUT,
+	OPT_IDLE_TIMEOUT,
+	OPT_ANALYSIS_LIMIT,
+	OPT_SOLVE_LIMIT,
+	OPT_MAX_ATTEMPTS,
 	N_OPTS
 };
 
@@ -147,6 +172,7 @@ static const struct option opts_solve[] = {
     {"tolerance", required_argument, NULL, OPT_BASE + OPT_TOLERANCE},
     {"max-iterations", required_argument, NULL, OPT_BASE + OPT_MAX_ITER},
     {"method", required_argument, NULL, OPT_BASE + OPT_METHOD},
+    {"time-limit", required_argument, NULL, OPT_BASE + OPT_TIME_LIMIT},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
     {"help", no_argument, NULL, 'h'},
@@ -185,6 +211,13 @@ static const struct option opts_serve[] = {
     {"max-solve-body", required_argument, NULL, OPT_BASE + OPT_MAX_SOLVE_BODY},
     {"insecure", no_argument, NULL, OPT_BASE + OPT_INSECURE},
     {"quiet", no_argument, NULL, OPT_BASE + OPT_QUIET},
+    {"max-connections", required_argument, NULL, OPT_BASE + OPT_MAX_CONN},
+    {"max-connections-per-address", required_argument, NULL, OPT_BASE + OPT_MAX_CONN_ADDR},
+    {"header-timeout", required_argument, NULL, OPT_BASE + OPT_HEADER_TIMEOUT},
+    {"idle-timeout", required_argument, NULL, OPT_BASE + OPT_IDLE_TIMEOUT},
+    {"analysis-time-limit", required_argument, NULL, OPT_BASE + OPT_ANALYSIS_LIMIT},
+    {"solve-time-limit", required_argument, NULL, OPT_BASE + OPT_SOLVE_LIMIT},
+    {"max-attempts", required_argument, NULL, OPT_BASE + OPT_MAX_ATTEMPTS},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -459,10 +492,74 @@ static enum pm_status print_json(const json_t *j, struct pm_error *err)
 	return PM_OK;
 }
 
+/* ---- notes -------------------------------------------------------------- */
+
+/* Fewer rules than asked for is a weaker adversary than the user believes
+ * in: worth a line on stderr (the output itself says it in "mined"). */
+static void mined_note(const char *kind, size_t asked, size_t found, const struct miner_options *o)
+{
+	char t[48] = "";
+
+	if (found >= asked)
+		return;
+	if (o->qi_attributes)
+		snprintf(t, sizeof t, ", qi_attributes %zu", o->qi_attributes);
+	fprintf(stderr,
+		"pmaxent: note: %zu of the %zu %s rules asked for exist (min_support %llu%s)\n",
+		found, asked, kind, (unsigned long long)o->min_support, t);
+}
+
+static size_t mined_count(const json_t *mined, const char *kind, const char *key)
+{
+	return (size_t)json_integer_value(json_object_get(json_object_get(mined, kind), key));
+}
+
+/* The notes of a solve result: its "mined", with min_support and
+ * qi_attributes from the mine block the pipeline has validated. */
+static void solve_notes(const json_t *result, const json_t *know)
+{
+	const json_t *mined = json_object_get(result, "mined");
+	const json_t *m = json_object_get(know, "mine");
+	struct miner_options o;
+
+	if (!mined)
+		return;
+	miner_options_init(&o);
+	if (json_is_integer(json_object_get(m, "min_support")))
+		o.min_support = (uint64_t)json_integer_value(json_object_get(m, "min_support"));
+	o.qi_attributes = (size_t)json_integer_value(json_object_get(m, "qi_attributes"));
+	mined_note("positive", mined_count(mined, "positive", "asked"),
+		   mined_count(mined, "positive", "found"), &o);
+	mined_note("negative", mined_count(mined, "negative", "asked"),
+		   mined_count(mined, "negative", "found"), &o);
+}
+
 /* ---- solve -------------------------------------------------------------- */
 
-/* --tolerance / --max-iterations as solver options JSON (*out may stay
- * NULL). Returns -1 when fine, else the exit code. */
+/* --time-limit as "time_limit" in the solver options JSON: seconds, a
+ * positive number. Returns -1 when fine (or absent), else the exit code. */
+static int time_limit_flag(const struct cmd *c, const struct args *a, json_t *out)
+{
+	const char *s = a->opt[OPT_TIME_LIMIT];
+	double limit;
+
+	if (!s)
+		return -1;
+	if (parse_real(c, "--time-limit", s, &limit))
+		return 2;
+	if (!(limit > 0)) {
+		fprintf(stderr,
+			"pmaxent: --time-limit: expected a positive number of seconds, got '%s'\n",
+			s);
+		usage_hint(c);
+		return 2;
+	}
+	json_object_set_new(out, "time_limit", json_real(limit));
+	return -1;
+}
+
+/* --tolerance / --max-iterations / --time-limit as solver options JSON
+ * (*out may stay NULL). Returns -1 when fine, else the exit code. */
 static int solver_flags(const struct cmd *c, const struct args *a, json_t **out)
 {
 	double tol;
@@ -475,6 +572,8 @@ static int solver_flags(const struct cmd *c, const struct args *a, json_t **out)
 			return 2;
 		json_object_set_new(*out, "tolerance", json_real(tol));
 	}
+	if (time_limit_flag(c, a, *out) >= 0)
+		return 2;
 	/* checked by codec_solver_options like the JSON field */
 	if (a->opt[OPT_METHOD])
 		json_object_set_new(*out, "method", json_string(a->opt[OPT_METHOD]));
@@ -513,6 +612,8 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 					  &err);
 	if (!st)
 		st = print_json(result, &err);
+	if (!st)
+		solve_notes(result, know);
 	rc = finish(st, &err);
 out:
 	json_decref(result);
@@ -548,12 +649,16 @@ static enum pm_status mine(const struct dataset *ds, const json_t *spec, struct 
 			   struct pm_error *err)
 {
 	struct miner_options o;
+	struct miner_found found;
 	enum pm_status st;
 	int has_mine;
 
-	if ((st = codec_knowledge(spec, ds, k, &o, &has_mine, err)))
+	if ((st = codec_knowledge(spec, ds, k, &o, &has_mine, err)) ||
+	    (st = miner_run_counted(ds, &o, k, &found, err)))
 		return st;
-	return miner_run(ds, &o, k, err);
+	mined_note("positive", o.positive, found.positive, &o);
+	mined_note("negative", o.negative, found.negative, &o);
+	return PM_OK;
 }
 
 static int cmd_mine(const struct cmd *c, const struct args *a)
@@ -688,6 +793,59 @@ static int serve_number(const struct cmd *c, const struct args *a, enum opt_id i
 	return -1;
 }
 
+/* A seconds serve flag in (0, max]; -1 when fine or absent, else 2. */
+static int serve_seconds(const struct cmd *c, const struct args *a, enum opt_id id,
+			 const char *flag, double max, double *out)
+{
+	double v;
+
+	if (!a->opt[id])
+		return -1;
+	if (parse_real(c, flag, a->opt[id], &v))
+		return 2;
+	if (!(v > 0) || v > max) {
+		fprintf(stderr, "pmaxent: %s: must be a number of seconds above 0 and at most %g, "
+				"got %s\n",
+			flag, max, a->opt[id]);
+		usage_hint(c);
+		return 2;
+	}
+	*out = v;
+	return -1;
+}
+
+/* The connection and time limits of serve. */
+static int serve_limits(const struct cmd *c, const struct args *a, struct http_options *o)
+{
+	size_t attempts = (size_t)o->max_attempts;
+	int rc;
+
+	if ((rc = serve_number(c, a, OPT_MAX_CONN, "--max-connections", 1, 1000000,
+			       &o->max_connections)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_CONN_ADDR, "--max-connections-per-address", 1,
+			       1000000, &o->max_per_address)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_ATTEMPTS, "--max-attempts", 1, 1000, &attempts)) >=
+		0 ||
+	    (rc = serve_seconds(c, a, OPT_HEADER_TIMEOUT, "--header-timeout", 3600,
+				&o->header_timeout)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_IDLE_TIMEOUT, "--idle-timeout", 86400,
+				&o->idle_timeout)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_ANALYSIS_LIMIT, "--analysis-time-limit", 1e7,
+				&o->analysis_time_limit)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_SOLVE_LIMIT, "--solve-time-limit", 1e7,
+				&o->solve_time_limit)) >= 0)
+		return rc;
+	o->max_attempts = (int)attempts;
+	if (o->max_per_address > o->max_connections) {
+		fprintf(stderr, "pmaxent: --max-connections-per-address (%zu) must not be above "
+				"--max-connections (%zu)\n",
+			o->max_per_address, o->max_connections);
+		usage_hint(c);
+		return 2;
+	}
+	return -1;
+}
+
 static int serve_flags(const struct cmd *c, const struct args *a, struct http_options *o)
 {
 	size_t port;
@@ -701,7 +859,8 @@ static int serve_flags(const struct cmd *c, const struct args *a, struct http_op
 	    (rc = serve_number(c, a, OPT_MAX_BODY, "--max-body", 1, 1LL << 40, &o->max_body)) >=
 		0 ||
 	    (rc = serve_number(c, a, OPT_MAX_SOLVE_BODY, "--max-solve-body", 1, 1LL << 40,
-			       &o->max_solve_body)) >= 0)
+			       &o->max_solve_body)) >= 0 ||
+	    (rc = serve_limits(c, a, o)) >= 0)
 		return rc;
 	o->port = (unsigned)port;
 	if (a->opt[OPT_LISTEN])

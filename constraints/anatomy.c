@@ -70,6 +70,8 @@ static long find_col(const struct csv_table *t, const char *name)
 static enum pm_status check_qi(const struct csv_table *t, const char *const *qi_cols, size_t n_qi,
 			       long sa, size_t *cols, struct pm_error *err)
 {
+	char clip[ERROR_CLIP_SIZE];
+
 	if (!qi_cols || n_qi == 0)
 		return error_set(err, PM_ERR_INPUT, "qi", "is empty; name at least one QI column");
 	if (n_qi > DATASET_MAX_ATTRS)
@@ -81,15 +83,16 @@ static enum pm_status check_qi(const struct csv_table *t, const char *const *qi_
 
 		if (c < 0)
 			return error_set(err, PM_ERR_INPUT, "qi", "no column \"%s\" in the header",
-					 qi_cols[i] ? qi_cols[i] : "(null)");
+					 qi_cols[i] ? error_clip(qi_cols[i], clip) : "(null)");
 		if (c == sa)
 			return error_set(err, PM_ERR_INPUT, "qi",
 					 "column \"%s\" is the sa column; it cannot be a QI too",
-					 qi_cols[i]);
+					 error_clip(qi_cols[i], clip));
 		for (size_t j = 0; j < i; j++)
 			if (cols[j] == (size_t)c)
 				return error_set(err, PM_ERR_INPUT, "qi",
-						 "column \"%s\" is listed twice", qi_cols[i]);
+						 "column \"%s\" is listed twice",
+						 error_clip(qi_cols[i], clip));
 		cols[i] = (size_t)c;
 	}
 	return PM_OK;
@@ -100,6 +103,7 @@ static enum pm_status check_args(const struct csv_table *t, const char *sa_col,
 				 const struct anatomy_options *o, size_t *sa, size_t *cols,
 				 struct pm_error *err)
 {
+	char clip[ERROR_CLIP_SIZE];
 	long c;
 	enum pm_status st;
 
@@ -110,7 +114,8 @@ static enum pm_status check_args(const struct csv_table *t, const char *sa_col,
 	if (!sa_col || !*sa_col)
 		return error_set(err, PM_ERR_INPUT, "sa", "is missing; name the SA column");
 	if ((c = find_col(t, sa_col)) < 0)
-		return error_set(err, PM_ERR_INPUT, "sa", "no column \"%s\" in the header", sa_col);
+		return error_set(err, PM_ERR_INPUT, "sa", "no column \"%s\" in the header",
+				 error_clip(sa_col, clip));
 	*sa = (size_t)c;
 	st = check_qi(t, qi_cols, n_qi, c, cols, err);
 	if (!st && t->n_rows == 0)
@@ -175,6 +180,7 @@ static enum pm_status make_eligible(struct anatomy *an, int set_aside, size_t *n
 				    struct pm_error *err)
 {
 	size_t total = an->t->n_rows, l = an->l;
+	char clip[ERROR_CLIP_SIZE];
 
 	*n_aside = 0;
 	for (;;) {
@@ -193,7 +199,7 @@ static enum pm_status make_eligible(struct anatomy *an, int set_aside, size_t *n
 			    "the table is not %zu-eligible: SA value \"%s\" occurs in %zu of %zu "
 			    "records, more than 1/%zu of them%s; lower l or set the most "
 			    "frequent values aside",
-			    l, big->value, big->n, total, l,
+			    l, error_clip(big->value, clip), big->n, total, l,
 			    an->n_classes < l ? " (there are fewer distinct SA values than l)"
 					      : "");
 		total -= big->n;
@@ -295,6 +301,7 @@ static int group_has(const struct anatomy *an, size_t g, uint32_t c)
 /* Puts row (of class c) into a random group that lacks c. */
 static enum pm_status place_one(struct anatomy *an, uint32_t row, uint32_t c, struct pm_error *err)
 {
+	char clip[ERROR_CLIP_SIZE];
 	size_t n_free = 0, pick;
 
 	for (size_t g = 0; g < an->n_groups; g++)
@@ -302,7 +309,7 @@ static enum pm_status place_one(struct anatomy *an, uint32_t row, uint32_t c, st
 	if (n_free == 0)
 		return error_set(err, PM_ERR_INTERNAL, "",
 				 "anatomy: no group lacks SA value \"%s\" for a residual record",
-				 an->cls[c].value);
+				 error_clip(an->cls[c].value, clip));
 	pick = random_below(an, n_free);
 	for (size_t g = 0; g < an->n_groups; g++)
 		if (!group_has(an, g, c) && pick-- == 0) {

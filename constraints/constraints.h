@@ -45,6 +45,23 @@ void error_prefix(struct pm_error *err, const char *prefix);
 /* Human-readable name of a status ("bad input", ...); static storage. */
 const char *error_status_name(enum pm_status status);
 
+/* Messages quote user text through error_clip: a 64 MiB value must not come
+ * back in an error. ERROR_CLIP_SIZE is the buffer it needs ("..." + NUL). */
+#define ERROR_CLIP_MAX	64
+#define ERROR_CLIP_SIZE (ERROR_CLIP_MAX + 4)
+/* s cut to at most ERROR_CLIP_MAX bytes at a UTF-8 character boundary, with
+ * "..." when cut, written to buf (ERROR_CLIP_SIZE bytes); returns buf. */
+const char *error_clip(const char *s, char *buf);
+/*
+ * The entry of known[0 .. n) that word most likely misspells, or NULL: the
+ * closest by optimal string alignment distance (insertions, deletions,
+ * substitutions, swaps of neighbours; case and '-' / '_' ignored), if at
+ * most 2 edits and at most half the longer of the two. Words without a
+ * letter (numbers) and words over 256 bytes get none. Returns a pointer
+ * into known (borrowed). The one helper behind every "did you mean".
+ */
+const char *error_suggest(const char *word, const char *const *known, size_t n);
+
 /* ---- dict.c ------------------------------------------------------------- */
 
 /* A value dictionary: code -> string, codes in bytewise (strcmp) order once
@@ -62,6 +79,14 @@ void dict_finish(struct dict *d);
 
 #define DATASET_MAX_ATTRS 32
 #define DATASET_NO_SA	  UINT32_MAX
+
+/* Length limits in bytes, checked by the builder so that JSON and CSV input
+ * get the same ones (README "Errors and limits"). A value is a QI or SA
+ * value; numbers count as their text. */
+#define DATASET_MAX_NAME      256  /* the dataset's name */
+#define DATASET_MAX_ATTR_NAME 256  /* a QI or SA attribute name */
+#define DATASET_MAX_VALUE     1024 /* a QI or SA value */
+#define DATASET_MAX_GROUP     256  /* a group label */
 
 /*
  * A bucketized table, dictionary-encoded, buckets as flat CSR arrays.
@@ -102,12 +127,15 @@ struct dataset_builder;
 
 /* Starts a dataset with the given QI attribute names and SA name; name may
  * be NULL. Caller frees with dataset_builder_destroy. Returns NULL on error
- * (duplicate or empty attribute names, too many attributes, no memory). */
+ * (duplicate or empty attribute names, too many attributes, a name over its
+ * DATASET_MAX_* length, no memory). */
 struct dataset_builder *dataset_builder_create(const char *name, const char *const *attr_names,
 					       size_t n_attrs, const char *sa_name,
 					       struct pm_error *err);
 void dataset_builder_destroy(struct dataset_builder *b);
-/* Records form: one original record. qi has n_attrs values. */
+/* Records form: one original record. qi has n_attrs values. Errors name
+ * the row's part ("qi[1]", "group", "sa"): missing, or over its length
+ * limit (DATASET_MAX_VALUE, DATASET_MAX_GROUP); the same for the two below. */
 enum pm_status dataset_builder_add_record(struct dataset_builder *b, const char *const *qi,
 					  const char *group, const char *sa, struct pm_error *err);
 /* Published form: one QIT row, and one ST row (count >= 1). */
@@ -134,6 +162,9 @@ struct csv_table {
 	size_t n_cols, n_rows;
 	char **header; /* n_cols */
 	char **cells;  /* n_rows * n_cols, row-major */
+	/* physical lines (1-based) of the header and where each row starts, for
+	 * messages; row_line may be NULL in a table not made by csv_parse */
+	size_t header_line, *row_line;
 };
 
 /* Parses text[0..len). Caller frees with csv_table_finish. Errors name
@@ -176,8 +207,9 @@ enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struc
  * A user rule {"if": {attrs[i]: values[i]}, "then": sa, "probability": p}
  * (has_min/has_max for "min"/"max"). Names and values are resolved against
  * ds; errors are reported under field (e.g. "rules[3]"): unknown attribute,
- * attribute repeated, value absent from the data, unknown SA value,
- * probability outside [0,1], missing probability, min/max not supported yet.
+ * attribute repeated, value absent from the data, unknown SA value (these
+ * three with a "did you mean" when error_suggest finds one), probability
+ * outside [0,1], missing probability, min/max not supported yet.
  */
 enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 				  const char *const *attrs, const char *const *values,
@@ -200,11 +232,27 @@ struct miner_options {
 	size_t qi_attributes; /* T; 0 = every antecedent size 1..n_attrs */
 };
 
+/* The most rules of each kind (K+, K-) a mine block may ask for: each mined
+ * rule is a knowledge row of about 300 bytes plus its constraint row. The
+ * codec checks it (README "Errors and limits"). */
+#define MINER_MAX_K 100000
+
+/* How many rules of each kind a run found: K, or fewer when fewer rules
+ * reach min_support (SPEC section 2 takes the top K of those that exist). */
+struct miner_found {
+	size_t positive, negative;
+};
+
 void miner_options_init(struct miner_options *o);
 /* Appends the top K+ positive rules (best first) then the top K- negative
  * rules to out, as SPEC section 2 ranks them. Needs ground truth. */
 enum pm_status miner_run(const struct dataset *ds, const struct miner_options *o,
 			 struct knowledge *out, struct pm_error *err);
+/* miner_run that also reports how many rules of each kind it appended in
+ * *found (may be NULL; zeros when it fails). */
+enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_options *o,
+				 struct knowledge *out, struct miner_found *found,
+				 struct pm_error *err);
 
 /* ---- invariants.c ------------------------------------------------------- */
 

@@ -164,25 +164,25 @@ static enum pm_status read_row(struct parser *ps, int *blank, struct pm_error *e
 	return st;
 }
 
-static enum pm_status append_row(struct csv_table *t, struct parser *ps, size_t *cap,
+/* Appends the row just read, which started on line `line`; *cap counts rows. */
+static enum pm_status append_row(struct csv_table *t, struct parser *ps, size_t line, size_t *cap,
 				 struct pm_error *err)
 {
-	size_t need = (t->n_rows + 1) * t->n_cols;
+	if (t->n_rows == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		char **cells = realloc(t->cells, c * t->n_cols * sizeof *cells);
+		size_t *lines;
 
-	if (need > *cap) {
-		size_t c = *cap ? *cap * 2 : 1024;
-		char **cells;
-
-		while (c < need)
-			c *= 2;
-		cells = realloc(t->cells, c * sizeof *cells);
-		if (!cells)
+		if (cells)
+			t->cells = cells;
+		lines = cells ? realloc(t->row_line, c * sizeof *lines) : NULL;
+		if (!lines)
 			return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
-		t->cells = cells;
+		t->row_line = lines;
 		*cap = c;
 	}
 	memcpy(t->cells + t->n_rows * t->n_cols, ps->fields, t->n_cols * sizeof *ps->fields);
-	t->n_rows++;
+	t->row_line[t->n_rows++] = line;
 	ps->n_fields = 0; /* the strings now belong to t */
 	return PM_OK;
 }
@@ -253,6 +253,7 @@ static enum pm_status parse_rows(struct parser *ps, struct csv_table *t, struct 
 	if (st)
 		return st;
 	t->n_cols = ps->n_fields;
+	t->header_line = line;
 	t->header = ps->fields;
 	ps->fields = NULL;
 	ps->n_fields = ps->fields_cap = 0;
@@ -265,7 +266,7 @@ static enum pm_status parse_rows(struct parser *ps, struct csv_table *t, struct 
 				 t->n_cols);
 			st = line_error(err, line, msg);
 		} else {
-			st = append_row(t, ps, &cap, err);
+			st = append_row(t, ps, line, &cap, err);
 		}
 	}
 	return st;
@@ -302,6 +303,7 @@ void csv_table_finish(struct csv_table *t)
 		free(t->cells[i]);
 	free(t->header);
 	free(t->cells);
+	free(t->row_line);
 	memset(t, 0, sizeof *t);
 }
 
@@ -317,23 +319,26 @@ static long find_col(const struct csv_table *t, const char *name)
 static enum pm_status locate(const struct csv_table *t, const char *sa_col, const char *group_col,
 			     long *sa, long *group, struct pm_error *err)
 {
+	char c1[ERROR_CLIP_SIZE], c2[ERROR_CLIP_SIZE];
+
 	if (!sa_col || !*sa_col)
 		return error_set(err, PM_ERR_INPUT, "sa", "is missing; name the SA column");
 	if (!group_col || !*group_col)
 		return error_set(err, PM_ERR_INPUT, "group", "is missing; name the group column");
+	error_clip(sa_col, c1);
+	error_clip(group_col, c2);
 	if ((*sa = find_col(t, sa_col)) < 0)
-		return error_set(err, PM_ERR_INPUT, "sa", "no column \"%s\" in the header", sa_col);
+		return error_set(err, PM_ERR_INPUT, "sa", "no column \"%s\" in the header", c1);
 	if ((*group = find_col(t, group_col)) < 0)
-		return error_set(err, PM_ERR_INPUT, "group", "no column \"%s\" in the header",
-				 group_col);
+		return error_set(err, PM_ERR_INPUT, "group", "no column \"%s\" in the header", c2);
 	if (*sa == *group)
 		return error_set(err, PM_ERR_INPUT, "group",
-				 "is the same column as sa (\"%s\"); they must differ", sa_col);
+				 "is the same column as sa (\"%s\"); they must differ", c1);
 	if (t->n_cols < 3)
 		return error_set(err, PM_ERR_INPUT, "line 1",
 				 "has no QI column: every column but sa (\"%s\") and group "
 				 "(\"%s\") is a QI attribute",
-				 sa_col, group_col);
+				 c1, c2);
 	if (t->n_cols - 2 > DATASET_MAX_ATTRS)
 		return error_set(err, PM_ERR_INPUT, "line 1",
 				 "has %zu QI columns; at most %d are supported", t->n_cols - 2,
@@ -343,37 +348,81 @@ static enum pm_status locate(const struct csv_table *t, const char *sa_col, cons
 	return PM_OK;
 }
 
+/* The CSV columns of the dataset: QI columns in header order, SA, group. */
+struct columns {
+	const char *names[DATASET_MAX_ATTRS];
+	size_t qi[DATASET_MAX_ATTRS], n_qi;
+	long sa, group;
+};
+
+/*
+ * The builder names the parts of a dataset as JSON does ("qi_attributes[2]",
+ * "sa_attribute"; a row's "qi[1]", "group", "sa"); a CSV user thinks in
+ * lines and columns: "line 7" and "column 3 (\"age\") is ...". Other errors
+ * (out of memory, "name") pass unchanged. row is (size_t)-1 for the header.
+ */
+static enum pm_status csv_field(const struct csv_table *t, const struct columns *c, size_t row,
+				enum pm_status st, struct pm_error *err)
+{
+	char field[48], msg[sizeof err->message], clip[ERROR_CLIP_SIZE];
+	size_t i, line = row == (size_t)-1 ? t->header_line : row + 2;
+	long col = -1;
+
+	if (!err)
+		return st;
+	if (line == 0)
+		line = 1; /* a table not made by csv_parse */
+	if (row != (size_t)-1 && t->row_line)
+		line = t->row_line[row];
+	if (sscanf(err->field, row == (size_t)-1 ? "qi_attributes[%zu]" : "qi[%zu]", &i) == 1 &&
+	    i < c->n_qi)
+		col = (long)c->qi[i];
+	else if (row != (size_t)-1 && !strcmp(err->field, "sa"))
+		col = c->sa;
+	else if (row != (size_t)-1 && !strcmp(err->field, "group"))
+		col = c->group;
+	if (row == (size_t)-1 && !strcmp(err->field, "sa_attribute"))
+		snprintf(err->field, sizeof err->field, "sa"); /* the column named by sa= */
+	if (col < 0 || !st)
+		return st;
+	snprintf(field, sizeof field, "line %zu", line);
+	snprintf(msg, sizeof msg, "column %ld (\"%s\") %.900s", col + 1,
+		 error_clip(t->header[col], clip), err->message);
+	return error_set(err, st, field, "%s", msg);
+}
+
 enum pm_status csv_dataset(const struct csv_table *t, const char *sa_col, const char *group_col,
 			   const char *name, struct dataset **out, struct pm_error *err)
 {
-	const char *names[DATASET_MAX_ATTRS], *qi[DATASET_MAX_ATTRS];
-	size_t cols[DATASET_MAX_ATTRS], n_qi = 0;
+	const char *qi[DATASET_MAX_ATTRS];
 	struct dataset_builder *b = NULL;
-	long sa = -1, group = -1;
+	struct columns c = {.n_qi = 0, .sa = -1, .group = -1};
 	enum pm_status st;
 
 	if (!t || !out)
 		return error_set(err, PM_ERR_INTERNAL, "", "no CSV table or output");
 	*out = NULL;
-	st = locate(t, sa_col, group_col, &sa, &group, err);
+	st = locate(t, sa_col, group_col, &c.sa, &c.group, err);
 	if (st)
 		goto out;
-	for (size_t c = 0; c < t->n_cols; c++)
-		if ((long)c != sa && (long)c != group) {
-			cols[n_qi] = c;
-			names[n_qi++] = t->header[c];
+	for (size_t col = 0; col < t->n_cols; col++)
+		if ((long)col != c.sa && (long)col != c.group) {
+			c.qi[c.n_qi] = col;
+			c.names[c.n_qi++] = t->header[col];
 		}
-	b = dataset_builder_create(name, names, n_qi, sa_col, err);
+	b = dataset_builder_create(name, c.names, c.n_qi, sa_col, err);
 	if (!b) {
-		st = err ? err->status : PM_ERR_INPUT;
+		st = csv_field(t, &c, (size_t)-1, err ? err->status : PM_ERR_INPUT, err);
 		goto out;
 	}
 	for (size_t r = 0; r < t->n_rows && !st; r++) {
 		char *const *row = t->cells + r * t->n_cols;
 
-		for (size_t a = 0; a < n_qi; a++)
-			qi[a] = row[cols[a]];
-		st = dataset_builder_add_record(b, qi, row[group], row[sa], err);
+		for (size_t a = 0; a < c.n_qi; a++)
+			qi[a] = row[c.qi[a]];
+		st = dataset_builder_add_record(b, qi, row[c.group], row[c.sa], err);
+		if (st)
+			st = csv_field(t, &c, r, st, err);
 	}
 	if (!st)
 		st = dataset_builder_finish(b, out, err);

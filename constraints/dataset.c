@@ -155,11 +155,45 @@ static void interner_clear(struct interner *in)
 
 /* ---- builder ------------------------------------------------------------ */
 
-static enum pm_status check_names(const char *const *attr_names, size_t n_attrs,
+/* s within a length limit (DATASET_MAX_*). strnlen stops past the limit, so
+ * a name of 64 MiB is refused as fast as a short one is accepted. */
+static enum pm_status check_length(const char *s, size_t max, const char *field, const char *what,
+				   struct pm_error *err)
+{
+	size_t n = strnlen(s, max + 1);
+
+	if (n <= max)
+		return PM_OK;
+	return error_set(err, PM_ERR_INPUT, field,
+			 "is %zu bytes long; %s may have at most %zu bytes", strlen(s), what, max);
+}
+
+static enum pm_status check_attr_name(const char *const *attr_names, size_t i, struct pm_error *err)
+{
+	char field[64], clip[ERROR_CLIP_SIZE];
+
+	snprintf(field, sizeof field, "qi_attributes[%zu]", i);
+	if (!attr_names[i])
+		return error_set(err, PM_ERR_INPUT, field, "is missing");
+	if (!attr_names[i][0])
+		return error_set(err, PM_ERR_INPUT, field, "is an empty attribute name");
+	if (check_length(attr_names[i], DATASET_MAX_ATTR_NAME, field, "an attribute name", err))
+		return PM_ERR_INPUT;
+	for (size_t j = 0; j < i; j++)
+		if (strcmp(attr_names[i], attr_names[j]) == 0)
+			return error_set(err, PM_ERR_INPUT, field,
+					 "repeats attribute \"%s\" (qi_attributes[%zu])",
+					 error_clip(attr_names[i], clip), j);
+	return PM_OK;
+}
+
+static enum pm_status check_names(const char *name, const char *const *attr_names, size_t n_attrs,
 				  const char *sa_name, struct pm_error *err)
 {
-	char field[64];
+	char clip[ERROR_CLIP_SIZE];
 
+	if (name && check_length(name, DATASET_MAX_NAME, "name", "a dataset name", err))
+		return PM_ERR_INPUT;
 	if (!attr_names || n_attrs == 0)
 		return error_set(err, PM_ERR_INPUT, "qi_attributes",
 				 "is empty; at least one QI attribute is needed");
@@ -167,27 +201,20 @@ static enum pm_status check_names(const char *const *attr_names, size_t n_attrs,
 		return error_set(err, PM_ERR_INPUT, "qi_attributes",
 				 "has %zu attributes; at most %d are supported", n_attrs,
 				 DATASET_MAX_ATTRS);
-	for (size_t i = 0; i < n_attrs; i++) {
-		snprintf(field, sizeof field, "qi_attributes[%zu]", i);
-		if (!attr_names[i])
-			return error_set(err, PM_ERR_INPUT, field, "is missing");
-		if (!attr_names[i][0])
-			return error_set(err, PM_ERR_INPUT, field, "is an empty attribute name");
-		for (size_t j = 0; j < i; j++)
-			if (strcmp(attr_names[i], attr_names[j]) == 0)
-				return error_set(err, PM_ERR_INPUT, field,
-						 "repeats attribute \"%s\" (qi_attributes[%zu])",
-						 attr_names[i], j);
-	}
+	for (size_t i = 0; i < n_attrs; i++)
+		if (check_attr_name(attr_names, i, err))
+			return PM_ERR_INPUT;
 	if (!sa_name)
 		return error_set(err, PM_ERR_INPUT, "sa_attribute", "is missing");
 	if (!sa_name[0])
 		return error_set(err, PM_ERR_INPUT, "sa_attribute", "is an empty attribute name");
+	if (check_length(sa_name, DATASET_MAX_ATTR_NAME, "sa_attribute", "an attribute name", err))
+		return PM_ERR_INPUT;
 	for (size_t i = 0; i < n_attrs; i++)
 		if (strcmp(sa_name, attr_names[i]) == 0)
 			return error_set(err, PM_ERR_INPUT, "sa_attribute",
 					 "\"%s\" is also a QI attribute (qi_attributes[%zu])",
-					 sa_name, i);
+					 error_clip(sa_name, clip), i);
 	return PM_OK;
 }
 
@@ -198,7 +225,7 @@ struct dataset_builder *dataset_builder_create(const char *name, const char *con
 	struct dataset_builder *b;
 	int ok;
 
-	if (check_names(attr_names, n_attrs, sa_name, err))
+	if (check_names(name, attr_names, n_attrs, sa_name, err))
 		return NULL;
 	b = calloc(1, sizeof *b);
 	if (!b)
@@ -289,9 +316,13 @@ static enum pm_status check_row(struct dataset_builder *b, enum form form, const
 		snprintf(field, sizeof field, "qi[%zu]", a);
 		if (!qi[a])
 			return error_set(err, PM_ERR_INPUT, field, "is missing");
+		if (check_length(qi[a], DATASET_MAX_VALUE, field, "a value", err))
+			return PM_ERR_INPUT;
 	}
 	if (!group)
 		return error_set(err, PM_ERR_INPUT, "group", "is missing");
+	if (check_length(group, DATASET_MAX_GROUP, "group", "a group label", err))
+		return PM_ERR_INPUT;
 	if (b->n_rows >= MAX_ROWS)
 		return error_set(err, PM_ERR_INPUT, "", "too many rows (at most %zu)", MAX_ROWS);
 	return PM_OK;
@@ -336,6 +367,8 @@ enum pm_status dataset_builder_add_record(struct dataset_builder *b, const char 
 		return st;
 	if (!sa)
 		return error_set(err, PM_ERR_INPUT, "sa", "is missing");
+	if (check_length(sa, DATASET_MAX_VALUE, "sa", "a value", err))
+		return PM_ERR_INPUT;
 	st = add_row(b, qi, group, sa, err);
 	if (!st)
 		b->form = FORM_RECORDS;
@@ -366,6 +399,9 @@ enum pm_status dataset_builder_add_st(struct dataset_builder *b, const char *gro
 		return error_set(err, PM_ERR_INPUT, "group", "is missing");
 	if (!sa)
 		return error_set(err, PM_ERR_INPUT, "sa", "is missing");
+	if (check_length(group, DATASET_MAX_GROUP, "group", "a group label", err) ||
+	    check_length(sa, DATASET_MAX_VALUE, "sa", "a value", err))
+		return PM_ERR_INPUT;
 	if (count < 1)
 		return error_set(err, PM_ERR_INPUT, "count", "must be at least 1 (got %lld)",
 				 count);
@@ -413,7 +449,7 @@ static enum pm_status resolve_st(struct dataset_builder *b, struct pm_error *err
 	uint64_t *sum = calloc(n_groups, sizeof *sum);
 	uint64_t *rows = calloc(n_groups, sizeof *rows);
 	enum pm_status st = PM_OK;
-	char field[48];
+	char field[48], clip[ERROR_CLIP_SIZE];
 
 	if (!sum || !rows) {
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory checking the st");
@@ -426,7 +462,8 @@ static enum pm_status resolve_st(struct dataset_builder *b, struct pm_error *err
 		if (g < 0) {
 			snprintf(field, sizeof field, "st[%zu].group", i);
 			st = error_set(err, PM_ERR_INPUT, field,
-				       "group \"%s\" does not occur in the qit", label);
+				       "group \"%s\" does not occur in the qit",
+				       error_clip(label, clip));
 			goto out;
 		}
 		b->st_group[i] = (uint32_t)g;
@@ -437,14 +474,14 @@ static enum pm_status resolve_st(struct dataset_builder *b, struct pm_error *err
 	for (size_t g = 0; g < n_groups && !st; g++)
 		if (sum[g] == 0)
 			st = error_set(err, PM_ERR_INPUT, "qit", "group \"%s\" has no st rows",
-				       b->groups.str[g]);
+				       error_clip(b->groups.str[g], clip));
 	for (size_t g = 0; g < n_groups && !st; g++)
 		if (sum[g] != rows[g])
 			st = error_set(err, PM_ERR_INPUT, "st",
 				       "counts of group \"%s\" sum to %llu, but the qit has %llu "
 				       "rows in that group",
-				       b->groups.str[g], (unsigned long long)sum[g],
-				       (unsigned long long)rows[g]);
+				       error_clip(b->groups.str[g], clip),
+				       (unsigned long long)sum[g], (unsigned long long)rows[g]);
 out:
 	free(sum);
 	free(rows);

@@ -49,28 +49,45 @@ static void field_join(char *buf, size_t len, const char *prefix, const char *a,
 	snprintf(buf, len, "%s%s%s%s", p, *p ? "." : "", a, b ? b : "");
 }
 
+/* "; did you mean \"x\"?" when word looks like a typo of one of known[0 .. n),
+ * else "". buf holds ERROR_CLIP_SIZE + 20 bytes. */
+static const char *did_you_mean(const char *word, char *const *known, size_t n, char *buf)
+{
+	const char *hint = error_suggest(word, (const char *const *)known, n);
+	char clip[ERROR_CLIP_SIZE];
+
+	buf[0] = '\0';
+	if (hint)
+		snprintf(buf, ERROR_CLIP_SIZE + 20, "; did you mean \"%s\"?",
+			 error_clip(hint, clip));
+	return buf;
+}
+
 /* Resolves term i of a user rule into r->attr/value[i] (unsorted yet). */
 static enum pm_status resolve_term(const struct dataset *ds, struct rule *r, size_t i,
 				   const char *attr, const char *value, const char *field,
 				   struct pm_error *err)
 {
-	char f[256];
+	char f[256], clip[ERROR_CLIP_SIZE], hint[ERROR_CLIP_SIZE + 20];
 	long a, v;
 
-	field_join(f, sizeof f, field, "if.", attr ? attr : "");
+	field_join(f, sizeof f, field, "if.", attr ? error_clip(attr, clip) : "");
 	if (!attr || (a = dataset_attr_index(ds, attr)) < 0)
-		return error_set(err, PM_ERR_INPUT, f, "unknown QI attribute \"%s\"",
-				 attr ? attr : "");
+		return error_set(err, PM_ERR_INPUT, f, "unknown QI attribute \"%s\"%s",
+				 attr ? clip : "",
+				 attr ? did_you_mean(attr, ds->attr_names, ds->n_attrs, hint) : "");
 	for (size_t j = 0; j < i; j++)
 		if (r->attr[j] == (uint32_t)a)
 			return error_set(err, PM_ERR_INPUT, f,
-					 "attribute \"%s\" is given more than once", attr);
+					 "attribute \"%s\" is given more than once", clip);
 	if (!value)
 		return error_set(err, PM_ERR_INPUT, f, "needs a value");
 	v = dict_find(&ds->attr_values[a], value);
 	if (v < 0)
-		return error_set(err, PM_ERR_INPUT, f, "value \"%s\" does not occur in the data",
-				 value);
+		return error_set(
+		    err, PM_ERR_INPUT, f, "value \"%s\" does not occur in the data%s",
+		    error_clip(value, clip),
+		    did_you_mean(value, ds->attr_values[a].str, ds->attr_values[a].n, hint));
 	r->attr[i] = (uint32_t)a;
 	r->value[i] = (uint32_t)v;
 	return PM_OK;
@@ -120,7 +137,7 @@ enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 {
 	struct rule r;
 	enum pm_status st;
-	char f[256];
+	char f[256], clip[ERROR_CLIP_SIZE], hint[ERROR_CLIP_SIZE + 20];
 	long s;
 
 	memset(&r, 0, sizeof r);
@@ -141,7 +158,9 @@ enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 	s = dict_find(&ds->sa_values, sa);
 	if (s < 0) {
 		field_join(f, sizeof f, field, "then", NULL);
-		return error_set(err, PM_ERR_INPUT, f, "unknown sensitive value \"%s\"", sa);
+		return error_set(err, PM_ERR_INPUT, f, "unknown sensitive value \"%s\"%s",
+				 error_clip(sa, clip),
+				 did_you_mean(sa, ds->sa_values.str, ds->sa_values.n, hint));
 	}
 	st = check_bounds(has_p, p, has_min, has_max, field, err);
 	if (st)

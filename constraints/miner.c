@@ -440,12 +440,15 @@ void miner_options_init(struct miner_options *o)
 	o->qi_attributes = 0;
 }
 
-enum pm_status miner_run(const struct dataset *ds, const struct miner_options *o,
-			 struct knowledge *out, struct pm_error *err)
+enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_options *o,
+				 struct knowledge *out, struct miner_found *found,
+				 struct pm_error *err)
 {
 	struct miner m;
 	enum pm_status st = PM_OK;
 
+	if (found)
+		*found = (struct miner_found){0, 0};
 	if (!ds->has_ground_truth)
 		return error_set(err, PM_ERR_INPUT, "mine",
 				 "mining needs the original records (records form); this "
@@ -475,7 +478,16 @@ enum pm_status miner_run(const struct dataset *ds, const struct miner_options *o
 	st = emit(&m, &m.pos, RULE_POSITIVE, out, err);
 	if (!st)
 		st = emit(&m, &m.neg, RULE_NEGATIVE, out, err);
+	/* the heaps hold every rule that qualified, up to K */
+	if (!st && found)
+		*found = (struct miner_found){m.pos.n, m.neg.n};
 out:
 	miner_free(&m);
 	return st;
+}
+
+enum pm_status miner_run(const struct dataset *ds, const struct miner_options *o,
+			 struct knowledge *out, struct pm_error *err)
+{
+	return miner_run_counted(ds, o, out, NULL, err);
 }

@@ -5,10 +5,14 @@
  * the connection thread. api.c routes the requests here; the status code
  * conventions are those of api.c.
  */
+#define _GNU_SOURCE /* POLLRDHUP */
 #include <math.h>
+#include <microhttpd.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "http_internal.h"
 
@@ -18,11 +22,25 @@
 
 /* ---- analyses -------------------------------------------------------------- */
 
+/* A solver block's time_limit above what the service allows (the
+ * default when the request has none): 422. */
+static enum pm_status check_time_limit(const struct solver_options *o, double max, const char *flag,
+				       struct pm_error *err)
+{
+	if (max > 0 && o->time_limit > max)
+		return error_set(err, PM_ERR_INPUT, "solver.time_limit",
+				 "must be at most %g seconds on this service (%s), got %g", max,
+				 flag, o->time_limit);
+	return PM_OK;
+}
+
 /* Checks the knowledge and solver blocks of a request against ds exactly as
  * the pipeline will read them, so bad ones are 422 now and not a failed
- * analysis later. Fields are named as in the request. */
+ * analysis later. Fields are named as in the request. max_time (flag
+ * names its setting) is the most time_limit may ask for. */
 static enum pm_status check_analysis(const struct dataset *ds, const json_t *know,
-				     const json_t *solver, struct pm_error *err)
+				     const json_t *solver, double max_time, const char *flag,
+				     struct pm_error *err)
 {
 	const json_t *inner = json_object_get(know, "solver");
 	struct miner_options mine;
@@ -39,14 +57,16 @@ static enum pm_status check_analysis(const struct dataset *ds, const json_t *kno
 			       "mining needs the original records (records form); this dataset is "
 			       "published form");
 	solver_options_init(&o);
-	if (!st && inner)
-		st = codec_solver_options(inner, &o, err);
+	if (!st && inner && !(st = codec_solver_options(inner, &o, err)))
+		st = check_time_limit(&o, max_time, flag, err);
 	if (st) {
 		error_prefix(err, "knowledge");
 		return st;
 	}
 	solver_options_init(&o);
-	return codec_solver_options(solver, &o, err);
+	if (!(st = codec_solver_options(solver, &o, err)))
+		st = check_time_limit(&o, max_time, flag, err);
+	return st;
 }
 
 /* The solver block to run with: the request's, completed by a "solver"
@@ -197,7 +217,8 @@ static int analysis_prepare(struct http_server *h, const struct http_request *r,
 		http_problem(res, 500, NULL, "the stored dataset %s is unreadable", r->id);
 		goto out;
 	}
-	if (check_analysis(ds, know, json_object_get(req, "solver"), &err)) {
+	if (check_analysis(ds, know, json_object_get(req, "solver"), h->o.analysis_time_limit,
+			   "--analysis-time-limit", &err)) {
 		http_problem_err(res, &err);
 		goto out;
 	}
@@ -304,11 +325,7 @@ static void analysis_delete(struct http_server *h, const struct http_request *r,
 	if ((st = store_analysis_get(h->store, r->id, r->tenant, &row, &err)))
 		goto out;
 	if (!strcmp(row.status, "queued") || !strcmp(row.status, "running")) {
-		/* the store first: a worker that finishes now loses the race */
-		st = store_analysis_transition(h->store, r->id, "queued|running", "cancelled", NULL,
-					       &err);
-		if (!st)
-			jobs_cancel(h->jobs, r->id);
+		st = jobs_cancel(h->jobs, r->id, &err);
 		/* cancelled, or finished meanwhile: either way show it */
 		store_row_finish(&row);
 		if (st == PM_OK || st == PM_ERR_CONFLICT)
@@ -454,11 +471,46 @@ out:
 
 /* ---- synchronous solve ---------------------------------------------------- */
 
+/* A synchronous solve's stop conditions, polled by the solver. */
+struct sync_solve {
+	struct http_server *h;
+	int fd;		   /* the client's socket */
+	double next_check; /* pipeline_now() of the next look at it */
+	int gone;	   /* the client went away */
+};
+
+/* Whether the client closed its connection: in MHD's thread-per-connection
+ * mode nothing reads the socket while the handler runs (the request-
+ * completed callback comes only after it returns), so the solve looks
+ * itself: an EOF or an error on the socket means nobody waits for the
+ * answer. Bytes still unread (a pipelined request) are not a hang-up. */
+static int client_gone(int fd)
+{
+	struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+	char c;
+
+	if (fd < 0 || poll(&p, 1, 0) <= 0)
+		return 0;
+	if (p.revents & (POLLHUP | POLLERR))
+		return 1;
+	return (p.revents & (POLLIN | POLLRDHUP)) && recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* Stops the solve when the service stops or the client has gone (looked
+ * at every 20 ms at most). */
 static int stop_requested(void *ctx, int iteration, double max_violation)
 {
-	struct http_server *h = ctx;
+	struct sync_solve *s = ctx;
+	double now;
 
-	return __atomic_load_n(&h->stopping, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&s->h->stopping, __ATOMIC_RELAXED))
+		return 1;
+	now = pipeline_now();
+	if (now >= s->next_check) {
+		s->next_check = now + 0.02;
+		s->gone = client_gone(s->fd);
+	}
+	return s->gone;
 }
 
 /* At most sync_max solves at once on the connection threads; the others
@@ -482,26 +534,33 @@ static void sync_leave(struct http_server *h)
 }
 
 /* Runs the validated request; the response is the result or the problem. */
-static void solve_run(struct http_server *h, const struct dataset *ds, const json_t *req, double t0,
-		      struct http_response *res)
+static void solve_run(struct http_server *h, const struct http_request *r, const struct dataset *ds,
+		      const json_t *req, double t0, struct http_response *res)
 {
 	const json_t *know = json_object_get(req, "knowledge");
 	json_t *solver = merged_solver(know, json_object_get(req, "solver")), *result = NULL;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CONNECTION_FD);
+	struct sync_solve ss = {h, ci ? ci->connect_fd : -1, 0, 0};
 	struct solver_options base;
 	struct pm_error err = {0};
 	enum pm_status st;
 
 	solver_options_init(&base);
 	base.progress = stop_requested;
-	base.progress_ctx = h;
+	base.progress_ctx = &ss;
+	base.time_limit = h->o.solve_time_limit; /* the default, and the most it gets */
+	base.stall = h->o.test_stall;
 	st = pipeline_run_dataset(ds, know, solver, &base, pipeline_now() - t0, &result, &err);
 	if (st == PM_ERR_CANCELLED) {
-		http_problem(res, 503, NULL, "the service is shutting down");
+		/* a client that went away reads nothing: the answer is for the log */
+		http_problem(res, 503, NULL, "%s",
+			     ss.gone ? "the client closed the connection; the solve was cancelled"
+				     : "the service is shutting down");
 		res->retry_after = 5;
+		metrics_sync_cancelled(h->metrics);
 	} else if (st) {
-		/* knowledge fields as the request names them */
-		if (!strncmp(err.field, "rules", 5) || !strncmp(err.field, "mine", 4))
-			error_prefix(&err, "knowledge");
+		codec_request_field(&err);
 		http_problem_err(res, &err);
 	} else {
 		metrics_solve(h->metrics, json_real_value(json_object_get(result, "seconds")));
@@ -535,7 +594,7 @@ static void solve(struct http_server *h, const struct http_request *r, struct ht
 		goto out;
 	}
 	if (check_analysis(ds, json_object_get(req, "knowledge"), json_object_get(req, "solver"),
-			   &err)) {
+			   h->o.solve_time_limit, "--solve-time-limit", &err)) {
 		http_problem_err(res, &err);
 		goto out;
 	}
@@ -546,7 +605,7 @@ static void solve(struct http_server *h, const struct http_request *r, struct ht
 		res->retry_after = 1;
 		goto out;
 	}
-	solve_run(h, ds, req, t0, res);
+	solve_run(h, r, ds, req, t0, res);
 	sync_leave(h);
 out:
 	json_decref(req);

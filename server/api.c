@@ -99,6 +99,48 @@ const char *api_allow(enum http_route route)
 	return route < N_ROUTES ? allow[route] : NULL;
 }
 
+/* The query parameters a route and method take ("" for none). */
+static const char *params_of(enum http_route route, const char *method)
+{
+	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	switch (route) {
+	case ROUTE_DATASETS:
+		return get ? "limit, cursor" : "sa, group, name";
+	case ROUTE_DATASET_ANALYSES:
+	case ROUTE_POSTERIOR:
+		return get ? "limit, cursor" : "";
+	default:
+		return "";
+	}
+}
+
+int api_check_params(const struct http_request *r, struct http_response *res)
+{
+	const char *allowed = params_of(r->route, r->method);
+
+	for (size_t i = 0; r->target && i < r->target->n_params; i++) {
+		const char *name = r->target->names[i], *a = allowed;
+		size_t n = strlen(name);
+
+		while (*a && !(!strncmp(a, name, n) && (a[n] == ',' || a[n] == '\0'))) {
+			a += strcspn(a, ",");
+			a += strspn(a, ", ");
+		}
+		if (*a)
+			continue;
+		if (*allowed)
+			http_problem(res, 400, name,
+				     "unknown query parameter; %s %s takes %s", r->method, r->path,
+				     allowed);
+		else
+			http_problem(res, 400, name, "unknown query parameter; %s %s takes none",
+				     r->method, r->path);
+		return -1;
+	}
+	return 0;
+}
+
 /* ---- shared pieces --------------------------------------------------------- */
 
 void api_not_found(struct http_response *res, const struct http_request *r)
@@ -147,18 +189,25 @@ static json_t *dataset_summary(const struct dataset *ds, const char *id)
 			 "has_ground_truth", ds->has_ground_truth, "created", created);
 }
 
-/* The dataset of a JSON upload; the document itself is what is stored. */
+/* The dataset of a JSON upload. What is stored is its canonical document
+ * (codec_dataset_json), as for CSV: it reads back under any later, stricter
+ * reading of the input, whatever the upload looked like. */
 static int json_dataset(const struct http_request *r, json_t **doc, struct dataset **ds,
 			struct http_response *res)
 {
 	struct pm_error err = {0};
+	json_t *upload = NULL;
 
-	if (http_body_json(r, doc, res))
+	if (http_body_json(r, &upload, res))
 		return -1;
-	if (codec_dataset(*doc, ds, &err)) {
+	if (codec_dataset(upload, ds, &err)) {
+		json_decref(upload);
 		http_problem_err(res, &err);
 		return -1;
 	}
+	json_decref(upload);
+	if (!(*doc = codec_dataset_json(*ds)))
+		return http_oom(res);
 	return 0;
 }
 
@@ -299,11 +348,9 @@ static void cancel_analyses(struct http_server *h, const struct http_request *r)
 	size_t n = 0;
 
 	while (!store_analysis_list(h->store, r->id, r->tenant, after, 256, &rows, &n, &err)) {
-		for (size_t i = 0; i < n; i++) {
-			if (!store_analysis_transition(h->store, rows[i].id, "queued|running",
-						       "cancelled", NULL, &err))
-				jobs_cancel(h->jobs, rows[i].id);
-		}
+		for (size_t i = 0; i < n; i++)
+			if (!strcmp(rows[i].status, "queued") || !strcmp(rows[i].status, "running"))
+				jobs_cancel(h->jobs, rows[i].id, &err); /* or finished meanwhile */
 		after = n ? rows[n - 1].seq : after;
 		store_rows_free(rows, n);
 		rows = NULL;

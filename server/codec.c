@@ -19,6 +19,11 @@
 #define FIELD_LEN 256
 #define WHERE_LEN 48
 
+/* User rules a knowledge document may hold (README "Errors and limits"):
+ * each is resolved against the data (a pass over its tuples) before the
+ * solve, so the count is capped before any is read. */
+#define MAX_RULES 100000
+
 /* ---- input helpers ------------------------------------------------------ */
 
 static const char *type_name(const json_t *j)
@@ -80,6 +85,97 @@ static enum pm_status bad_value(struct pm_error *err, const char *field, const c
 	if (!v)
 		return error_set(err, PM_ERR_INPUT, field, "is missing; it must be %s", want);
 	return error_set(err, PM_ERR_INPUT, field, "must be %s, got %s", want, got(v, buf));
+}
+
+/* ---- keys --------------------------------------------------------------- */
+
+/*
+ * The keys each object of a document may have (NULL-terminated). Any other
+ * key is an error: a misspelt "positve" must not be silently dropped.
+ * "later" lists keys of SPEC section 3 that this version does not
+ * implement yet; they are refused as such rather than as typos.
+ */
+static const char *const dataset_keys[] = {
+    "name", "qi_attributes", "sa_attribute", "records", "qit", "st", NULL};
+static const char *const record_keys[] = {"qi", "group", "sa", NULL};
+static const char *const qit_keys[] = {"qi", "group", NULL};
+static const char *const st_keys[] = {"group", "sa", "count", NULL};
+/* "solver": one file can carry a whole analysis for the CLI */
+static const char *const knowledge_keys[] = {"rules", "mine", "solver", NULL};
+static const char *const knowledge_later[] = {"statements", "individuals", NULL};
+/* codec_rule writes "source", "support" and "confidence" too, and `pmaxent
+ * mine` output must read back as knowledge */
+static const char *const rule_keys[] = {"if",	  "then",    "probability", "min", "max",
+					"source", "support", "confidence",  NULL};
+static const char *const mine_keys[] = {"positive", "negative", "min_support", "qi_attributes",
+					NULL};
+static const char *const mine_later[] = {"vagueness", NULL};
+static const char *const solver_keys[] = {"method", "tolerance", "max_iterations", "time_limit",
+					  NULL};
+
+static size_t key_count(const char *const *keys)
+{
+	size_t n = 0;
+
+	while (keys && keys[n])
+		n++;
+	return n;
+}
+
+static int has_key(const char *const *keys, const char *key)
+{
+	for (; keys && *keys; keys++)
+		if (!strcmp(*keys, key))
+			return 1;
+	return 0;
+}
+
+/* "\"a\", \"b\" and \"c\"" into buf. */
+static void key_list(const char *const *keys, char *buf, size_t len)
+{
+	size_t n = key_count(keys), pos = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && pos < len; i++) {
+		const char *sep = i == 0 ? "" : ", ";
+		int w;
+
+		if (i > 0 && i + 1 == n)
+			sep = " and ";
+		w = snprintf(buf + pos, len - pos, "%s\"%s\"", sep, keys[i]);
+		pos += w > 0 ? (size_t)w : 0;
+	}
+}
+
+/* Refuses the first key of obj that is not in known, as where.key (key
+ * alone at the top of a document), with a "did you mean" when one is close
+ * (error_suggest), else the list of the keys that are. */
+static enum pm_status check_keys(const json_t *obj, const char *where, const char *const *known,
+				 const char *const *later, struct pm_error *err)
+{
+	char field[FIELD_LEN], clip[ERROR_CLIP_SIZE], list[FIELD_LEN * 2];
+	const char *key, *hint;
+	json_t *v;
+
+	json_object_foreach((json_t *)obj, key, v)
+	{
+		if (has_key(known, key))
+			continue;
+		snprintf(field, sizeof field, "%s%s%s", where, *where ? "." : "",
+			 error_clip(key, clip));
+		key_list(known, list, sizeof list);
+		if (has_key(later, key))
+			return error_set(err, PM_ERR_INPUT, field,
+					 "is not supported yet; the keys supported here are %s",
+					 list);
+		hint = error_suggest(key, known, key_count(known));
+		if (hint)
+			return error_set(err, PM_ERR_INPUT, field,
+					 "unknown key; did you mean \"%s\"?", hint);
+		return error_set(err, PM_ERR_INPUT, field, "unknown key; the keys here are %s",
+				 list);
+	}
+	return PM_OK;
 }
 
 /* obj[key] as a data value (string or number), reported as where.key. */
@@ -244,7 +340,9 @@ static enum pm_status add_record(struct dataset_builder *b, const json_t *row, c
 	struct row_buf rb;
 	enum pm_status st;
 
-	if ((st = check_row(row, where, err)) || (st = get_qi(row, where, n_attrs, &rb, err)) ||
+	if ((st = check_row(row, where, err)) ||
+	    (st = check_keys(row, where, qit ? qit_keys : record_keys, NULL, err)) ||
+	    (st = get_qi(row, where, n_attrs, &rb, err)) ||
 	    (st = get_group(row, where, rb.num[DATASET_MAX_ATTRS], &rb.group, err)) ||
 	    (!qit &&
 	     (st = get_value(row, where, "sa", rb.num[DATASET_MAX_ATTRS + 1], &rb.sa, err))))
@@ -267,6 +365,7 @@ static enum pm_status add_st(struct dataset_builder *b, const json_t *row, const
 	enum pm_status st;
 
 	if ((st = check_row(row, where, err)) ||
+	    (st = check_keys(row, where, st_keys, NULL, err)) ||
 	    (st = get_group(row, where, rb.num[0], &rb.group, err)) ||
 	    (st = get_value(row, where, "sa", rb.num[1], &rb.sa, err)))
 		return st;
@@ -318,7 +417,9 @@ enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_er
 	if (!json_is_object(j))
 		return error_set(err, PM_ERR_INPUT, "", "a dataset must be a JSON object, got %s",
 				 type_name(j));
-	if ((st = parse_head(j, &h, err)) || (st = parse_form(j, &published, err)))
+	/* the builder refuses over-long names before any row is read */
+	if ((st = check_keys(j, "", dataset_keys, NULL, err)) || (st = parse_head(j, &h, err)) ||
+	    (st = parse_form(j, &published, err)))
 		return st;
 	b = dataset_builder_create(h.name, h.attrs, h.n_attrs, h.sa, err);
 	if (!b)
@@ -368,7 +469,7 @@ static enum pm_status get_conditions(const json_t *rule, const char *where, stru
 {
 	/* jansson's object iteration takes a non-const object; it only reads */
 	json_t *c = json_object_get(rule, "if");
-	char field[FIELD_LEN];
+	char field[FIELD_LEN], clip[ERROR_CLIP_SIZE];
 	const char *key;
 	json_t *v;
 
@@ -386,7 +487,7 @@ static enum pm_status get_conditions(const json_t *rule, const char *where, stru
 		u->attrs[u->n_terms] = key;
 		u->values[u->n_terms] = value_text(v, u->num[u->n_terms]);
 		if (!u->values[u->n_terms]) {
-			snprintf(field, sizeof field, "%s.if.%.150s", where, key);
+			snprintf(field, sizeof field, "%s.if.%s", where, error_clip(key, clip));
 			return bad_value(err, field, "a string or number", v);
 		}
 		u->n_terms++;
@@ -400,7 +501,9 @@ static enum pm_status parse_rule(const json_t *rule, const char *where, const st
 	struct user_rule u;
 	enum pm_status st;
 
-	if ((st = check_row(rule, where, err)) || (st = get_conditions(rule, where, &u, err)) ||
+	if ((st = check_row(rule, where, err)) ||
+	    (st = check_keys(rule, where, rule_keys, NULL, err)) ||
+	    (st = get_conditions(rule, where, &u, err)) ||
 	    (st = get_value(rule, where, "then", u.num[DATASET_MAX_ATTRS], &u.then, err)) ||
 	    (st = get_number(rule, where, "probability", &u.p, err)) ||
 	    (st = get_number(rule, where, "min", &u.min, err)) ||
@@ -422,6 +525,10 @@ static enum pm_status parse_rules(const json_t *rules, const struct dataset *ds,
 		return PM_OK;
 	if (!json_is_array(rules))
 		return bad_value(err, "rules", "an array of rules", rules);
+	if (json_array_size(rules) > MAX_RULES)
+		return error_set(err, PM_ERR_INPUT, "rules",
+				 "has %zu rules; at most %d are allowed", json_array_size(rules),
+				 MAX_RULES);
 	for (i = 0; i < json_array_size(rules); i++) {
 		rule = json_array_get(rules, i);
 		snprintf(where, sizeof where, "rules[%zu]", i);
@@ -431,9 +538,10 @@ static enum pm_status parse_rules(const json_t *rules, const struct dataset *ds,
 	return PM_OK;
 }
 
-/* mine[key], an integer >= min when present; *out keeps its default if not. */
-static enum pm_status get_count(const json_t *mine, const char *key, long long min, size_t *out,
-				struct pm_error *err)
+/* mine[key], an integer in [min, max] when present; *out keeps its default
+ * if not. */
+static enum pm_status get_count(const json_t *mine, const char *key, long long min, long long max,
+				size_t *out, struct pm_error *err)
 {
 	const json_t *v = json_object_get(mine, key);
 	char field[FIELD_LEN];
@@ -444,6 +552,10 @@ static enum pm_status get_count(const json_t *mine, const char *key, long long m
 	if (!json_is_integer(v) || json_integer_value(v) < min)
 		return bad_value(err, field,
 				 min > 0 ? "a positive integer" : "a non-negative integer", v);
+	if (json_integer_value(v) > max)
+		return error_set(err, PM_ERR_INPUT, field,
+				 "must be at most %lld, got %" JSON_INTEGER_FORMAT, max,
+				 json_integer_value(v));
 	*out = (size_t)json_integer_value(v);
 	return PM_OK;
 }
@@ -458,33 +570,17 @@ static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, stru
 		return bad_value(err, "mine", "an object", m);
 	miner_options_init(o);
 	support = (size_t)o->min_support;
-	if ((st = get_count(m, "positive", 0, &o->positive, err)) ||
-	    (st = get_count(m, "negative", 0, &o->negative, err)) ||
-	    (st = get_count(m, "min_support", 0, &support, err)) ||
-	    (st = get_count(m, "qi_attributes", 1, &o->qi_attributes, err)))
+	if ((st = check_keys(m, "mine", mine_keys, mine_later, err)) ||
+	    (st = get_count(m, "positive", 0, MINER_MAX_K, &o->positive, err)) ||
+	    (st = get_count(m, "negative", 0, MINER_MAX_K, &o->negative, err)) ||
+	    (st = get_count(m, "min_support", 0, LLONG_MAX, &support, err)) ||
+	    (st = get_count(m, "qi_attributes", 1, LLONG_MAX, &o->qi_attributes, err)))
 		return st;
 	o->min_support = support;
 	if (ds && o->qi_attributes > ds->n_attrs)
 		return error_set(err, PM_ERR_INPUT, "mine.qi_attributes",
 				 "must be at most %zu (the number of QI attributes), got %zu",
 				 ds->n_attrs, o->qi_attributes);
-	return PM_OK;
-}
-
-/* A misspelt key ("rule") must not silently drop the knowledge; "solver"
- * is allowed so that one file can carry a whole analysis for the CLI. */
-static enum pm_status known_keys(const json_t *j, struct pm_error *err)
-{
-	const char *key;
-	json_t *v;
-
-	json_object_foreach((json_t *)j, key, v)
-	{
-		if (strcmp(key, "rules") && strcmp(key, "mine") && strcmp(key, "solver"))
-			return error_set(err, PM_ERR_INPUT, key,
-					 "unknown key; a knowledge document has \"rules\" and "
-					 "\"mine\"");
-	}
 	return PM_OK;
 }
 
@@ -505,7 +601,7 @@ enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct
 				 "knowledge must be a JSON object ({\"rules\": [...], \"mine\": "
 				 "{...}}), got %s",
 				 type_name(j));
-	if ((st = known_keys(j, err)))
+	if ((st = check_keys(j, "", knowledge_keys, knowledge_later, err)))
 		return st;
 	if ((st = parse_rules(json_object_get(j, "rules"), ds, k, err)))
 		return st;
@@ -518,7 +614,28 @@ enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct
 	return PM_OK;
 }
 
+void codec_request_field(struct pm_error *err)
+{
+	if ((err->status == PM_ERR_INPUT || err->status == PM_ERR_INCONSISTENT) &&
+	    strncmp(err->field, "solver", 6))
+		error_prefix(err, "knowledge");
+}
+
 /* ---- solver options ----------------------------------------------------- */
+
+/* "time_limit": seconds, a positive finite number (absent: no limit). */
+static enum pm_status parse_time_limit(const json_t *limit, struct solver_options *o,
+				       struct pm_error *err)
+{
+	if (!limit)
+		return PM_OK;
+	if (!json_is_number(limit) || !(json_number_value(limit) > 0) ||
+	    !isfinite(json_number_value(limit)))
+		return bad_value(err, "solver.time_limit", "a positive finite number of seconds",
+				 limit);
+	o->time_limit = json_number_value(limit);
+	return PM_OK;
+}
 
 enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, struct pm_error *err)
 {
@@ -528,6 +645,8 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, s
 		return PM_OK;
 	if (!json_is_object(j))
 		return bad_value(err, "solver", "an object", j);
+	if (check_keys(j, "solver", solver_keys, NULL, err))
+		return PM_ERR_INPUT;
 	method = json_object_get(j, "method");
 	if (method && !json_is_string(method))
 		return bad_value(err, "solver.method", "\"two-level\" or \"full-dual\"", method);
@@ -552,7 +671,7 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, s
 		o->tolerance = json_number_value(tol);
 	if (iter)
 		o->max_iterations = (int)json_integer_value(iter);
-	return PM_OK;
+	return parse_time_limit(json_object_get(j, "time_limit"), o, err);
 }
 
 /* ---- output helpers ----------------------------------------------------- */
@@ -841,8 +960,26 @@ static int put_accuracy(json_t *o, const char *key, int known, double v, int inf
 	       put(o, inf_key, json_boolean(known && infinite));
 }
 
+static json_t *asked_found(size_t asked, size_t found)
+{
+	return json_pack("{s:I, s:I}", "asked", (json_int_t)asked, "found", (json_int_t)found);
+}
+
+/* {"positive": {"asked", "found"}, "negative": {...}}: a Top-(50, 50) bound
+ * of which only 12 positive rules exist is a weaker adversary than asked. */
+static json_t *mined_json(const struct codec_mined *m)
+{
+	json_t *o = json_object();
+	int bad = !o;
+
+	bad |= put(o, "positive", asked_found(m->asked.positive, m->found.positive)) |
+	       put(o, "negative", asked_found(m->asked.negative, m->found.negative));
+	return checked(o, bad);
+}
+
 json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
-		     const struct solver_result *r, const struct codec_timings *t)
+		     const struct solver_result *r, const struct codec_timings *t,
+		     const struct codec_mined *mined)
 {
 	json_t *o = json_object();
 	int conv = r->status == SOLVER_CONVERGED, bad = !o;
@@ -856,6 +993,8 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 	       put(o, "timings", timings_json(t)) | put(o, "entropy", jreal(r->entropy)) |
 	       put(o, "dataset", dataset_summary(ds)) | put(o, "constraints", constraints_json(r)) |
 	       put(o, "rules", rules_json(ds, k));
+	if (mined)
+		bad |= put(o, "mined", mined_json(mined));
 	bad |= put_accuracy(o, "estimation_accuracy", r->has_accuracy, r->estimation_accuracy,
 			    r->estimation_infinite) |
 	       put_accuracy(o, "baseline_accuracy", r->has_accuracy, r->baseline_accuracy,

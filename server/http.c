@@ -14,19 +14,27 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <math.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "http_internal.h"
 
-/* Per-connection state of one request, from its headers to its end. */
+/* Per-connection state of one request, from its request line to its end
+ * (connections are closed after one request: every request passes the
+ * gate). */
 struct conn {
 	double t0;
+	char *raw;		   /* the request target as sent */
+	struct http_target target; /* decoded once, strictly */
 	enum http_route route;
 	char id[HTTP_ID_SIZE];
 	const char *tenant;
+	int admin; /* the token has the admin role (or no access control) */
 	char *body;
 	size_t len, cap, limit;
+	int begun;     /* the headers have been seen (begin) */
 	int too_large; /* the body passed the limit: discarded, answer 413 */
 	int answered;  /* a response was queued early (401, 413) */
 };
@@ -41,6 +49,13 @@ void http_options_init(struct http_options *o)
 	o->queue_capacity = 64;
 	o->max_body = (size_t)64 << 20;
 	o->max_solve_body = (size_t)1 << 20;
+	o->max_connections = 1024;
+	o->max_per_address = 64;
+	o->header_timeout = 10;
+	o->idle_timeout = 30;
+	o->analysis_time_limit = 3600;
+	o->solve_time_limit = 10;
+	o->max_attempts = 3;
 }
 
 /* ---- access control ------------------------------------------------------ */
@@ -58,15 +73,17 @@ static int same_token(const char *a, size_t an, const char *b)
 }
 
 /* The tenant of the request's bearer token, "" without access control,
- * NULL when the token is missing or unknown. */
+ * NULL when the token is missing or unknown; *admin: whether it may read
+ * the whole service's state (/metrics). */
 static const char *authenticate(const struct http_server *h, struct MHD_Connection *con,
-				int *missing)
+				int *missing, int *admin)
 {
 	const char *a = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
 	const char *tenant = NULL;
 	size_t n;
 
 	*missing = 0;
+	*admin = !h->tokens;
 	if (!h->tokens)
 		return "";
 	if (!a || strncasecmp(a, "Bearer ", 7)) {
@@ -78,8 +95,10 @@ static const char *authenticate(const struct http_server *h, struct MHD_Connecti
 	for (n = strlen(a); n && a[n - 1] == ' '; n--)
 		;
 	for (size_t i = 0; i < h->n_tokens; i++)
-		if (same_token(a, n, h->tokens[i].token))
+		if (same_token(a, n, h->tokens[i].token)) {
 			tenant = h->tokens[i].tenant;
+			*admin = h->tokens[i].admin;
+		}
 	return tenant;
 }
 
@@ -94,18 +113,23 @@ static void free_tokens(struct http_server *h)
 	h->n_tokens = 0;
 }
 
-/* One "TOKEN TENANT" line (comments and blanks already skipped). Messages
- * never quote the token. */
+/* One "TOKEN TENANT [admin]" line (comments and blanks already skipped).
+ * Messages never quote the token. */
 static enum pm_status add_token(struct http_server *h, char *line, size_t lineno,
 				struct pm_error *err)
 {
 	char *save, *tok = strtok_r(line, " \t\r\n", &save);
 	char *tenant = strtok_r(NULL, " \t\r\n", &save);
+	char *role = tenant ? strtok_r(NULL, " \t\r\n", &save) : NULL;
 	struct http_token *grown;
 
-	if (!tenant || strtok_r(NULL, " \t\r\n", &save))
+	if (!tenant || (role && strtok_r(NULL, " \t\r\n", &save)))
 		return error_set(err, PM_ERR_INPUT, "token_file",
-				 "line %zu: expected 'TOKEN TENANT' (two fields)", lineno);
+				 "line %zu: expected 'TOKEN TENANT' or 'TOKEN TENANT admin'", lineno);
+	if (role && strcmp(role, "admin"))
+		return error_set(err, PM_ERR_INPUT, "token_file",
+				 "line %zu: the third field is the role, 'admin', got '%.32s'", lineno,
+				 role);
 	for (size_t i = 0; i < h->n_tokens; i++)
 		if (!strcmp(h->tokens[i].token, tok))
 			return error_set(err, PM_ERR_INPUT, "token_file",
@@ -116,6 +140,7 @@ static enum pm_status add_token(struct http_server *h, char *line, size_t lineno
 	h->tokens = grown;
 	grown[h->n_tokens].token = strdup(tok);
 	grown[h->n_tokens].tenant = strdup(tenant);
+	grown[h->n_tokens].admin = role != NULL;
 	if (!grown[h->n_tokens].token || !grown[h->n_tokens].tenant) {
 		free(grown[h->n_tokens].token);
 		free(grown[h->n_tokens].tenant);
@@ -125,17 +150,36 @@ static enum pm_status add_token(struct http_server *h, char *line, size_t lineno
 	return PM_OK;
 }
 
-/* Lines "TOKEN TENANT"; '#' starts a comment line; blank lines are fine. */
+/* Tokens are secrets: like ssh with a private key, a token file that
+ * group or others may read (or write) is refused rather than used. */
+static enum pm_status check_private(FILE *f, const char *path, struct pm_error *err)
+{
+	struct stat st;
+
+	if (fstat(fileno(f), &st))
+		return error_set(err, PM_ERR_IO, "token_file", "cannot stat %s: %s", path,
+				 strerror(errno));
+	if (st.st_mode & 077)
+		return error_set(err, PM_ERR_INPUT, "token_file",
+				 "%s is accessible by group or others (mode %04o); make it private: "
+				 "chmod 600 %s",
+				 path, (unsigned)(st.st_mode & 07777), path);
+	return PM_OK;
+}
+
+/* Lines "TOKEN TENANT [admin]"; '#' starts a comment line; blank lines are
+ * fine. */
 static enum pm_status load_tokens(struct http_server *h, const char *path, struct pm_error *err)
 {
 	FILE *f = fopen(path, "r");
 	char *line = NULL, *p;
 	size_t cap = 0, lineno = 0;
-	enum pm_status st = PM_OK;
+	enum pm_status st;
 
 	if (!f)
 		return error_set(err, PM_ERR_IO, "token_file", "cannot open %s: %s", path,
 				 strerror(errno));
+	st = check_private(f, path, err);
 	while (!st && getline(&line, &cap, f) != -1) {
 		lineno++;
 		for (p = line; *p == ' ' || *p == '\t'; p++)
@@ -205,8 +249,7 @@ static void add_headers(struct MHD_Response *mr, const struct http_response *res
 
 /* Sends res (taking its body), with ETag/304 on GET, and logs it. */
 static enum MHD_Result send_response(struct http_server *h, struct MHD_Connection *con,
-				     struct conn *c, const char *method, const char *path,
-				     struct http_response *res)
+				     struct conn *c, const char *method, struct http_response *res)
 {
 	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 	struct MHD_Response *mr;
@@ -231,6 +274,8 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	if (mr) {
 		res->body = NULL; /* MHD frees it */
 		add_headers(mr, res);
+		/* one request per connection: the next one passes the gate */
+		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 		if (etag[0]) {
 			MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, etag);
 			MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -241,7 +286,8 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	}
 	metrics_record(h->metrics, c->route, method, res->status, pipeline_now() - c->t0);
 	if (!h->o.quiet)
-		metrics_log(method, path, res->status, bytes, pipeline_now() - c->t0, c->tenant);
+		metrics_log(method, c->target.path ? c->target.path : c->raw, res->status, bytes,
+			    pipeline_now() - c->t0, c->tenant);
 	free(res->body);
 	free(res->location);
 	free(res->link);
@@ -263,39 +309,65 @@ static int method_allowed(const char *allow, const char *method)
 	return 0;
 }
 
-/* First call, headers only: authenticate and check the announced size, so
- * that neither a stranger nor an oversize body costs a byte of buffer. */
-static enum MHD_Result begin(struct http_server *h, struct MHD_Connection *con, const char *url,
-			     const char *method, void **con_cls)
+/* The request line has been read: the raw target is kept, everything
+ * else waits for the headers (begin). Its result is the request's *con_cls. */
+static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 {
 	struct conn *c = calloc(1, sizeof *c);
-	struct http_response res = {0};
+
+	if (c && !(c->raw = strdup(uri))) {
+		free(c);
+		c = NULL;
+	}
+	if (c)
+		c->t0 = pipeline_now();
+	return c;
+}
+
+/* The problem of a request that cannot go on, before its body: a stranger
+ * (401), an unreadable target (400/404), an announced oversize body
+ * (413). 0 when it may go on. */
+static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, struct conn *c,
+			     struct http_response *res)
+{
 	const char *cl;
+	unsigned st;
+	char detail[256];
 	int missing;
 
-	if (!c)
-		return MHD_NO;
-	*con_cls = c;
-	c->t0 = pipeline_now();
-	c->route = api_route(url, c->id);
+	st = http_target_parse(c->raw, &c->target, detail, sizeof detail);
+	c->route = st ? ROUTE_NONE : api_route(c->target.path, c->id);
 	c->limit = c->route == ROUTE_SOLVE ? h->o.max_solve_body : h->o.max_body;
-	c->tenant = c->route == ROUTE_HEALTHZ ? "" : authenticate(h, con, &missing);
+	c->tenant = c->route == ROUTE_HEALTHZ ? "" : authenticate(h, con, &missing, &c->admin);
 	cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (!c->tenant) {
-		http_problem(&res, 401, NULL, "%s",
+		http_problem(res, 401, NULL, "%s",
 			     missing ? "this service needs an 'Authorization: Bearer TOKEN' header"
 				     : "the bearer token is not valid");
-		res.www_auth = missing ? "Bearer realm=\"pmaxent\""
-				       : "Bearer realm=\"pmaxent\", error=\"invalid_token\"";
+		res->www_auth = missing ? "Bearer realm=\"pmaxent\""
+					: "Bearer realm=\"pmaxent\", error=\"invalid_token\"";
+	} else if (st) {
+		http_problem(res, st, NULL, "%s", detail);
 	} else if (cl && strtoull(cl, NULL, 10) > c->limit) {
-		http_problem(&res, 413, NULL,
+		http_problem(res, 413, NULL,
 			     "the request body (%s bytes) is over the limit of %zu bytes", cl,
 			     c->limit);
-	} else {
-		return MHD_YES;
 	}
+	return res->status;
+}
+
+/* First call, headers only: so that neither a stranger nor an oversize
+ * body costs a byte of buffer. */
+static enum MHD_Result begin(struct http_server *h, struct MHD_Connection *con, struct conn *c,
+			     const char *method)
+{
+	struct http_response res = {0};
+
+	c->begun = 1;
+	if (!refuse_early(h, con, c, &res))
+		return MHD_YES;
 	c->answered = 1;
-	return send_response(h, con, c, method, url, &res);
+	return send_response(h, con, c, method, &res);
 }
 
 /* Body bytes: kept up to the limit, then discarded (answered with 413). */
@@ -328,9 +400,10 @@ static void absorb(struct conn *c, const char *data, size_t n)
 }
 
 static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connection *con,
-				      struct conn *c, const char *url, const char *method)
+				      struct conn *c, const char *method)
 {
-	struct http_request r = {con, method, url, c->route, "", c->tenant, "", 0};
+	const char *url = c->target.path;
+	struct http_request r = {con, method, url, &c->target, c->route, "", c->tenant, "", 0};
 	struct http_response res = {0};
 	const char *allow = api_allow(c->route);
 
@@ -349,9 +422,15 @@ static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connecti
 		http_problem(&res, 405, NULL, "%s does not allow %s (allowed: %s)", url, method,
 			     allow);
 		res.allow = allow;
-	} else
-		api_handle(h, &r, &res);
-	return send_response(h, con, c, method, url, &res);
+	} else if (!api_check_params(&r, &res)) {
+		if (c->route == ROUTE_METRICS && !c->admin)
+			http_problem(&res, 403, NULL,
+				     "/metrics shows every tenant's work: it needs a token with the "
+				     "admin role ('TOKEN TENANT admin' in the token file)");
+		else
+			api_handle(h, &r, &res);
+	}
+	return send_response(h, con, c, method, &res);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const char *url,
@@ -362,7 +441,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	struct conn *c = *con_cls;
 
 	if (!c)
-		return begin(h, con, url, method, con_cls);
+		return MHD_NO; /* on_uri ran out of memory */
+	if (!c->begun)
+		return begin(h, con, c, method);
 	if (*upload_size) {
 		absorb(c, upload, *upload_size);
 		*upload_size = 0;
@@ -371,7 +452,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 	if (c->answered)
 		return MHD_YES;
 	c->answered = 1;
-	return finish_request(h, con, c, url, method);
+	return finish_request(h, con, c, method);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
@@ -379,8 +460,11 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 {
 	struct conn *c = *con_cls;
 
-	if (c)
+	if (c) {
 		free(c->body);
+		free(c->raw);
+		http_target_finish(&c->target);
+	}
 	free(c);
 	*con_cls = NULL;
 }
@@ -435,47 +519,98 @@ static int is_loopback(const struct sockaddr_storage *ss)
 	return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr);
 }
 
-/* mkdir -p */
-static enum pm_status make_dirs(const char *dir, struct pm_error *err)
+/* A connection that MHD starts or stops serving: the gate's counts. */
+static void on_connection(void *cls, struct MHD_Connection *con, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
 {
-	char path[4096];
-	size_t n = strlen(dir);
+	struct http_server *h = cls;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 
-	if (n >= sizeof path)
-		return error_set(err, PM_ERR_INPUT, "data_dir", "the path is too long");
-	memcpy(path, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (path[i] != '/' && path[i] != '\0')
-			continue;
-		path[i] = '\0';
-		if (mkdir(path, 0777) && errno != EEXIST)
-			return error_set(err, PM_ERR_IO, "data_dir", "cannot create %s: %s", path,
-					 strerror(errno));
-		path[i] = i < n ? '/' : '\0';
-	}
-	return PM_OK;
+	if (ci)
+		gate_served(h->gate, ci->client_addr,
+			    toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
 }
 
-static enum pm_status start_daemon(struct http_server *h, const struct sockaddr_storage *ss, int v6,
+/* The gate's well-framed connections go to MHD (which closes fd itself
+ * when it cannot take it). */
+static void handoff(void *ctx, int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct http_server *h = ctx;
+
+	MHD_add_connection(h->daemon, fd, addr, len);
+}
+
+/* The limits the gate enforces, from the options. */
+static void gate_limits_of(const struct http_options *o, struct gate_limits *l)
+{
+	l->max_connections = o->max_connections;
+	l->max_per_address = o->max_per_address;
+	l->header_timeout = o->header_timeout;
+	l->max_head = HTTP_MAX_HEAD;
+	l->max_uri = HTTP_MAX_URI;
+	l->max_headers = HTTP_MAX_HEADERS;
+	/* the routes' body limits come after authentication (refuse_early):
+	 * a stranger learns nothing of them; the gate refuses only what no
+	 * limit could allow */
+	l->max_body = INT64_MAX;
+}
+
+/*
+ * MHD serves the connections the gate hands over (no listening socket of
+ * its own), one thread each. Its own limits are a backstop above the
+ * gate's, which answer first; its pool holds a whole head.
+ */
+static enum pm_status start_daemon(struct http_server *h, const struct sockaddr_storage *ss,
 				   struct pm_error *err)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
-	const union MHD_DaemonInfo *info;
+			 MHD_USE_POLL | MHD_USE_ITC | MHD_USE_NO_LISTEN_SOCKET;
+	struct gate_limits l;
 
-	errno = 0;
-	h->daemon = MHD_start_daemon(flags, (uint16_t)h->o.port, NULL, NULL, on_request, h,
-				     MHD_OPTION_SOCK_ADDR, (const struct sockaddr *)ss,
-				     MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-				     MHD_OPTION_CONNECTION_LIMIT, (unsigned)1024, MHD_OPTION_END);
+	gate_limits_of(&h->o, &l);
+	h->daemon = MHD_start_daemon(
+	    flags, 0, NULL, NULL, on_request, h, MHD_OPTION_NOTIFY_COMPLETED, on_completed, h,
+	    MHD_OPTION_URI_LOG_CALLBACK, on_uri, h, MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ceil(h->o.idle_timeout),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)(2 * l.max_connections + 16),
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)(2 * l.max_per_address + 16),
+	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(4 * HTTP_MAX_HEAD + 65536),
+	    MHD_OPTION_END);
 	if (!h->daemon)
-		return error_set(err, PM_ERR_IO, "listen", "cannot listen on %s port %u%s%s",
-				 h->o.listen, h->o.port, errno ? ": " : "",
-				 errno ? strerror(errno) : "");
-	info = MHD_get_daemon_info(h->daemon, MHD_DAEMON_INFO_BIND_PORT);
-	h->port = info && info->port ? info->port : h->o.port;
-	return PM_OK;
+		return error_set(err, PM_ERR_INTERNAL, "", "cannot start the HTTP daemon");
+	return gate_start(ss, &l, handoff, h, h->metrics, h->o.quiet, &h->gate, err);
+}
+
+/* Every connection the limits allow needs a file descriptor: the soft
+ * limit is raised as far as the hard one allows, and a limit that cannot
+ * be met is refused at start rather than found out under load. */
+static enum pm_status enough_files(const struct http_options *o, struct pm_error *err)
+{
+	rlim_t need = (rlim_t)o->max_connections + 256;
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return PM_OK;
+	if (rl.rlim_cur >= need)
+		return PM_OK;
+	rl.rlim_cur = rl.rlim_max < need ? rl.rlim_max : need;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	if (rl.rlim_cur >= need)
+		return PM_OK;
+	return error_set(err, PM_ERR_INPUT, "max_connections",
+			 "%zu connections need %llu file descriptors, the hard limit is %llu "
+			 "(ulimit -Hn)",
+			 o->max_connections, (unsigned long long)need,
+			 (unsigned long long)rl.rlim_max);
+}
+
+static enum pm_status start_jobs(struct http_server *h, struct pm_error *err)
+{
+	struct jobs_options jo = {h->o.workers,		    h->o.queue_capacity, h->o.max_attempts,
+				  h->o.analysis_time_limit, h->o.test_stall};
+
+	return jobs_create(h->store, &jo, &h->jobs, err);
 }
 
 /* Copies the options and checks what can be checked before any side
@@ -503,7 +638,7 @@ static enum pm_status configure(struct http_server *h, const struct http_options
 				 h->listen);
 	if (o->token_file && (st = load_tokens(h, o->token_file, err)))
 		return st;
-	return make_dirs(h->data_dir, err);
+	return PM_OK; /* the store creates the data directory, private */
 }
 
 enum pm_status http_start(const struct http_options *o, struct http_server **out,
@@ -524,9 +659,11 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 	if (!st)
 		st = store_open(h->data_dir, &h->store, err);
 	if (!st)
-		st = jobs_create(h->store, h->o.workers, h->o.queue_capacity, &h->jobs, err);
+		st = start_jobs(h, err);
 	if (!st)
-		st = start_daemon(h, &ss, v6, err);
+		st = enough_files(&h->o, err);
+	if (!st)
+		st = start_daemon(h, &ss, err);
 	if (st) {
 		http_stop(h);
 		return st;
@@ -537,23 +674,19 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 
 unsigned http_port(const struct http_server *h)
 {
-	return h ? h->port : 0;
+	return h ? gate_port(h->gate) : 0;
 }
 
 void http_stop(struct http_server *h)
 {
-	MHD_socket ls = MHD_INVALID_SOCKET;
-
 	if (!h)
 		return;
 	/* synchronous solves see this in their progress callback */
 	__atomic_store_n(&h->stopping, 1, __ATOMIC_RELAXED);
-	if (h->daemon) {
-		ls = MHD_quiesce_daemon(h->daemon);
+	gate_stop(h->gate); /* no new connections */
+	if (h->daemon)
 		MHD_stop_daemon(h->daemon); /* waits for the requests in flight */
-		if (ls != MHD_INVALID_SOCKET)
-			close(ls);
-	}
+	gate_destroy(h->gate);
 	/* running analyses are cancelled and re-queued in the store */
 	jobs_destroy(h->jobs);
 	store_close(h->store);

@@ -8,6 +8,8 @@
 #define PMAXENT_HTTP_INTERNAL_H
 
 #include <pthread.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 
 #include "server.h"
@@ -16,6 +18,10 @@
 #define HTTP_ID_LEN    19
 #define HTTP_ID_SIZE   (HTTP_ID_LEN + 1)
 #define HTTP_MAX_DEPTH 64
+/* request heads (gate.c): target, header fields, the whole head */
+#define HTTP_MAX_URI	 8192
+#define HTTP_MAX_HEADERS 100
+#define HTTP_MAX_HEAD	 16384
 
 /* list pages (?limit=) of datasets and analyses */
 #define HTTP_PAGE_DEFAULT 50
@@ -38,6 +44,7 @@ enum http_route {
 
 struct http_token {
 	char *token, *tenant;
+	int admin; /* may read the whole service's state (/metrics) */
 };
 
 struct metrics;
@@ -49,7 +56,7 @@ struct http_server {
 	struct jobs *jobs;
 	struct metrics *metrics;
 	struct MHD_Daemon *daemon;
-	unsigned port;
+	struct gate *gate; /* the listening socket and the connection limits */
 	struct http_token *tokens; /* NULL when access control is off */
 	size_t n_tokens;
 	int stopping; /* set by http_stop; synchronous solves poll it */
@@ -59,10 +66,19 @@ struct http_server {
 
 enum http_media { MEDIA_NONE, MEDIA_JSON, MEDIA_CSV, MEDIA_OTHER };
 
+/* A request target decoded once, strictly (http_target_parse). */
+#define HTTP_MAX_PARAMS 16
+struct http_target {
+	char *path; /* percent-decoded; owned */
+	size_t n_params;
+	char *names[HTTP_MAX_PARAMS], *values[HTTP_MAX_PARAMS]; /* decoded; owned */
+};
+
 /* One request, complete with its body, as the handlers see it. */
 struct http_request {
 	void *con; /* struct MHD_Connection */
-	const char *method, *path;
+	const char *method, *path; /* path: decoded, without the query */
+	const struct http_target *target;
 	enum http_route route;
 	char id[HTTP_ID_SIZE]; /* the {id} of the path; "" when malformed */
 	const char *tenant;    /* "" without access control */
@@ -86,12 +102,27 @@ struct http_response {
 /* ---- http_util.c: helpers for the handlers ----------------------------- */
 
 const char *http_header(const struct http_request *r, const char *name);
+/*
+ * Decodes the raw request target ("/v1/x%20y?limit=5") into t: the path
+ * and the query parameters, percent-decoded. 0, or the status to answer
+ * with the detail: 400 for a malformed escape, a NUL or another control
+ * character (in the path or a parameter), a parameter given twice or too
+ * many; 404 for an escaped '/' (%2F), which no path segment holds. Free t
+ * with http_target_finish, also after a failure.
+ */
+unsigned http_target_parse(const char *raw, struct http_target *t, char *detail, size_t size);
+void http_target_finish(struct http_target *t);
 /* A query parameter, or NULL. */
 const char *http_query(const struct http_request *r, const char *name);
 enum http_media http_media_type(const struct http_request *r);
 /* Whether the client asks for text/csv (Accept). */
 int http_wants_csv(const struct http_request *r);
 
+/* The reason phrase of a status ("Not found"). */
+const char *http_reason(unsigned status);
+/* The problem document of status as compact JSON text; caller frees.
+ * NULL when out of memory. */
+char *http_problem_text(unsigned status, const char *detail);
 /* Replaces the response with a problem document (RFC 9457); field may be
  * NULL or "". */
 void http_problem(struct http_response *res, unsigned status, const char *field, const char *fmt,
@@ -146,11 +177,61 @@ struct http_text_buf {
 };
 void http_put(struct http_text_buf *t, const char *s, size_t n);
 
+/* ---- gate.c: the front door --------------------------------------------- */
+
+/* What the gate enforces before a request reaches libmicrohttpd. */
+struct gate_limits {
+	size_t max_connections; /* open at once: pending here and served */
+	size_t max_per_address; /* of them from one client address */
+	double header_timeout;	/* seconds for a whole request head */
+	size_t max_head;	/* request line and header fields, bytes */
+	size_t max_uri;		/* request target, bytes */
+	size_t max_headers;	/* header fields */
+	uint64_t max_body;	/* Content-Length above: 413 */
+};
+
+/* The gate's verdict on the first n bytes of a connection. */
+struct gate_verdict {
+	int complete;	  /* 0: the head is not complete, and no error yet */
+	unsigned status;  /* 0: well framed; else the status to answer */
+	char detail[192]; /* what is wrong, for the problem document */
+	size_t head_len;  /* bytes of the head, when complete */
+};
+
+/* Checks the framing of a request head (RFC 9112, strictly): request line,
+ * HTTP/1.0 or 1.1, header syntax, Host, Content-Length, no
+ * Transfer-Encoding, the size limits of l. Pure: for the gate, the tests
+ * and the fuzzer. */
+void gate_check_head(const char *buf, size_t n, const struct gate_limits *l,
+		     struct gate_verdict *v);
+
+struct gate;
+/* Takes over a connection whose head is well framed (always: it closes
+ * fd itself if it cannot serve it). */
+typedef void (*gate_handoff)(void *ctx, int fd, const struct sockaddr *addr, socklen_t len);
+
+/* Listens on ss and runs the accepting thread. Refusals are counted in m
+ * and logged (unless quiet). Caller frees with gate_destroy. */
+enum pm_status gate_start(const struct sockaddr_storage *ss, const struct gate_limits *l,
+			  gate_handoff handoff, void *ctx, struct metrics *m, int quiet,
+			  struct gate **out, struct pm_error *err);
+unsigned gate_port(const struct gate *g);
+/* A connection handed off starts (+1) or ends (-1) being served; keeps the
+ * per-address and total counts. Thread-safe; valid until gate_destroy. */
+void gate_served(struct gate *g, const struct sockaddr *addr, int delta);
+/* Stops accepting and closes the connections still pending here. */
+void gate_stop(struct gate *g);
+/* gate_stop, then frees; NULL is a no-op. */
+void gate_destroy(struct gate *g);
+
 /* ---- api.c ------------------------------------------------------------- */
 
 /* The route of path; writes the {id} segment to id (or "" if it is not
  * a well-formed id). */
 enum http_route api_route(const char *path, char *id);
+/* Every query parameter of the request is one its route and method take:
+ * 0, or -1 with a 400 problem naming the first that is not. */
+int api_check_params(const struct http_request *r, struct http_response *res);
 /* Allowed methods of a route ("GET, HEAD, POST"), NULL for ROUTE_NONE. */
 const char *api_allow(enum http_route route);
 /* Produces the response of an authenticated request with a known route
@@ -180,6 +261,8 @@ void metrics_record(struct metrics *m, enum http_route route, const char *method
 		    double seconds);
 /* One finished synchronous solve (POST /v1/solve), its "seconds". */
 void metrics_solve(struct metrics *m, double seconds);
+/* One POST /v1/solve stopped before its end (client gone, shutdown). */
+void metrics_sync_cancelled(struct metrics *m);
 /* The Prometheus text exposition (format 0.0.4); caller frees. NULL when
  * out of memory. */
 char *metrics_render(struct http_server *h, size_t *len);

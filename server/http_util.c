@@ -24,7 +24,127 @@ const char *http_header(const struct http_request *r, const char *name)
 
 const char *http_query(const struct http_request *r, const char *name)
 {
-	return MHD_lookup_connection_value(r->con, MHD_GET_ARGUMENT_KIND, name);
+	for (size_t i = 0; r->target && i < r->target->n_params; i++)
+		if (!strcmp(r->target->names[i], name))
+			return r->target->values[i];
+	return NULL;
+}
+
+static int hex_value(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0'
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+				      : -1;
+}
+
+/*
+ * Percent-decodes s[0..n) into a new string (*out, caller frees). 0, or
+ * the status: 400 for a malformed escape or a control character, 404 for
+ * an escaped '/' when slash_ok is 0. what names the part in the detail.
+ */
+static unsigned decode_part(const char *s, size_t n, int slash_ok, const char *what, char **out,
+			    char *detail, size_t size)
+{
+	char *d = malloc(n + 1);
+	unsigned st = 0;
+	size_t k = 0;
+
+	if (!d)
+		return snprintf(detail, size, "out of memory"), 500;
+	for (size_t i = 0; i < n && !st; i++) {
+		unsigned char c = (unsigned char)s[i];
+		int hi = i + 2 < n ? hex_value(s[i + 1]) : -1, lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
+
+		if (c == '%' && (hi < 0 || lo < 0)) {
+			snprintf(detail, size, "%s has a '%%' that is not followed by two hex digits",
+				 what);
+			st = 400;
+			break;
+		}
+		int escaped = c == '%';
+
+		if (escaped) {
+			c = (unsigned char)(hi * 16 + lo);
+			i += 2;
+		}
+		if (c == '/' && escaped && !slash_ok) {
+			snprintf(detail, size, "no resource has an escaped '/' (%%2F) in a path segment");
+			st = 404;
+		} else if (c < 0x20 || c == 0x7f) {
+			snprintf(detail, size, "%s has a control character (byte %u)", what, c);
+			st = 400;
+		}
+		d[k++] = (char)c;
+	}
+	d[k] = '\0';
+	if (st) {
+		free(d);
+		d = NULL;
+	}
+	*out = d;
+	return st;
+}
+
+/* One "name=value" of the query into t. */
+static unsigned add_param(struct http_target *t, const char *s, size_t n, char *detail,
+			  size_t size)
+{
+	const char *eq = memchr(s, '=', n);
+	size_t nn = eq ? (size_t)(eq - s) : n;
+	unsigned st;
+
+	if (t->n_params == HTTP_MAX_PARAMS)
+		return snprintf(detail, size, "more than %d query parameters", HTTP_MAX_PARAMS),
+		       400;
+	if ((st = decode_part(s, nn, 1, "a query parameter name", &t->names[t->n_params], detail,
+			      size)))
+		return st;
+	t->values[t->n_params] = NULL;
+	st = decode_part(eq ? eq + 1 : s + n, eq ? n - nn - 1 : 0, 1, "a query parameter value",
+			 &t->values[t->n_params], detail, size);
+	t->n_params++; /* both owned by t now (finish frees them) */
+	if (st)
+		return st;
+	for (size_t i = 0; i + 1 < t->n_params; i++)
+		if (!strcmp(t->names[i], t->names[t->n_params - 1]))
+			return snprintf(detail, size, "query parameter '%.64s' is given twice",
+					t->names[i]),
+			       400;
+	return 0;
+}
+
+unsigned http_target_parse(const char *raw, struct http_target *t, char *detail, size_t size)
+{
+	size_t pn = strcspn(raw, "?#");
+	const char *q = raw + pn;
+	unsigned st;
+
+	memset(t, 0, sizeof *t);
+	if (*q == '#' || strchr(q, '#'))
+		return snprintf(detail, size, "the request target has a fragment ('#')"), 400;
+	if ((st = decode_part(raw, pn, 0, "the path", &t->path, detail, size)))
+		return st;
+	for (q += *q == '?'; *q; q += *q == '&') {
+		size_t n = strcspn(q, "&");
+
+		if (n && (st = add_param(t, q, n, detail, size)))
+			return st;
+		q += n;
+	}
+	return 0;
+}
+
+void http_target_finish(struct http_target *t)
+{
+	if (!t)
+		return;
+	free(t->path);
+	for (size_t i = 0; i < t->n_params; i++) {
+		free(t->names[i]);
+		free(t->values[i]);
+	}
+	memset(t, 0, sizeof *t);
 }
 
 /* Case-insensitive: does the media type at s (up to ';' or ',') equal t? */
@@ -76,15 +196,35 @@ struct problem_kind {
 static const struct problem_kind kinds[] = {
     {400, "bad-request", "Bad request"},
     {401, "unauthorized", "Unauthorized"},
+    {403, "forbidden", "Forbidden"},
     {404, "not-found", "Not found"},
     {405, "method-not-allowed", "Method not allowed"},
+    {408, "request-timeout", "Request timeout"},
     {409, "conflict", "Conflict"},
+    {411, "length-required", "Length required"},
     {413, "content-too-large", "Content too large"},
+    {414, "uri-too-long", "URI too long"},
     {415, "unsupported-media-type", "Unsupported media type"},
     {422, "invalid-input", "Invalid input"},
+    {429, "too-many-requests", "Too many requests"},
+    {431, "request-header-fields-too-large", "Request header fields too large"},
     {503, "unavailable", "Service unavailable"},
+    {505, "http-version-not-supported", "HTTP version not supported"},
     {500, "internal", "Internal server error"},
 };
+
+static const struct problem_kind *kind_of(unsigned status)
+{
+	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+		if (kinds[i].status == status)
+			return &kinds[i];
+	return &kinds[sizeof kinds / sizeof kinds[0] - 1];
+}
+
+const char *http_reason(unsigned status)
+{
+	return kind_of(status)->title;
+}
 
 /* A JSON string of s with bytes that are not UTF-8 (a path from the
  * client, %FF) replaced by '?': jansson refuses invalid UTF-8. */
@@ -102,8 +242,9 @@ static json_t *safe_string(const char *s)
 	return json_string(buf);
 }
 
-static void set_problem(struct http_response *res, unsigned status, const char *slug,
-			const char *title, const char *field, const char *detail)
+/* The problem document (RFC 9457) as JSON; NULL when out of memory. */
+static json_t *problem_json(unsigned status, const char *slug, const char *title,
+			    const char *field, const char *detail)
 {
 	char type[96];
 	json_t *p;
@@ -113,23 +254,36 @@ static void set_problem(struct http_response *res, unsigned status, const char *
 		      "detail", safe_string(detail));
 	if (p && field && *field)
 		json_object_set_new(p, "field", safe_string(field));
-	http_json(res, status, p);
+	return p;
+}
+
+char *http_problem_text(unsigned status, const char *detail)
+{
+	const struct problem_kind *k = kind_of(status);
+	json_t *p = problem_json(status, k->slug, k->title, NULL, detail);
+	char *text = p ? json_dumps(p, JSON_COMPACT) : NULL;
+
+	json_decref(p);
+	return text;
+}
+
+static void set_problem(struct http_response *res, unsigned status, const char *slug,
+			const char *title, const char *field, const char *detail)
+{
+	http_json(res, status, problem_json(status, slug, title, field, detail));
 	res->content_type = "application/problem+json";
 }
 
 void http_problem(struct http_response *res, unsigned status, const char *field, const char *fmt,
 		  ...)
 {
-	const struct problem_kind *k = &kinds[sizeof kinds / sizeof kinds[0] - 1];
+	const struct problem_kind *k = kind_of(status);
 	char detail[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(detail, sizeof detail, fmt, ap);
 	va_end(ap);
-	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (kinds[i].status == status)
-			k = &kinds[i];
 	set_problem(res, status, k->slug, k->title, field, detail);
 }
 

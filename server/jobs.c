@@ -17,6 +17,13 @@
 
 #define ID_MAX 64
 
+/* A queued analysis; alone: it has crashed the service before, and runs
+ * with no other analysis beside it. */
+struct entry {
+	char id[ID_MAX];
+	int alone;
+};
+
 /* One worker's current analysis. */
 struct slot {
 	struct jobs *owner;
@@ -28,35 +35,39 @@ struct slot {
 
 struct jobs {
 	struct store *store;
+	struct jobs_options o;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	pthread_t *threads;
 	size_t n_threads, started;
 	struct slot *slots;
-	char (*queue)[ID_MAX]; /* ring buffer */
+	struct entry *queue; /* ring buffer */
 	size_t head, len, cap, capacity;
+	size_t running;	   /* busy slots */
+	int alone_running; /* the running one is an "alone" analysis */
 	int stopping;
 	uint64_t succeeded, failed, cancelled, solves;
 	double solve_seconds;
 };
 
 /* Appends id to the ring, growing it (recovery may exceed the capacity). */
-static int queue_push(struct jobs *j, const char *id)
+static int queue_push(struct jobs *j, const char *id, int alone)
 {
 	if (j->len == j->cap) {
 		size_t cap = j->cap ? 2 * j->cap : 16;
-		char(*q)[ID_MAX] = malloc(cap * sizeof *q);
+		struct entry *q = malloc(cap * sizeof *q);
 
 		if (!q)
 			return -1;
 		for (size_t i = 0; i < j->len; i++)
-			memcpy(q[i], j->queue[(j->head + i) % j->cap], ID_MAX);
+			q[i] = j->queue[(j->head + i) % j->cap];
 		free(j->queue);
 		j->queue = q;
 		j->cap = cap;
 		j->head = 0;
 	}
-	snprintf(j->queue[(j->head + j->len) % j->cap], ID_MAX, "%s", id);
+	snprintf(j->queue[(j->head + j->len) % j->cap].id, ID_MAX, "%s", id);
+	j->queue[(j->head + j->len) % j->cap].alone = alone;
 	j->len++;
 	return 0;
 }
@@ -65,15 +76,24 @@ static int queue_push(struct jobs *j, const char *id)
 static int queue_remove(struct jobs *j, const char *id)
 {
 	for (size_t i = 0; i < j->len; i++) {
-		if (strcmp(j->queue[(j->head + i) % j->cap], id))
+		if (strcmp(j->queue[(j->head + i) % j->cap].id, id))
 			continue;
 		for (size_t k = i; k + 1 < j->len; k++)
-			memcpy(j->queue[(j->head + k) % j->cap],
-			       j->queue[(j->head + k + 1) % j->cap], ID_MAX);
+			j->queue[(j->head + k) % j->cap] = j->queue[(j->head + k + 1) % j->cap];
 		j->len--;
 		return 1;
 	}
 	return 0;
+}
+
+/* Whether a worker may take the head of the queue now (j->mu held): an
+ * "alone" analysis waits for the others to finish, and while it runs
+ * nothing else starts. */
+static int can_take(const struct jobs *j)
+{
+	if (!j->len || j->alone_running)
+		return 0;
+	return !j->queue[j->head].alone || j->running == 0;
 }
 
 static int on_progress(void *ctx, int iteration, double max_violation)
@@ -111,13 +131,6 @@ static char *problem_text(const struct pm_error *err)
 	return text;
 }
 
-/* Knowledge fields are reported as the analysis request names them. */
-static void prefix_field(struct pm_error *err)
-{
-	if (!strncmp(err->field, "rules", 5) || !strncmp(err->field, "mine", 4))
-		error_prefix(err, "knowledge");
-}
-
 /* Loads the analysis request and its dataset, and runs the pipeline. */
 static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
 				   json_t **result, struct pm_error *err)
@@ -139,17 +152,20 @@ static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct 
 		    error_set(err, PM_ERR_INTERNAL, "", "stored JSON is unreadable: %s", jerr.text);
 		goto out;
 	}
-	st = codec_dataset(body, &ds, err);
-	if (st)
+	if ((st = codec_dataset(body, &ds, err))) {
+		error_prefix(err, "stored dataset");
 		goto out;
+	}
 	solver_options_init(&o);
 	o.progress = on_progress;
 	o.progress_ctx = s;
 	o.pool = s->pool;
+	o.time_limit = j->o.time_limit; /* the default, and the most a request gets */
+	o.stall = j->o.stall;
 	st = pipeline_run_dataset(ds, json_object_get(req, "knowledge"),
 				  json_object_get(req, "solver"), &o, 0, result, err);
+	codec_request_field(err);
 out:
-	prefix_field(err);
 	dataset_destroy(ds);
 	json_decref(req);
 	json_decref(body);
@@ -183,7 +199,7 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *re
 			j->solves++;
 			j->solve_seconds += json_real_value(json_object_get(result, "seconds"));
 		} else if (st == PM_ERR_CANCELLED) {
-			j->cancelled += !strcmp(to, "cancelled");
+			/* only a shutdown gets here (a cancel moved it already) */
 		} else {
 			j->failed++;
 		}
@@ -214,19 +230,23 @@ static void *worker(void *arg)
 {
 	struct slot *s = arg;
 	struct jobs *j = s->owner;
+	int alone;
 
 	/* kept for every analysis this worker runs (NULL if they cannot
 	 * start: each solve then starts its own) */
 	solver_pool_create(0, &s->pool);
 	pthread_mutex_lock(&j->mu);
 	for (;;) {
-		while (!j->stopping && j->len == 0)
+		while (!j->stopping && !can_take(j))
 			pthread_cond_wait(&j->cv, &j->mu);
 		if (j->stopping)
 			break;
-		memcpy(s->id, j->queue[j->head], ID_MAX);
+		memcpy(s->id, j->queue[j->head].id, ID_MAX);
+		alone = j->queue[j->head].alone;
 		j->head = (j->head + 1) % j->cap;
 		j->len--;
+		j->running++;
+		j->alone_running = alone;
 		s->busy = 1;
 		s->cancel = 0;
 		s->p = (struct jobs_progress){0, NAN, pipeline_now()};
@@ -235,32 +255,74 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&j->mu);
 		s->busy = 0;
 		s->id[0] = 0;
+		j->running--;
+		j->alone_running = 0;
+		pthread_cond_broadcast(&j->cv); /* an "alone" one may be waiting */
 	}
 	pthread_mutex_unlock(&j->mu);
 	solver_pool_destroy(s->pool);
 	return NULL;
 }
 
+/* The problem of an analysis that the service died running max times. */
+static char *poison_problem(int max)
+{
+	struct pm_error e = {0};
+
+	error_set(&e, PM_ERR_INTERNAL, "",
+		  "the service stopped unexpectedly (a crash or a kill) the last %d times it ran "
+		  "this analysis; it is not run again (--max-attempts %d)",
+		  max, max);
+	return problem_text(&e);
+}
+
+/* One analysis left unfinished by an earlier process: queued again, alone
+ * if it has ever crashed the service, or failed at max_attempts. */
+static enum pm_status recover_one(struct jobs *j, const char *id, const char *problem,
+				  struct pm_error *err)
+{
+	struct store_row row = {0};
+	struct pm_error ignored = {0};
+	int crashes = 0, queue = 1;
+
+	if (store_analysis_get(j->store, id, NULL, &row, &ignored))
+		return PM_OK; /* deleted meanwhile */
+	if (!strcmp(row.status, "running")) {
+		if (store_analysis_interrupted(j->store, id, j->o.max_attempts, problem, &crashes,
+					       &ignored))
+			queue = 0;
+		else if (crashes >= j->o.max_attempts)
+			queue = 0, j->failed++;
+	} else {
+		crashes = row.crashes;
+	}
+	store_row_finish(&row);
+	if (queue && queue_push(j, id, crashes > 0))
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	return PM_OK;
+}
+
 /* Analyses left queued or running by an earlier process run again. */
 static enum pm_status recover(struct jobs *j, struct pm_error *err)
 {
-	char **ids = NULL;
+	char **ids = NULL, *problem = poison_problem(j->o.max_attempts);
 	size_t n = 0;
 	enum pm_status st = store_analysis_unfinished(j->store, &ids, &n, err);
-	struct pm_error ignored = {0};
 
+	if (!st && !problem)
+		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	for (size_t i = 0; i < n; i++) {
-		store_analysis_transition(j->store, ids[i], "running", "queued", NULL, &ignored);
-		if (!st && queue_push(j, ids[i]))
-			st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
+		if (!st)
+			st = recover_one(j, ids[i], problem, err);
 		free(ids[i]);
 	}
 	free(ids);
+	free(problem);
 	return st;
 }
 
-enum pm_status jobs_create(struct store *s, size_t workers, size_t queue_capacity,
-			   struct jobs **out, struct pm_error *err)
+enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct jobs **out,
+			   struct pm_error *err)
 {
 	struct jobs *j = calloc(1, sizeof *j);
 	enum pm_status st = PM_ERR_NOMEM;
@@ -269,8 +331,10 @@ enum pm_status jobs_create(struct store *s, size_t workers, size_t queue_capacit
 	if (!j)
 		return error_set(err, st, "", "out of memory");
 	j->store = s;
-	j->n_threads = workers ? workers : 1;
-	j->capacity = queue_capacity ? queue_capacity : 1;
+	j->o = *o;
+	j->o.max_attempts = o->max_attempts > 0 ? o->max_attempts : 1;
+	j->n_threads = o->workers ? o->workers : 1;
+	j->capacity = o->queue_capacity ? o->queue_capacity : 1;
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
 	j->threads = calloc(j->n_threads, sizeof *j->threads);
@@ -327,10 +391,10 @@ enum pm_status jobs_submit(struct jobs *j, const char *analysis_id, struct pm_er
 	else if (j->len >= j->capacity)
 		st = error_set(err, PM_ERR_BUSY, "", "the analysis queue is full (%zu queued)",
 			       j->len);
-	else if (queue_push(j, analysis_id))
+	else if (queue_push(j, analysis_id, 0))
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	else
-		pthread_cond_signal(&j->cv);
+		pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
 	return st;
 }
@@ -350,14 +414,23 @@ int jobs_progress(struct jobs *j, const char *analysis_id, struct jobs_progress 
 	return found;
 }
 
-void jobs_cancel(struct jobs *j, const char *analysis_id)
+enum pm_status jobs_cancel(struct jobs *j, const char *analysis_id, struct pm_error *err)
 {
+	/* the store first: a worker that finishes now loses the race */
+	enum pm_status st =
+	    store_analysis_transition(j->store, analysis_id, "queued|running", "cancelled", NULL, err);
+
+	if (st)
+		return st;
 	pthread_mutex_lock(&j->mu);
+	j->cancelled++;
 	queue_remove(j, analysis_id);
 	for (size_t i = 0; i < j->started; i++)
 		if (j->slots[i].busy && !strcmp(j->slots[i].id, analysis_id))
 			j->slots[i].cancel = 1;
+	pthread_cond_broadcast(&j->cv); /* the head of the queue may have changed */
 	pthread_mutex_unlock(&j->mu);
+	return PM_OK;
 }
 
 void jobs_stats(struct jobs *j, struct jobs_stats *out)

@@ -16,8 +16,8 @@ static const char *const methods[] = {"GET", "HEAD", "POST", "DELETE", "other"};
 #define N_METHODS (sizeof methods / sizeof methods[0])
 
 /* Status codes the service answers with; anything else counts as "other". */
-static const unsigned statuses[] = {200, 201, 202, 204, 304, 400, 401, 404,
-				    405, 409, 413, 415, 422, 500, 503, 0};
+static const unsigned statuses[] = {200, 201, 202, 204, 304, 400, 401, 403, 404, 405, 408, 409,
+				    411, 413, 414, 415, 422, 429, 431, 500, 503, 505, 0};
 #define N_STATUSES (sizeof statuses / sizeof statuses[0])
 
 /* Upper bounds (seconds) of the latency histogram buckets; +Inf implied. */
@@ -30,7 +30,7 @@ struct metrics {
 	uint64_t requests[N_ROUTES][N_METHODS][N_STATUSES];
 	uint64_t latency[N_ROUTES][N_BOUNDS + 1]; /* not cumulative; last: above all */
 	double latency_sum[N_ROUTES];
-	uint64_t sync_solves;
+	uint64_t sync_solves, sync_cancelled;
 	double sync_solve_seconds;
 };
 
@@ -98,6 +98,15 @@ void metrics_solve(struct metrics *m, double seconds)
 	pthread_mutex_lock(&m->mu);
 	m->sync_solves++;
 	m->sync_solve_seconds += seconds;
+	pthread_mutex_unlock(&m->mu);
+}
+
+void metrics_sync_cancelled(struct metrics *m)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->mu);
+	m->sync_cancelled++;
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -239,6 +248,10 @@ char *metrics_render(struct http_server *h, size_t *len)
 	pthread_mutex_lock(&m->mu);
 	emit(&o, "pmaxent_solve_seconds_sum{mode=\"sync\"} %.9g\n", m->sync_solve_seconds);
 	emit(&o, "pmaxent_solve_seconds_count{mode=\"sync\"} %" PRIu64 "\n", m->sync_solves);
+	family(&o, "pmaxent_sync_solves_cancelled_total", "counter",
+	       "POST /v1/solve solves stopped because the client went away or the service "
+	       "stopped.");
+	emit(&o, "pmaxent_sync_solves_cancelled_total %" PRIu64 "\n", m->sync_cancelled);
 	pthread_mutex_unlock(&m->mu);
 	if (o.oom) {
 		free(o.s);
@@ -268,8 +281,8 @@ static void log_escape(char *out, size_t size, const char *s, size_t max)
 	out[o] = '\0';
 }
 
-/* One JSON line per request on stderr. The path is MHD's, without the
- * query; the tenant, never the token. */
+/* One JSON line per request on stderr. The path without the query ("-"
+ * when the request line was not readable); the tenant, never the token. */
 void metrics_log(const char *method, const char *path, unsigned status, size_t bytes,
 		 double seconds, const char *tenant)
 {

@@ -21,7 +21,7 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 {
 	struct codec_timings t = {0};
 	struct knowledge k;
-	struct miner_options mine;
+	struct codec_mined mined = {0};
 	struct solver_options o;
 	struct invariants inv = {0};
 	struct solver_result r = {0};
@@ -35,13 +35,13 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 		o = *base;
 	else
 		solver_options_init(&o);
-	if ((st = codec_knowledge(knowledge, ds, &k, &mine, &has_mine, err)) ||
+	if ((st = codec_knowledge(knowledge, ds, &k, &mined.asked, &has_mine, err)) ||
 	    (st = codec_solver_options(solver, &o, err)))
 		goto out;
 	t.load = load_seconds + (pipeline_now() - t0);
 	t0 = pipeline_now();
 	/* mined rules go after the user rules; miner_run rejects published form */
-	if (has_mine && (st = miner_run(ds, &mine, &k, err)))
+	if (has_mine && (st = miner_run_counted(ds, &mined.asked, &k, &mined.found, err)))
 		goto out;
 	t.mine = pipeline_now() - t0;
 	t0 = pipeline_now();
@@ -52,7 +52,7 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 	if ((st = solver_run(ds, &k, &inv, &o, &r, err)))
 		goto out;
 	t.solve = pipeline_now() - t0;
-	*out = codec_result(ds, &k, &r, &t);
+	*out = codec_result(ds, &k, &r, &t, has_mine ? &mined : NULL);
 	if (!*out)
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory while writing the result");
 out:

@@ -11,15 +11,27 @@
 
 /* ---- codec.c ------------------------------------------------------------ */
 
+/* The three readers below are strict: an unknown key at any depth is
+ * PM_ERR_INPUT naming it ("mine.positve"), with a "did you mean" when a
+ * known key is close; fields are relative to the document. */
+
 /* Dataset from its JSON (records form or published form, SPEC section 3).
  * Caller frees *out with dataset_destroy. Errors name the field, e.g.
- * "records[17].qi". */
+ * "records[17].qi". Length limits are the builder's (DATASET_MAX_*),
+ * checked before any row is read. */
 enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_error *err);
 
 /* Knowledge JSON: user rules are resolved against ds and appended to k;
- * "mine" fills *mine and sets *has_mine. j may be NULL (no knowledge). */
+ * "mine" fills *mine and sets *has_mine. j may be NULL (no knowledge).
+ * At most 100,000 rules (MAX_RULES in codec.c) and K of MINER_MAX_K. */
 enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct knowledge *k,
 			       struct miner_options *mine, int *has_mine, struct pm_error *err);
+
+/* An input error of pipeline_run_dataset named as an analysis request
+ * names it: the knowledge document's fields ("rules[2].if", "mine",
+ * "statements", "") get "knowledge." in front; solver fields already read
+ * "solver.tolerance". Other errors are left as they are. */
+void codec_request_field(struct pm_error *err);
 
 /* Solver options JSON ({"tolerance": .., "max_iterations": ..}); j may be
  * NULL. o must be initialised with solver_options_init first. */
@@ -39,9 +51,18 @@ struct codec_timings {
 	double load, mine, build, solve;
 };
 
-/* The result document of SPEC section 4. New reference. */
+/* What a "mine" block asked for and what the miner found: fewer rules than
+ * asked may reach min_support, and the result says so ("mined"). */
+struct codec_mined {
+	struct miner_options asked;
+	struct miner_found found;
+};
+
+/* The result document of SPEC section 4; mined is NULL when the knowledge
+ * had no "mine" block (then the result has no "mined"). New reference. */
 json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
-		     const struct solver_result *r, const struct codec_timings *t);
+		     const struct solver_result *r, const struct codec_timings *t,
+		     const struct codec_mined *mined);
 
 /* ---- pipeline.c --------------------------------------------------------- */
 
@@ -68,6 +89,17 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 /* Monotonic clock in seconds. */
 double pipeline_now(void);
 
+/* ---- datadir.c ---------------------------------------------------------- */
+
+/* Creates the data directory dir (mkdir -p, 0700) and takes its lock
+ * (DIR/pmaxent.lock, 0600, the holder's pid in it): "data directory D is
+ * in use by pid P" (PM_ERR_IO, field data_dir) when another process
+ * holds it. The lock lasts until *lock_fd is closed (-1 on failure). */
+enum pm_status datadir_open(const char *dir, int *lock_fd, struct pm_error *err);
+/* Creates path if missing, and makes it readable by its owner only
+ * (0600), also if it existed with a wider mode. */
+enum pm_status datadir_private(const char *path, struct pm_error *err);
+
 /* ---- store.c ------------------------------------------------------------ */
 
 /*
@@ -93,6 +125,7 @@ struct store_row {
 	char *problem;		  /* analyses: problem JSON text once failed */
 	int64_t created, updated; /* unix seconds */
 	int attempts;		  /* analyses: times a worker started it */
+	int crashes;		  /* analyses: starts the service did not survive */
 };
 
 void store_row_finish(struct store_row *r);
@@ -142,6 +175,15 @@ enum pm_status store_analysis_delete(struct store *s, const char *id, const char
  * restart. *ids and each string caller frees (free()). */
 enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n,
 					 struct pm_error *err);
+/*
+ * An analysis found "running" when the service starts: the service died
+ * running it (crash, kill -9, power cut). Counts the crash (*crashes: the
+ * count now) and moves it, in one transaction, to "queued" or, at
+ * max_crashes, to "failed" with the problem JSON text. PM_ERR_CONFLICT
+ * when it is not running.
+ */
+enum pm_status store_analysis_interrupted(struct store *s, const char *id, int max_crashes,
+					  const char *problem, int *crashes, struct pm_error *err);
 /* Counts of analyses by status, for /metrics. */
 enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err);
 
@@ -168,11 +210,28 @@ struct jobs_stats {
 	double solve_seconds_total; /* sum of their "seconds" */
 };
 
-/* Starts `workers` threads with a queue of queue_capacity; analyses left
- * queued or running in the store are queued again first. Caller frees with
- * jobs_destroy. */
-enum pm_status jobs_create(struct store *s, size_t workers, size_t queue_capacity,
-			   struct jobs **out, struct pm_error *err);
+/* The pool's settings. */
+struct jobs_options {
+	size_t workers, queue_capacity;
+	/* starts of an analysis that the service did not survive before it
+	 * ends failed (a poison job); at least 1 */
+	int max_attempts;
+	/* every solve's default and maximum time limit, seconds (0: none) */
+	double time_limit;
+	/* tests only: solver_options.stall of every solve */
+	double stall;
+};
+
+/*
+ * Starts the workers. Analyses left queued or running in the store are
+ * queued again first; one found running (the service died running it)
+ * counts a crash, ends failed at max_attempts crashes, and otherwise,
+ * like every analysis with a crash to its name, runs alone: while it
+ * runs no other analysis does, so that a crash is blamed on it alone.
+ * Caller frees with jobs_destroy.
+ */
+enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct jobs **out,
+			   struct pm_error *err);
 /* Graceful stop: no new work, running analyses are cancelled and put back
  * to "queued" in the store (they run again after a restart), threads
  * joined. */
@@ -181,25 +240,40 @@ void jobs_destroy(struct jobs *j);
 enum pm_status jobs_submit(struct jobs *j, const char *analysis_id, struct pm_error *err);
 /* Progress of a running analysis: 1 and *out filled, or 0. */
 int jobs_progress(struct jobs *j, const char *analysis_id, struct jobs_progress *out);
-/* Asks a queued or running analysis to stop; its worker notices within
- * one solver iteration. The caller updates the store. */
-void jobs_cancel(struct jobs *j, const char *analysis_id);
+/* Cancels a queued or running analysis: "cancelled" in the store (the one
+ * place that counts cancellations), out of the queue, and its worker
+ * stops within one solver iteration. PM_ERR_CONFLICT when it has finished
+ * meanwhile, PM_ERR_NOT_FOUND when it is gone. */
+enum pm_status jobs_cancel(struct jobs *j, const char *analysis_id, struct pm_error *err);
 void jobs_stats(struct jobs *j, struct jobs_stats *out);
 
 /* ---- http.c ------------------------------------------------------------- */
 
-/* `pmaxent serve` settings (SPEC section 6, issue 3). */
+/* `pmaxent serve` settings (SPEC section 6, issues 3 and 21). */
 struct http_options {
 	const char *listen;	/* address, default "127.0.0.1" */
 	unsigned port;		/* default 8080; 0 picks a free port */
 	const char *data_dir;	/* default "./var" */
 	size_t workers;		/* analysis workers, default: cores */
 	size_t queue_capacity;	/* queued analyses before 503, default 64 */
-	const char *token_file; /* lines "TOKEN TENANT"; NULL: no access control */
+	const char *token_file; /* lines "TOKEN TENANT [admin]"; NULL: no access control */
 	size_t max_body;	/* request body cap, bytes (413 above) */
 	size_t max_solve_body;	/* POST /v1/solve cap, bytes */
 	int insecure;		/* allow a non-loopback address without tokens */
 	int quiet;		/* no access log (tests) */
+	/* connections: open at once, of them from one address; seconds for a
+	 * whole request head, and of silence on a connection */
+	size_t max_connections, max_per_address;
+	double header_timeout, idle_timeout;
+	/* solve time limits, seconds: an analysis's and a POST /v1/solve's
+	 * default and maximum (solver.time_limit may ask for less) */
+	double analysis_time_limit, solve_time_limit;
+	/* starts of an analysis that its worker did not survive before it
+	 * ends failed (a poison job) */
+	int max_attempts;
+	/* tests only: each solve stalls this long at its first progress
+	 * check (solver_options.stall), so that it is slow on purpose */
+	double test_stall;
 };
 
 void http_options_init(struct http_options *o);

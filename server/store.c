@@ -9,18 +9,23 @@
  * unfinished transaction back when the database is opened again.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "server.h"
 
-/* Bumped whenever the schema changes; open refuses newer databases. */
-#define STORE_SCHEMA_VERSION 1
+/* Bumped whenever the schema changes; open refuses newer databases and
+ * migrates older ones (migrate). */
+#define STORE_SCHEMA_VERSION 2
 /* Another process holding the write lock (a second server on the same
  * directory, a backup) is waited for this long before PM_ERR_IO. */
 #define STORE_BUSY_MS 5000
@@ -37,7 +42,8 @@ static const char SCHEMA[] =
     " status TEXT NOT NULL CHECK(status IN"
     " ('queued','running','succeeded','failed','cancelled')),"
     " request TEXT, result TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0,"
-    " created INTEGER NOT NULL, updated INTEGER NOT NULL);"
+    " created INTEGER NOT NULL, updated INTEGER NOT NULL,"
+    " crashes INTEGER NOT NULL DEFAULT 0);"
     "CREATE INDEX IF NOT EXISTS datasets_tenant ON datasets(tenant, seq);"
     "CREATE INDEX IF NOT EXISTS analyses_tenant ON analyses(tenant, seq);"
     "CREATE INDEX IF NOT EXISTS analyses_dataset ON analyses(dataset_id, seq);"
@@ -61,6 +67,8 @@ enum query {
 	Q_AN_DELETE,
 	Q_AN_UNFINISHED,
 	Q_AN_COUNTS,
+	Q_AN_CRASHES,
+	Q_AN_INTERRUPT,
 	Q_VERSION,
 	Q_COUNT
 };
@@ -81,12 +89,12 @@ static const char *const SQL[Q_COUNT] = {
 		    " created, updated) SELECT ?1, tenant, id, 'queued', ?3, 0, ?4, ?4"
 		    " FROM datasets WHERE id = ?2 AND tenant = ?5",
     [Q_AN_GET] = "SELECT seq, id, tenant, dataset_id, status, request, result, problem,"
-		 " attempts, created, updated FROM analyses"
+		 " attempts, created, updated, crashes FROM analyses"
 		 " WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)",
     /* Results can be megabytes (the posterior), so a page of them could
      * exhaust memory: lists leave result NULL, store_analysis_get has it. */
     [Q_AN_LIST] = "SELECT seq, id, tenant, dataset_id, status, request, NULL, problem,"
-		  " attempts, created, updated FROM analyses"
+		  " attempts, created, updated, crashes FROM analyses"
 		  " WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
     /* result is set only by succeeded and problem only by failed, so
      * they are non-NULL exactly in those states. Unused ?5..?9 are NULL,
@@ -100,11 +108,17 @@ static const char *const SQL[Q_COUNT] = {
     [Q_AN_UNFINISHED] = "SELECT id FROM analyses WHERE status IN ('queued', 'running')"
 			" ORDER BY seq",
     [Q_AN_COUNTS] = "SELECT status, count(*) FROM analyses GROUP BY status",
+    [Q_AN_CRASHES] = "SELECT crashes FROM analyses WHERE id = ?1 AND status = 'running'",
+    /* ?2: the state it goes to, queued or failed (with the problem ?3) */
+    [Q_AN_INTERRUPT] = "UPDATE analyses SET status = ?2, crashes = crashes + 1,"
+		       " problem = CASE WHEN ?2 = 'failed' THEN ?3 END, updated = ?4"
+		       " WHERE id = ?1 AND status = 'running'",
     [Q_VERSION] = "PRAGMA user_version",
 };
 
 struct store {
 	pthread_mutex_t lock;
+	int lock_fd; /* DIR/pmaxent.lock, flock()ed: one server per store */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
@@ -281,6 +295,7 @@ static int read_analysis(sqlite3_stmt *st, struct store_row *r)
 	r->attempts = sqlite3_column_int(st, 8);
 	r->created = sqlite3_column_int64(st, 9);
 	r->updated = sqlite3_column_int64(st, 10);
+	r->crashes = sqlite3_column_int(st, 11);
 	return -(col_str(st, 1, &r->id) || col_str(st, 2, &r->tenant) ||
 		 col_str(st, 3, &r->dataset_id) || col_str(st, 4, &r->status) ||
 		 col_str(st, 5, &r->request) || col_str(st, 6, &r->result) ||
@@ -359,53 +374,44 @@ static sqlite3_int64 limit_of(size_t limit)
 
 /* ---- open and close -------------------------------------------------------- */
 
-/* mkdir -p with mode 0700: the database holds every tenant's data. */
-static int make_dirs(const char *dir)
-{
-	char *p, c, *buf = strdup(dir);
-	int ret = 0;
+/* The steps from each schema version to the next, in order: versions
+ * are run at start, each in the transaction of schema(). */
+static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {
+    /* 0 -> 2: a new database */
+    SCHEMA,
+    /* 1 -> 2: how often the service died running an analysis (poison
+     * jobs, jobs.c) */
+    "ALTER TABLE analyses ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0",
+};
 
-	if (!buf)
-		return ENOMEM;
-	for (p = buf + 1; !ret; p++) {
-		if (*p && *p != '/')
-			continue;
-		c = *p;
-		*p = '\0';
-		if (mkdir(buf, 0700) && errno != EEXIST)
-			ret = errno;
-		if (!c)
-			break;
-		*p = c;
-	}
-	free(buf);
-	return ret;
-}
-
-/* Creates the tables on a new database; refuses one from a newer
- * pmaxent rather than misreading it. */
+/* Creates the tables on a new database and migrates an older one;
+ * refuses one from a newer pmaxent rather than misreading it. */
 static enum pm_status schema(struct store *s, struct pm_error *err)
 {
 	enum pm_status ret;
-	char version[32] = "0";
-	int found;
+	char version[32] = "0", sql[64];
+	int found, v;
 
 	ret = exec(s, "BEGIN IMMEDIATE", err);
 	if (!ret)
 		ret = lookup(s, Q_VERSION, NULL, NULL, &found, version, sizeof version, err);
 	if (ret)
 		goto out;
-	if (atoi(version) > STORE_SCHEMA_VERSION) {
+	v = atoi(version);
+	if (v > STORE_SCHEMA_VERSION) {
 		ret = error_set(err, PM_ERR_IO, "",
 				"database %s has schema version %s; this pmaxent knows %d", s->path,
 				version, STORE_SCHEMA_VERSION);
 		goto out;
 	}
-	if (atoi(version) == 0) {
-		ret = exec(s, SCHEMA, err);
-		if (!ret)
-			ret = exec(s, "PRAGMA user_version = 1", err);
-	}
+	if (v == STORE_SCHEMA_VERSION)
+		goto out;
+	ret = exec(s, MIGRATIONS[v], err); /* a new database jumps to the last */
+	for (v = v ? v + 1 : STORE_SCHEMA_VERSION; !ret && v < STORE_SCHEMA_VERSION; v++)
+		ret = exec(s, MIGRATIONS[v], err);
+	snprintf(sql, sizeof sql, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
+	if (!ret)
+		ret = exec(s, sql, err);
 out:
 	return tx_end(s, ret, err);
 }
@@ -432,30 +438,46 @@ static enum pm_status configure(struct store *s, struct pm_error *err)
 	return ret;
 }
 
+/* The database files are the owner's alone (SQLite gives the -wal and
+ * -shm files the mode of the database), also when an earlier version left
+ * them readable. */
+static enum pm_status private_files(struct store *s, struct pm_error *err)
+{
+	char path[4096 + 16];
+	enum pm_status ret = datadir_private(s->path, err);
+
+	for (int i = 0; !ret && i < 2; i++) {
+		snprintf(path, sizeof path, "%s%s", s->path, i ? "-shm" : "-wal");
+		if (!access(path, F_OK))
+			ret = datadir_private(path, err);
+	}
+	return ret;
+}
+
 enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err)
 {
 	struct store *s;
 	enum pm_status ret = PM_OK;
-	int rc, e;
+	int rc;
 
 	*out = NULL;
 	if (!dir || !*dir)
 		return error_set(err, PM_ERR_INPUT, "data_dir", "is empty; name a data directory");
+	if (strlen(dir) > 4096)
+		return error_set(err, PM_ERR_INPUT, "data_dir", "is longer than 4096 bytes");
 	s = calloc(1, sizeof *s);
 	if (!s)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 	pthread_mutex_init(&s->lock, NULL);
+	s->lock_fd = -1;
 	s->path = malloc(strlen(dir) + sizeof "/pmaxent.db");
 	if (!s->path) {
 		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 		goto out;
 	}
 	sprintf(s->path, "%s/pmaxent.db", dir);
-	if ((e = make_dirs(dir))) {
-		ret = error_set(err, PM_ERR_IO, "", "cannot create data directory \"%s\": %s", dir,
-				strerror(e));
+	if ((ret = datadir_open(dir, &s->lock_fd, err)) || (ret = private_files(s, err)))
 		goto out;
-	}
 	/* NOMUTEX: s->lock already serialises every use of the connection. */
 	rc =
 	    sqlite3_open_v2(s->path, &s->db,
@@ -482,6 +504,8 @@ void store_close(struct store *s)
 		sqlite3_finalize(s->stmt[q]);
 	/* The last connection to close checkpoints the WAL into the file. */
 	sqlite3_close_v2(s->db);
+	if (s->lock_fd >= 0)
+		close(s->lock_fd); /* releases the flock */
 	pthread_mutex_destroy(&s->lock);
 	free(s->path);
 	free(s);
@@ -795,4 +819,30 @@ enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct 
 out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+enum pm_status store_analysis_interrupted(struct store *s, const char *id, int max_crashes,
+					  const char *problem, int *crashes, struct pm_error *err)
+{
+	sqlite3_stmt *st = NULL;
+	enum pm_status ret;
+	char buf[32];
+	int found = 0, changes = 0;
+
+	*crashes = 0;
+	ret = write_begin(s, Q_AN_INTERRUPT, &st, err);
+	if (!ret)
+		ret = lookup(s, Q_AN_CRASHES, id, NULL, &found, buf, sizeof buf, err);
+	if (!ret && !found)
+		ret = error_set(err, PM_ERR_CONFLICT, "", "analysis \"%s\" is not running", id);
+	if (ret)
+		goto out;
+	*crashes = atoi(buf) + 1;
+	bind_str(st, 1, id);
+	bind_str(st, 2, *crashes >= max_crashes ? "failed" : "queued");
+	bind_str(st, 3, problem);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+	ret = run(s, st, &changes, NULL, err);
+out:
+	return write_end(s, st, ret, err);
 }

@@ -64,14 +64,29 @@ struct solver_options {
 	enum solver_method method;
 	double tolerance;   /* max_violation target, records; default 1e-6 */
 	int max_iterations; /* L-BFGS iterations; default 10000 */
-	/* Called after every iteration; a nonzero return cancels the solve
-	 * (PM_ERR_CANCELLED). May be NULL. */
+	/* Called after every iteration, between the trials of a long line
+	 * search (with the current iteration count and violation), and with
+	 * iteration 0 and max_violation NaN between the steps of the search
+	 * for forced zeros, which has no iteration to report; a nonzero
+	 * return cancels the solve (PM_ERR_CANCELLED). May be NULL. */
 	int (*progress)(void *ctx, int iteration, double max_violation);
 	void *progress_ctx;
 	int threads; /* threads of the two-level solve; 0: parallel_cpus() */
 	/* Threads kept across solves (borrowed; NULL: the solve starts its
 	 * own, `threads` of them). One solve at a time per pool. */
 	struct solver_pool *pool;
+	/* Seconds the solve may take (0: no limit), checked wherever
+	 * `progress` is called; when they run out, solver_run returns PM_OK,
+	 * not converged with reason "time_limit", at the best point so far:
+	 * the last iterate, scaled to the QI and SA invariants, or, in the
+	 * search for forced zeros before any iterate, the closed form of
+	 * Theorem 5 in the buckets not yet solved (the invariants hold, the
+	 * knowledge rows may not: max_violation says by how much). */
+	double time_limit;
+	/* Tests of time limits and cancels only: the solve waits this many
+	 * seconds at its first progress check (still honouring the cancel
+	 * and the time limit), so that it is slow on purpose. 0: off. */
+	double stall;
 };
 
 void solver_options_init(struct solver_options *o);

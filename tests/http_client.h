@@ -12,6 +12,7 @@
 #define PMAXENT_TEST_HTTP_CLIENT_H
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -70,9 +71,11 @@ HTTP_CLIENT_FN char *data_file(const char *name)
 	return read_file(path, &len);
 }
 
+/* Written private (0600): token files must be (http.c refuses others). */
 HTTP_CLIENT_FN void write_file(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 
 	if (f) {
 		fputs(text, f);
@@ -260,29 +263,37 @@ HTTP_CLIENT_FN void check_status(unsigned port, const char *method, const char *
 
 /* ---- server and data -------------------------------------------------------- */
 
-HTTP_CLIENT_FN struct http_server *start(const char *dir, size_t workers, size_t queue,
-					 const char *token_file, size_t max_body)
+/* A server on a free port with the options o (from http_options_init),
+ * its database in dir, quiet. */
+HTTP_CLIENT_FN struct http_server *start_with(const char *dir, struct http_options *o)
 {
-	struct http_options o;
 	struct http_server *h = NULL;
 	struct pm_error err = {0};
 
-	http_options_init(&o);
-	o.port = 0;
-	o.data_dir = dir;
-	o.workers = workers;
-	o.queue_capacity = queue;
-	o.token_file = token_file;
-	o.quiet = 1;
-	if (max_body) {
-		o.max_body = max_body;
-		o.max_solve_body = max_body / 4;
-	}
-	if (http_start(&o, &h, &err))
+	o->port = 0;
+	o->data_dir = dir;
+	o->quiet = 1;
+	if (http_start(o, &h, &err))
 		fprintf(stderr, "http_start: %s: %s\n", err.field, err.message);
 	CHECK(h != NULL);
 	CHECK(h && http_port(h) > 0);
 	return h;
+}
+
+HTTP_CLIENT_FN struct http_server *start(const char *dir, size_t workers, size_t queue,
+					 const char *token_file, size_t max_body)
+{
+	struct http_options o;
+
+	http_options_init(&o);
+	o.workers = workers;
+	o.queue_capacity = queue;
+	o.token_file = token_file;
+	if (max_body) {
+		o.max_body = max_body;
+		o.max_solve_body = max_body / 4;
+	}
+	return start_with(dir, &o);
 }
 
 /* Uploads a JSON dataset; returns its id (caller frees) or NULL. */

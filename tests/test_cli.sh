@@ -118,6 +118,21 @@ json_ok 'abs(sum(e["count"] * e["p"].get("flu", 0) for e in d["posterior"] if e[
 run 0 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json" --max-iterations 1
 json_ok 'd["status"] == "converged" or (d["status"] == "not_converged" and d["reason"])'
 
+# --time-limit: out of time at the first check, a best point that still
+# holds the invariants (each posterior sums to 1), the rule not yet met
+run 0 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json" --time-limit 1e-9
+json_ok 'd["status"] == "not_converged" and d["reason"] == "time_limit"'
+json_ok 'all(abs(sum(e["p"].values()) - 1) < 1e-9 for e in d["posterior"]) and d["max_violation"] > 1e-6'
+run 0 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json" --time-limit 600
+json_ok 'd["status"] == "converged"'
+run 2 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json" --time-limit 0
+err_has "pmaxent: --time-limit: expected a positive number of seconds, got '0'"
+run 2 solve "$DATA/codec_small.json" --time-limit soon
+err_has "pmaxent: --time-limit: expected a number, got 'soon'"
+printf '{"solver": {"time_limit": -1}}' >"$TMP/solver_time.json"
+run 2 solve "$DATA/codec_small.json" "$TMP/solver_time.json"
+err_has "solver.time_limit"
+
 run 0 solve "$DATA/codec_published.json"
 json_ok 'd["estimation_accuracy"] is None and d["baseline_accuracy"] is None'
 json_ok 'd["posterior"] == json.load(open(sys.argv[1].rsplit("/", 1)[0] + "/small.result"))["posterior"]'
@@ -129,7 +144,7 @@ run 0 solve "$DATA/figure1.csv" "$DATA/cli_solver_block.json" --sa disease --gro
 	--max-iterations 1000 --tolerance 1e-6
 json_ok 'd["status"] == "converged" and d["max_violation"] <= 1e-6'
 run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_unknown_key.json"
-err_is 'pmaxent: rule: unknown key; a knowledge document has "rules" and "mine"'
+err_is 'pmaxent: rule: unknown key; did you mean "rules"?'
 
 # false knowledge (a man of the table does have Flu): P* = 0 where P > 0
 run 0 solve "$DATA/figure1.csv" "$DATA/cli_false_knowledge.json" --sa disease --group group
@@ -263,6 +278,55 @@ err_has "duplicate object key"
 run 2 solve "$DATA/codec_small.json" --sa disease --group group
 err_has "--sa and --group apply only to CSV input"
 
+# ---- strict documents and limits --------------------------------------------
+
+run 2 solve "$DATA/codec_bad_ds_record_key.json"
+err_is 'pmaxent: records[3].colour: unknown key; the keys here are "qi", "group" and "sa"'
+out_empty
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_mine_key.json"
+err_is 'pmaxent: mine.positve: unknown key; did you mean "positive"?'
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_statements.json"
+err_is 'pmaxent: statements: is not supported yet; the keys supported here are "rules", "mine" and "solver"'
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_if_attr_typo.json"
+err_is 'pmaxent: rules[0].if.sx: unknown QI attribute "sx"; did you mean "sex"?'
+printf '{"solver": {"max_iteration": 5}}' >"$TMP/solver_typo.json"
+run 2 solve "$DATA/codec_small.json" "$TMP/solver_typo.json"
+err_is 'pmaxent: solver.max_iteration: unknown key; did you mean "max_iterations"?'
+run 2 solve "$DATA/codec_bad_ds_value_long.json"
+err_is 'pmaxent: records[2].qi[0]: is 1025 bytes long; a value may have at most 1024 bytes'
+run 2 mine "$DATA/codec_small.json" --positive 100001 --negative 1
+err_is 'pmaxent: mine.positive: must be at most 100000, got 100001'
+# a 64 MiB name is refused, and not echoed
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); d["name"] = "n" * (64 << 20); json.dump(d, open(sys.argv[2], "w"))' \
+	"$DATA/codec_small.json" "$TMP/huge_name.json"
+run 2 solve "$TMP/huge_name.json"
+err_is 'pmaxent: name: is 67108864 bytes long; a dataset name may have at most 256 bytes'
+rm -f "$TMP/huge_name.json"
+# CSV input has the same limits, named by line and column
+{
+	echo "age,sex,disease,group"
+	echo "39,M,Flu,1"
+	printf '40,%s,Flu,1\n' "$(head -c 1025 /dev/zero | tr '\0' x)"
+} >"$TMP/long_value.csv"
+run 2 solve "$TMP/long_value.csv" --sa disease --group group
+err_is 'pmaxent: line 3: column 2 ("sex") is 1025 bytes long; a value may have at most 1024 bytes'
+
+# ---- fewer rules than asked for ----------------------------------------------
+
+# codec_small has 3 positive and 13 negative rules of support >= 3
+printf '{"mine": {"positive": 50, "negative": 50}}' >"$TMP/mine50.json"
+run 0 solve "$DATA/codec_small.json" "$TMP/mine50.json"
+json_ok 'd["mined"] == {"positive": {"asked": 50, "found": 3}, "negative": {"asked": 50, "found": 13}}'
+json_ok 'len(d["rules"]) == 16'
+err_is 'pmaxent: note: 3 of the 50 positive rules asked for exist (min_support 3)
+pmaxent: note: 13 of the 50 negative rules asked for exist (min_support 3)'
+run 0 solve "$DATA/codec_small.json" "$DATA/cli_knowledge.json"
+json_ok '"mined" not in d'
+err_is ''
+run 0 mine "$DATA/codec_small.json" --positive 5 --negative 2 --qi-attributes 1
+json_ok 'len(d["rules"]) == 5'
+err_is 'pmaxent: note: 3 of the 5 positive rules asked for exist (min_support 3, qi_attributes 1)'
+
 # ---- CSV input ---------------------------------------------------------------
 
 run 0 solve "$DATA/cli_bucketized.csv" --sa disease --group group
@@ -277,6 +341,7 @@ err_is 'pmaxent: --sa: no column "illness" in the header'
 
 run 0 mine "$DATA/codec_small.json" --positive 2 --negative 2 --min-support 1
 json_ok 'len(d["rules"]) == 4'
+err_is ''
 json_ok '[r["source"] for r in d["rules"]] == ["positive", "positive", "negative", "negative"]'
 json_ok 'all(r["support"] >= 1 and 0 <= r["confidence"] <= 1 for r in d["rules"])'
 json_ok 'd["rules"][0]["confidence"] >= d["rules"][1]["confidence"]'
@@ -317,6 +382,30 @@ run 2 anatomize "$DATA/cli_table.csv" --sa disease --qi age,height --l 2
 err_is 'pmaxent: --qi: no column "height" in the header'
 run 2 anatomize "$TMP/missing.csv" --sa disease --qi age --l 2
 err_has "cannot open $TMP/missing.csv"
+
+# ---- serve: one server per data directory, private token files, flags ------
+
+"$BIN" serve --port 0 --data-dir "$TMP/var" --quiet 2>"$TMP/serve1.log" &
+first=$!
+for _ in $(seq 100); do grep -q "listening on" "$TMP/serve1.log" && break; sleep 0.05; done
+run 2 serve --port 0 --data-dir "$TMP/var"
+err_is "pmaxent: --data-dir: data directory $TMP/var is in use by pid $first"
+kill -TERM "$first"
+wait "$first"
+if [ "$(stat -c %a "$TMP/var/pmaxent.db")" = 600 ]; then ok; else bad "pmaxent.db is not 0600"; fi
+if [ "$(stat -c %a "$TMP/var/pmaxent.lock")" = 600 ]; then ok; else bad "pmaxent.lock is not 0600"; fi
+printf 'secret-1 alice\n' >"$TMP/tokens"
+chmod 644 "$TMP/tokens"
+run 2 serve --port 0 --data-dir "$TMP/var" --token-file "$TMP/tokens"
+err_is "pmaxent: --token-file: $TMP/tokens is accessible by group or others (mode 0644); make it private: chmod 600 $TMP/tokens"
+run 2 serve --max-connections 10 --max-connections-per-address 11
+err_has "--max-connections-per-address (11) must not be above --max-connections (10)"
+run 2 serve --header-timeout 0
+err_has "pmaxent: --header-timeout: must be a number of seconds above 0"
+run 2 serve --solve-time-limit abc
+err_has "pmaxent: --solve-time-limit: expected a number, got 'abc'"
+run 2 serve --max-attempts 0
+err_has "pmaxent: --max-attempts: must be from 1 to 1000, got 0"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -172,6 +172,62 @@ static void test_dataset_errors(void)
 	expect_dataset_error("age,disease,g\n", "disease", "g", "line 2", "no data rows");
 }
 
+/* "head\n" + rows, with {L} replaced by n copies of 'L' (caller frees). */
+static char *with_long(const char *fmt, size_t n)
+{
+	const char *at = strstr(fmt, "{L}");
+	char *s = malloc(strlen(fmt) + n + 1);
+
+	memcpy(s, fmt, (size_t)(at - fmt));
+	memset(s + (at - fmt), 'L', n);
+	strcpy(s + (at - fmt) + n, at + 3);
+	return s;
+}
+
+static void expect_long(const char *fmt, size_t n, const char *field, const char *msg)
+{
+	char *text = with_long(fmt, n);
+
+	expect_dataset_error(text, "disease", "g", field, msg);
+	free(text);
+}
+
+/* The builder's length limits, named by the line (where the row starts,
+ * blank lines and quoted line breaks counted) and the column. */
+static void test_dataset_limits(void)
+{
+	struct csv_table t;
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	char *name = with_long("{L}", DATASET_MAX_NAME + 1);
+	char *value = with_long("age,sex,disease,g\n39,{L},Flu,1\n", DATASET_MAX_VALUE);
+
+	expect_long("age,{L},disease,g\n39,M,Flu,1\n", DATASET_MAX_ATTR_NAME + 1, "line 1",
+		    "column 2 (\"LLLL");
+	expect_long("age,{L},disease,g\n39,M,Flu,1\n", DATASET_MAX_ATTR_NAME + 1, "line 1",
+		    "...\") is 257 bytes long; an attribute name may have at most 256 bytes");
+	expect_long("age,sex,disease,g\n39,M,Flu,1\n\n40,{L},Flu,1\n", DATASET_MAX_VALUE + 1,
+		    "line 4",
+		    "column 2 (\"sex\") is 1025 bytes long; a value may have at most 1024 bytes");
+	expect_long("age,sex,disease,g\n\"3\n9\",M,Flu,1\n40,F,{L},1\n", DATASET_MAX_VALUE + 1,
+		    "line 4", "column 3 (\"disease\") is 1025 bytes long");
+	expect_long("g,age,sex,disease\n{L},39,M,Flu\n", DATASET_MAX_GROUP + 1, "line 2",
+		    "column 1 (\"g\") is 257 bytes long; a group label may have at most 256 bytes");
+	/* a value at its limit is fine */
+	CHECK(parse(value, &t, &err) == PM_OK);
+	CHECK(csv_dataset(&t, "disease", "g", NULL, &ds, &err) == PM_OK);
+	dataset_destroy(ds);
+	ds = NULL;
+	csv_table_finish(&t);
+	CHECK(parse("age,disease,g\n39,Flu,1\n", &t, &err) == PM_OK);
+	CHECK(csv_dataset(&t, "disease", "g", name, &ds, &err) == PM_ERR_INPUT);
+	CHECK_STR(err.field, "name");
+	CHECK_CONTAINS(err.message, "a dataset name may have at most 256 bytes");
+	csv_table_finish(&t);
+	free(name);
+	free(value);
+}
+
 /* Group and SA columns may sit anywhere; QI keep header order. */
 static void test_column_order(void)
 {
@@ -199,6 +255,7 @@ int main(void)
 	test_parse_errors();
 	test_dataset_from_file();
 	test_dataset_errors();
+	test_dataset_limits();
 	test_column_order();
 	return check_done();
 }

@@ -254,6 +254,69 @@ static void test_row_errors(void)
 	dataset_builder_destroy(b);
 }
 
+/* n copies of c (caller frees). */
+static char *repeat(char c, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	memset(s, c, n);
+	s[n] = '\0';
+	return s;
+}
+
+/* Every length limit: at the limit accepted, one byte over refused with
+ * the limit in the message; a 64 MiB name is refused like a short one. */
+static void test_limits(void)
+{
+	char *name = repeat('n', DATASET_MAX_NAME), *attr = repeat('a', DATASET_MAX_ATTR_NAME);
+	char *value = repeat('v', DATASET_MAX_VALUE), *group = repeat('g', DATASET_MAX_GROUP);
+	char *huge = repeat('h', (size_t)64 << 20), *attr1 = repeat('a', DATASET_MAX_ATTR_NAME + 1);
+	char *value1 = repeat('v', DATASET_MAX_VALUE + 1),
+	     *group1 = repeat('g', DATASET_MAX_GROUP + 1);
+	const char *names[] = {"gender", attr}, *qi[] = {"male", value};
+	struct pm_error err = {0};
+	struct dataset_builder *b = dataset_builder_create(name, names, 2, attr + 1, &err);
+	struct dataset *ds = NULL;
+
+	CHECK(b != NULL);
+	CHECK(dataset_builder_add_record(b, qi, group, value, &err) == PM_OK);
+	CHECK(dataset_builder_finish(b, &ds, &err) == PM_OK);
+	CHECK(ds && strlen(ds->name) == DATASET_MAX_NAME);
+	dataset_destroy(ds);
+	dataset_builder_destroy(b);
+	CHECK(dataset_builder_create(huge, attrs, 2, "disease", &err) == NULL);
+	CHECK_STR(err.field, "name");
+	CHECK_STR(err.message, "is 67108864 bytes long; a dataset name may have at most 256 bytes");
+	names[1] = attr1;
+	expect_create_error(names, 2, "s", "qi_attributes[1]",
+			    "is 257 bytes long; an attribute name may have at most 256 bytes");
+	expect_create_error(attrs, 2, attr1, "sa_attribute", "at most 256 bytes");
+	b = new_builder();
+	qi[1] = value1;
+	expect(dataset_builder_add_record(b, qi, "1", "Flu", &err), &err, "records[4]",
+	       "records[4].qi[1]", "is 1025 bytes long; a value may have at most 1024 bytes");
+	expect(dataset_builder_add_qit(b, qi, "1", &err), &err, "qit[0]", "qit[0].qi[1]",
+	       "at most 1024 bytes");
+	qi[1] = value;
+	expect(dataset_builder_add_record(b, qi, "1", value1, &err), &err, "records[4]",
+	       "records[4].sa", "a value may have at most 1024 bytes");
+	expect(dataset_builder_add_record(b, qi, group1, "Flu", &err), &err, "records[4]",
+	       "records[4].group", "is 257 bytes long; a group label may have at most 256 bytes");
+	expect(dataset_builder_add_st(b, group1, "Flu", 1, &err), &err, "st[0]", "st[0].group",
+	       "at most 256 bytes");
+	expect(dataset_builder_add_st(b, "1", value1, 1, &err), &err, "st[0]", "st[0].sa",
+	       "at most 1024 bytes");
+	dataset_builder_destroy(b);
+	free(name);
+	free(attr);
+	free(value);
+	free(group);
+	free(huge);
+	free(attr1);
+	free(value1);
+	free(group1);
+}
+
 static void expect_finish(struct dataset_builder *b, const char *field, const char *msg)
 {
 	struct pm_error err = {0};
@@ -372,6 +435,7 @@ int main(void)
 	test_published_form();
 	test_create_errors();
 	test_row_errors();
+	test_limits();
 	test_finish_errors();
 	test_random_consistency();
 	return check_done();

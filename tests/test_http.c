@@ -481,8 +481,28 @@ static void test_start_settings(const char *dir)
 	check_refused(&o, PM_ERR_INPUT, "token_file", "line 3: the same token appears twice");
 	write_file(tokens, "# nothing\n");
 	check_refused(&o, PM_ERR_INPUT, "token_file", "no 'TOKEN TENANT' line");
+	write_file(tokens, "s3cret alice root\n");
+	check_refused(&o, PM_ERR_INPUT, "token_file", "line 1: the third field is the role, 'admin'");
+	/* like ssh's keys: a token file others may read is refused */
+	write_file(tokens, "s3cret alice\n");
+	chmod(tokens, 0640);
+	check_refused(&o, PM_ERR_INPUT, "token_file", "accessible by group or others (mode 0640)");
+	chmod(tokens, 0604);
+	check_refused(&o, PM_ERR_INPUT, "token_file", "chmod 600");
 	snprintf(tokens, sizeof tokens, "%s/missing", dir);
 	check_refused(&o, PM_ERR_IO, "token_file", "cannot open");
+	/* one server per data directory */
+	o.token_file = NULL;
+	CHECK(http_start(&o, &h, &err) == PM_OK);
+	{
+		char want[600];
+
+		snprintf(want, sizeof want, "data directory %s is in use by pid %ld", dir,
+			 (long)getpid());
+		check_refused(&o, PM_ERR_IO, "data_dir", want);
+	}
+	http_stop(h);
+	h = NULL;
 	/* a public address with --insecure, and IPv6 loopback */
 	o.token_file = NULL;
 	o.listen = "0.0.0.0";
@@ -507,7 +527,7 @@ static void test_tokens(void)
 	struct resp r;
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-	write_file(tokens, "# tenants\n\n  token-alice alice\ntoken-bob\tbob\n");
+	write_file(tokens, "# tenants\n\n  token-alice alice\ntoken-bob\tbob\ntoken-ops ops admin\n");
 	h = start(dir, 1, 4, tokens, 0);
 	port = http_port(h);
 	as(NULL);
@@ -525,6 +545,15 @@ static void test_tokens(void)
 	as(NULL);
 	r = get(port, "/healthz");
 	CHECK(r.status == 200 && !strcmp(jstr(r.json, "status"), "ok"));
+	resp_free(&r);
+	/* /metrics shows every tenant's work: the admin role only */
+	as("token-alice");
+	r = get(port, "/metrics");
+	check_problem(&r, 403, NULL, "admin role");
+	resp_free(&r);
+	as("token-ops");
+	r = get(port, "/metrics");
+	CHECK(r.status == 200 && strstr(r.body, "pmaxent_jobs_workers"));
 	resp_free(&r);
 
 	as("token-alice");
@@ -576,6 +605,8 @@ static void check_metrics(unsigned port)
 	    "pmaxent_http_request_duration_seconds_count{route=\"/v1/analyses/{id}\"}",
 	    "# TYPE pmaxent_jobs gauge\n",
 	    "pmaxent_jobs{state=\"cancelled\"} 1\n",
+	    /* the counter agrees with the state (a DELETE cancelled it) */
+	    "pmaxent_jobs_finished_total{outcome=\"cancelled\"} 1\n",
 	    "pmaxent_jobs{state=\"succeeded\"} 1\n",
 	    "pmaxent_jobs_workers 1\n",
 	    "pmaxent_jobs_queue_capacity 1\n",
@@ -809,7 +840,7 @@ static pid_t spawn(const char *bin, const char *dir, const char *tokens, const c
 
 		dup2(fd, 2);
 		execl(bin, bin, "serve", "--port", "0", "--data-dir", dir, "--workers", "1",
-		      "--token-file", tokens, (char *)NULL);
+		      "--token-file", tokens, "--max-attempts", "2", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
@@ -871,7 +902,7 @@ static void test_kill9(void)
 	}
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
 	snprintf(log, sizeof log, "%s/server.log", dir);
-	write_file(tokens, "kill9-secret auditor\n");
+	write_file(tokens, "kill9-secret auditor admin\n");
 	pid = spawn(bin, dir, tokens, log);
 	port = wait_port(log, 1);
 	CHECK(port > 0);
@@ -892,6 +923,28 @@ static void test_kill9(void)
 	resp_free(&r);
 	snprintf(path, sizeof path, "/v1/datasets/%s", ds ? ds : "");
 	check_etag(port, path);
+	free(an);
+
+	/* a poison job: the service dies running it at every start; at the
+	 * second death (--max-attempts 2) it ends failed, saying why */
+	an = analyse(port, ds ? ds : "", slow_request);
+	for (int death = 1; death <= 2; death++) {
+		CHECK(wait_running(port, an ? an : ""));
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		pid = spawn(bin, dir, tokens, log);
+		port = wait_port(log, 2 + death);
+		CHECK(port > 0);
+	}
+	r = wait_done(port, an ? an : "");
+	CHECK_STR(jstr(r.json, "status"), "failed");
+	CHECK(json_integer_value(json_object_get(r.json, "attempts")) == 2);
+	CHECK_CONTAINS(jstr(json_object_get(r.json, "problem"), "detail"),
+		       "not run again (--max-attempts 2)");
+	resp_free(&r);
+	r = get(port, "/metrics");
+	CHECK_CONTAINS(r.body, "pmaxent_jobs_finished_total{outcome=\"failed\"} 1\n");
+	resp_free(&r);
 
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);

@@ -23,8 +23,9 @@ static void check_405(unsigned port, const char *method, const char *path, const
 	resp_free(&r);
 }
 
-/* A chunked body that grows past the limit: discarded, then 413. */
-static void check_413_chunked(unsigned port, size_t total)
+/* A chunked body: refused at the gate (411), whatever its size, so that a
+ * malformed chunk can never reach libmicrohttpd's own HTML error page. */
+static void check_411_chunked(unsigned port, size_t total)
 {
 	const char *head = "POST /v1/datasets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
 			   "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
@@ -41,7 +42,7 @@ static void check_413_chunked(unsigned port, size_t total)
 	}
 	off += (size_t)sprintf(req + off, "0\r\n\r\n");
 	r = roundtrip(port, req, off);
-	check_problem(&r, 413, NULL, "over the limit");
+	check_problem(&r, 411, NULL, "Content-Length");
 	resp_free(&r);
 	free(req);
 }
@@ -96,7 +97,8 @@ static void errors_bodies(unsigned port, const char *ds)
 	r = call(port, "POST", "/v1/datasets", "Content-Length: 10000000\r\n", NULL, 0);
 	check_problem(&r, 413, NULL, "over the limit");
 	resp_free(&r);
-	check_413_chunked(port, 200000);
+	check_411_chunked(port, 200000);
+	check_411_chunked(port, 10);
 	snprintf(path, sizeof path, "/v1/datasets/%s/analyses", ds);
 	r = call(port, "POST", path, NULL, "{}", 2);
 	check_problem(&r, 415, NULL, "application/json");
@@ -121,6 +123,15 @@ static void errors_analyses(unsigned port, const char *ds, const char *published
 	    {"{\"knowledge\": {\"mine\": {\"positive\": -1}}}", "knowledge.mine.positive", ""},
 	    {"{\"knowledge\": {\"solver\": {\"tolerance\": 0}}}", "knowledge.solver.tolerance", ""},
 	    {"{\"solver\": {\"max_iterations\": 0}}", "solver.max_iterations", ""},
+	    /* strict documents: a typo is an error, never a different analysis */
+	    {"{\"knowledge\": {\"mine\": {\"positve\": 50, \"negative\": 50}}}",
+	     "knowledge.mine.positve", "unknown key; did you mean \"positive\"?"},
+	    {"{\"solver\": {\"tolerence\": 1e-6}}", "solver.tolerence",
+	     "unknown key; did you mean \"tolerance\"?"},
+	    {"{\"knowledge\": {\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\", "
+	     "\"probabilty\": 0.5}]}}",
+	     "knowledge.rules[0].probabilty", "did you mean \"probability\"?"},
+	    {"{\"solver\": {\"time_limit\": 0}}", "solver.time_limit", ""},
 	};
 	char path[128];
 	struct resp r;
@@ -136,6 +147,110 @@ static void errors_analyses(unsigned port, const char *ds, const char *published
 		      "{\"knowledge\": {\"mine\": {\"positive\": 1, \"negative\": 1}}}");
 	check_problem(&r, 422, "knowledge.mine", "published form");
 	resp_free(&r);
+}
+
+/*
+ * Paths are decoded once, strictly: a NUL or another control character
+ * in a segment is 400, an escaped '/' 404, on every route and method,
+ * with real ids behind them; nothing is touched (checked by the caller:
+ * the dataset and its analysis are still there).
+ */
+static void errors_paths(unsigned port, const char *ds, const char *an)
+{
+	static const char *const routes[][2] = {
+	    {"GET", "/v1/datasets%s"},		   {"POST", "/v1/datasets%s"},
+	    {"GET", "/v1/datasets/%s"},		   {"DELETE", "/v1/datasets/%s"},
+	    {"GET", "/v1/datasets/%s/analyses"},  {"POST", "/v1/datasets/%s/analyses"},
+	    {"DELETE", "/v1/datasets/%s/analyses"}, {"GET", "/v1/analyses/%s"},
+	    {"DELETE", "/v1/analyses/%s"},	   {"GET", "/v1/analyses/%s/posterior"},
+	    {"POST", "/v1/solve%s"},		   {"GET", "/healthz%s"},
+	    {"GET", "/metrics%s"},		   {"GET", "/v1/openapi.yaml%s"},
+	};
+	static const struct {
+		const char *suffix;
+		int status;
+		const char *detail;
+	} bad[] = {
+	    {"%00", 400, "control character (byte 0)"},
+	    {"%00anything", 400, "control character"},
+	    {"%0a", 400, "control character (byte 10)"},
+	    {"%1F", 400, "control character"},
+	    {"%7f", 400, "control character"},
+	    {"%2F", 404, "escaped '/'"},
+	    {"%2fx", 404, "escaped '/'"},
+	    {"%", 400, "two hex digits"},
+	    {"%zz", 400, "two hex digits"},
+	    {"%0", 400, "two hex digits"},
+	};
+	char id[128], path[256];
+
+	for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+		const char *own = strstr(routes[i][1], "analyses/") ? an : ds;
+
+		for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+			struct resp r;
+
+			/* the collections get the bad bytes on their own path */
+			snprintf(id, sizeof id, "%s%s", strstr(routes[i][1], "/%s") ? own : "",
+				 bad[k].suffix);
+			snprintf(path, sizeof path, routes[i][1], id);
+			r = call(port, routes[i][0], path, "Content-Type: application/json\r\n", "{}",
+				 2);
+			if (r.status != bad[k].status)
+				fprintf(stderr, "%s %s\n", routes[i][0], path);
+			check_problem(&r, bad[k].status, NULL, bad[k].detail);
+			resp_free(&r);
+		}
+	}
+	/* the query too, and its names: exact, once each */
+	check_status(port, "GET", "/v1/datasets?limit=5%00", 400, "control character");
+	check_status(port, "GET", "/v1/datasets?limit=5&limit=6", 400, "given twice");
+	{
+		struct resp r = get(port, "/v1/datasets?limt=5");
+
+		check_problem(&r, 400, "limt", "unknown query parameter; GET /v1/datasets takes limit, cursor");
+		resp_free(&r);
+		r = get(port, "/healthz?x=1");
+		check_problem(&r, 400, "x", "takes none");
+		resp_free(&r);
+	}
+	check_status(port, "GET", "/v1/datasets#frag", 400, "fragment");
+}
+
+/* Datasets are strict too, and bounded: unknown keys at any depth, and a
+ * name over 256 bytes (a 64 MiB one was once stored whole). */
+static void errors_documents(unsigned port)
+{
+	static const struct {
+		const char *body, *field, *detail;
+	} cases[] = {
+	    {"{\"qi_attributes\": [\"a\"], \"sa_attribute\": \"s\", \"colour\": 1, \"records\": "
+	     "[{\"qi\": [\"x\"], \"group\": 1, \"sa\": \"y\"}]}",
+	     "colour", "unknown key"},
+	    {"{\"qi_attributes\": [\"a\"], \"sa_attribute\": \"s\", \"records\": "
+	     "[{\"qi\": [\"x\"], \"group\": 1, \"sa\": \"y\", \"colour\": 2}]}",
+	     "records[0].colour", "unknown key"},
+	    {"{\"qi_attributes\": [\"a\"], \"sa_attribute\": \"s\", \"recrods\": []}", "recrods",
+	     "did you mean \"records\"?"},
+	};
+	char *big = malloc(40000);
+	struct resp r;
+	int n;
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		r = post_json(port, "/v1/datasets", cases[i].body);
+		check_problem(&r, 422, cases[i].field, cases[i].detail);
+		resp_free(&r);
+	}
+	n = sprintf(big, "{\"name\": \"");
+	memset(big + n, 'n', 32768);
+	sprintf(big + n + 32768, "\", \"qi_attributes\": [\"a\"], \"sa_attribute\": \"s\", "
+				  "\"records\": [{\"qi\": [\"x\"], \"group\": 1, \"sa\": \"y\"}]}");
+	r = post_json(port, "/v1/datasets", big);
+	check_problem(&r, 422, "name", "at most 256 bytes");
+	CHECK(r.len < 1024); /* the name is not echoed back */
+	resp_free(&r);
+	free(big);
 }
 
 static void errors_paging(unsigned port)
@@ -166,6 +281,19 @@ static void test_errors(void)
 	errors_bodies(port, ds ? ds : "");
 	errors_analyses(port, ds ? ds : "", pds ? pds : "");
 	errors_paging(port);
+	errors_documents(port);
+	an = analyse(port, ds ? ds : "", "{}");
+	r = wait_done(port, an ? an : "");
+	resp_free(&r);
+	errors_paths(port, ds ? ds : "", an ? an : "");
+	snprintf(body, sizeof body, "/v1/analyses/%s", an ? an : "");
+	r = get(port, body); /* still there */
+	CHECK(r.status == 200 && !strcmp(jstr(r.json, "status"), "succeeded"));
+	resp_free(&r);
+	r = del(port, body);
+	CHECK(r.status == 204);
+	resp_free(&r);
+	free(an);
 	/* the synchronous solve has its own, smaller cap (16 KiB here) */
 	memset(body, ' ', sizeof body - 1);
 	body[sizeof body - 1] = '\0';

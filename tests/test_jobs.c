@@ -162,7 +162,7 @@ static void test_results(const char *dir)
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
 	CHECK(store_dataset_insert(s, "ds_fig", "", "{}", body, &err) == PM_OK);
-	CHECK(jobs_create(s, 2, 8, &j, &err) == PM_OK);
+	CHECK(jobs_create(s, &(struct jobs_options){2, 8, 3, 0, 0}, &j, &err) == PM_OK);
 	add(s, "an_ok", "ds_fig", req);
 	add(s, "an_conflict", "ds_fig",
 	    "{\"knowledge\": {\"rules\": [{\"if\": {\"gender\": \"female\"}, \"then\": "
@@ -199,13 +199,22 @@ static void test_results(const char *dir)
 	free(body);
 }
 
-/* Drops an analysis: cancelled in the store first, then the flag. */
+/* Drops an analysis: cancelled in the store, counted once; a second
+ * cancel is a conflict and counts nothing. */
 static void cancel(struct store *s, struct jobs *j, const char *id)
 {
 	struct pm_error err = {0};
+	struct store_row row = {0};
+	struct jobs_stats before, after;
 
-	CHECK(store_analysis_transition(s, id, "queued|running", "cancelled", NULL, &err) == PM_OK);
-	jobs_cancel(j, id);
+	jobs_stats(j, &before);
+	CHECK(jobs_cancel(j, id, &err) == PM_OK);
+	CHECK(jobs_cancel(j, id, &err) == PM_ERR_CONFLICT);
+	jobs_stats(j, &after);
+	CHECK(after.cancelled == before.cancelled + 1);
+	CHECK(store_analysis_get(s, id, NULL, &row, &err) == PM_OK);
+	CHECK_STR(row.status, "cancelled");
+	store_row_finish(&row);
 }
 
 /* A bounded queue, and cancellation within a solver iteration. */
@@ -224,7 +233,7 @@ static void test_queue_and_cancel(const char *dir, const char *adult)
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
 	CHECK(store_dataset_insert(s, "ds_adult", "", "{}", adult, &err) == PM_OK);
-	CHECK(jobs_create(s, 1, 1, &j, &err) == PM_OK);
+	CHECK(jobs_create(s, &(struct jobs_options){1, 1, 3, 0, 0}, &j, &err) == PM_OK);
 	add(s, "an_slow", "ds_adult", slow);
 	add(s, "an_next", "ds_adult", "{}");
 	add(s, "an_over", "ds_adult", "{}");
@@ -256,7 +265,7 @@ static void test_stop_and_recover(const char *dir)
 	struct store_row row = {0};
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
-	CHECK(jobs_create(s, 1, 4, &j, &err) == PM_OK);
+	CHECK(jobs_create(s, &(struct jobs_options){1, 4, 3, 0, 0}, &j, &err) == PM_OK);
 	add(s, "an_again", "ds_adult",
 	    "{\"knowledge\": {\"mine\": {\"positive\": 250, \"negative\": 250, "
 	    "\"qi_attributes\": 1}}, \"solver\": {\"method\": \"full-dual\"}}");
@@ -267,11 +276,75 @@ static void test_stop_and_recover(const char *dir)
 	CHECK_STR(row.status, "queued");
 	CHECK(row.attempts == 1);
 	store_row_finish(&row);
-	CHECK(jobs_create(s, 1, 4, &j, &err) == PM_OK);
+	CHECK(jobs_create(s, &(struct jobs_options){1, 4, 3, 0, 0}, &j, &err) == PM_OK);
 	CHECK(wait_running(j, "an_again"));
 	cancel(s, j, "an_again");
 	CHECK_STR(wait_done(s, "an_again", &row), "cancelled");
-	CHECK(row.attempts == 2);
+	CHECK(row.attempts == 2 && row.crashes == 0); /* a graceful stop is no crash */
+	store_row_finish(&row);
+	jobs_destroy(j);
+	store_close(s);
+}
+
+/* Moves a queued analysis to running without a worker, as a service
+ * that dies while it runs leaves it. */
+static void die_running(struct store *s, const char *id)
+{
+	struct pm_error err = {0};
+
+	CHECK(store_analysis_transition(s, id, "queued", "running", NULL, &err) == PM_OK);
+}
+
+/*
+ * Poison jobs: an analysis found running at start counts a crash and runs
+ * again, alone; at --max-attempts crashes it ends failed with the reason.
+ */
+static void test_poison(const char *dir)
+{
+	/* needs iterations: the stall makes it last 0.3 s */
+	static const char *iterates = "{\"knowledge\": {\"rules\": [{\"if\": {\"gender\": "
+				      "\"male\"}, \"then\": \"Flu\", \"probability\": 0.4}]}}";
+	struct store *s = NULL;
+	struct jobs *j = NULL;
+	struct pm_error err = {0};
+	struct store_row row = {0};
+	struct jobs_stats st;
+	struct jobs_progress p;
+	int crashes = 0, together = 0;
+
+	CHECK(store_open(dir, &s, &err) == PM_OK);
+	add(s, "an_poison", "ds_fig", "{}");
+	for (int i = 0; i < 2; i++) { /* died twice, put back each time */
+		die_running(s, "an_poison");
+		CHECK(store_analysis_interrupted(s, "an_poison", 3, "{}", &crashes, &err) == PM_OK);
+		CHECK(crashes == i + 1);
+	}
+	CHECK(store_analysis_interrupted(s, "an_poison", 3, "{}", &crashes, &err) ==
+	      PM_ERR_CONFLICT); /* queued, not running */
+	die_running(s, "an_poison"); /* and a third time */
+	add(s, "an_suspect", "ds_fig", iterates);
+	die_running(s, "an_suspect"); /* died once beside it */
+	add(s, "an_b", "ds_fig", iterates);
+	add(s, "an_c", "ds_fig", iterates);
+	CHECK(jobs_create(s, &(struct jobs_options){2, 8, 3, 0, 0.3}, &j, &err) == PM_OK);
+	CHECK(store_analysis_get(s, "an_poison", NULL, &row, &err) == PM_OK);
+	CHECK_STR(row.status, "failed");
+	CHECK(row.crashes == 3 && row.problem);
+	CHECK_CONTAINS(row.problem, "not run again (--max-attempts 3)");
+	store_row_finish(&row);
+	/* the suspect runs alone: nothing beside it while it runs */
+	for (int i = 0; i < 2000; i++) {
+		jobs_stats(j, &st);
+		together |= st.running > 1 && jobs_progress(j, "an_suspect", &p);
+		usleep(500);
+	}
+	CHECK(!together);
+	CHECK_STR(wait_done(s, "an_suspect", &row), "succeeded");
+	CHECK(row.crashes == 1 && row.attempts == 2);
+	CHECK_STR(wait_done(s, "an_b", &row), "succeeded");
+	CHECK_STR(wait_done(s, "an_c", &row), "succeeded");
+	jobs_stats(j, &st);
+	CHECK(st.failed == 1 && st.succeeded == 3);
 	store_row_finish(&row);
 	jobs_destroy(j);
 	store_close(s);
@@ -285,6 +358,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	test_results(dir);
+	test_poison(dir);
 	if (adult) {
 		test_queue_and_cancel(dir, adult);
 		test_stop_and_recover(dir);

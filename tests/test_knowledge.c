@@ -67,9 +67,11 @@ static void test_errors(const struct dataset *ds)
 	st = add(&k, ds, "sex", "Male", "sex", "Female", "Flu", 0.5, &err);
 	check_error(st, &err, "rules[3].if.sex", "attribute \"sex\" is given more than once");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flux", 0.5, &err);
-	check_error(st, &err, "rules[3].then", "unknown sensitive value \"Flux\"");
+	check_error(st, &err, "rules[3].then",
+		    "unknown sensitive value \"Flux\"; did you mean \"Flu\"?");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "flu", 0.5, &err);
-	check_error(st, &err, "rules[3].then", "unknown sensitive value \"flu\"");
+	check_error(st, &err, "rules[3].then",
+		    "unknown sensitive value \"flu\"; did you mean \"Flu\"?");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flu", 1.5, &err);
 	check_error(st, &err, "rules[3].probability", "must be between 0 and 1, got 1.5");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flu", -0.25, &err);
@@ -98,6 +100,38 @@ static void test_errors(const struct dataset *ds)
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 1, 2, 0, 0, 0, 0, "", &err);
 	check_error(st, &err, "probability", "must be between 0 and 1, got 2");
 	CHECK(k.n == 0); /* nothing appended by a failed rule */
+	knowledge_finish(&k);
+}
+
+/* Unknown names and values get a "did you mean" (error_suggest) and are
+ * quoted at most 64 bytes long. */
+static void test_suggestions(const struct dataset *ds)
+{
+	struct knowledge k;
+	struct pm_error err;
+	enum pm_status st;
+	char big[1000];
+
+	knowledge_init(&k);
+	st = add(&k, ds, "sx", "Male", NULL, NULL, "Flu", 0.5, &err);
+	check_error(st, &err, "rules[3].if.sx",
+		    "unknown QI attribute \"sx\"; did you mean \"sex\"?");
+	st = add(&k, ds, "sex", "male", NULL, NULL, "Flu", 0.5, &err);
+	check_error(st, &err, "rules[3].if.sex",
+		    "value \"male\" does not occur in the data; did you mean \"Male\"?");
+	/* numbers get none: 31 is no typo of 30 */
+	st = add(&k, ds, "age", "31", NULL, NULL, "Flu", 0.5, &err);
+	check_error(st, &err, "rules[3].if.age", "value \"31\" does not occur in the data");
+	memset(big, 'q', sizeof big - 1);
+	big[sizeof big - 1] = '\0';
+	st = add(&k, ds, big, "Male", NULL, NULL, "Flu", 0.5, &err);
+	CHECK(st == PM_ERR_INPUT && strlen(err.field) == strlen("rules[3].if.") + 64 + 3);
+	CHECK(strlen(err.message) == strlen("unknown QI attribute \"\"") + 64 + 3);
+	st = add(&k, ds, "sex", big, NULL, NULL, "Flu", 0.5, &err);
+	CHECK(st == PM_ERR_INPUT && strlen(err.message) < 120);
+	st = add(&k, ds, "sex", "Male", NULL, NULL, big, 0.5, &err);
+	CHECK(st == PM_ERR_INPUT && strlen(err.message) < 120);
+	CHECK(k.n == 0);
 	knowledge_finish(&k);
 }
 
@@ -260,6 +294,7 @@ int main(void)
 
 	if (ds) {
 		test_errors(ds);
+		test_suggestions(ds);
 		test_add_and_count(ds);
 		test_matches(ds);
 		test_describe(ds);

@@ -266,6 +266,42 @@ static void test_errors(const struct dataset *ds)
 	knowledge_finish(&k);
 }
 
+/* miner_run_counted reports what it appended: K when that many rules
+ * exist, all of them when fewer do. */
+static void test_found(const struct dataset *ds)
+{
+	struct miner_options o;
+	struct miner_found f = {7, 7};
+	struct knowledge k;
+	struct pm_error err = {0};
+	size_t pos = 0;
+
+	miner_options_init(&o);
+	o.positive = o.negative = 2;
+	o.min_support = 1;
+	knowledge_init(&k);
+	CHECK(miner_run_counted(ds, &o, &k, &f, &err) == PM_OK);
+	CHECK(f.positive == 2 && f.negative == 2 && k.n == 4);
+	knowledge_finish(&k);
+	o.positive = o.negative = 100000;
+	CHECK(miner_run_counted(ds, &o, &k, &f, &err) == PM_OK);
+	for (size_t i = 0; i < k.n; i++)
+		pos += k.rules[i].source == RULE_POSITIVE;
+	CHECK(f.positive == pos && f.negative == k.n - pos);
+	CHECK(f.positive > 2 && f.positive < 100000 && f.negative > 2 && f.negative < 100000);
+	knowledge_finish(&k);
+	/* nothing asked, or an error: zeros */
+	o.positive = o.negative = 0;
+	CHECK(miner_run_counted(ds, &o, &k, &f, &err) == PM_OK);
+	CHECK(f.positive == 0 && f.negative == 0 && k.n == 0);
+	o.positive = 3;
+	o.qi_attributes = 9;
+	f.positive = 7;
+	CHECK(miner_run_counted(ds, &o, &k, &f, &err) == PM_ERR_INPUT);
+	CHECK(f.positive == 0 && f.negative == 0);
+	knowledge_finish(&k);
+}
+
 /* ---- brute force --------------------------------------------------------- */
 
 /* A candidate over plain strings: antecedent = attributes of mask with the
@@ -617,6 +653,7 @@ int main(void)
 		test_all_subsets(ds);
 		test_fixed_size(ds);
 		test_errors(ds);
+		test_found(ds);
 	}
 	dataset_destroy(ds);
 	table_free(&t);

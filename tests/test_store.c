@@ -701,13 +701,92 @@ static void test_bad_files(void)
 	CHECK(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(dir, &s, &err) == PM_ERR_IO);
-	CHECK_CONTAINS(err.message, "has schema version 99; this pmaxent knows 1");
+	CHECK_CONTAINS(err.message, "has schema version 99; this pmaxent knows 2");
 
 	/* a data directory that cannot be created */
 	snprintf(path, sizeof path, "%s/corrupt/pmaxent.db/sub", root);
 	CHECK(store_open(path, &s, &err) == PM_ERR_IO);
 	CHECK_CONTAINS(err.message, "cannot create data directory");
 	CHECK_CONTAINS(err.message, "Not a directory");
+}
+
+/* The mode bits of path, or -1. */
+static int mode_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) ? -1 : (int)(st.st_mode & 07777);
+}
+
+/*
+ * One store per data directory (a lock file with the holder's pid), its
+ * files private, and a version 1 database (before the crash count)
+ * migrated at open with its rows intact.
+ */
+static void test_lock_and_files(void)
+{
+	struct pm_error err = {0};
+	struct store *s, *t = NULL;
+	struct store_row r = {0};
+	char dir[2048], path[2200], want[2300];
+	sqlite3 *db;
+
+	subdir(dir, sizeof dir, "locked");
+	s = open_or_die(dir);
+	CHECK(store_open(dir, &t, &err) == PM_ERR_IO && t == NULL);
+	snprintf(want, sizeof want, "data directory %s is in use by pid %ld", dir, (long)getpid());
+	CHECK_STR(err.message, want);
+	CHECK_STR(err.field, "data_dir");
+	snprintf(path, sizeof path, "%s/pmaxent.lock", dir);
+	CHECK(mode_of(path) == 0600);
+	snprintf(path, sizeof path, "%s/pmaxent.db", dir);
+	CHECK(mode_of(path) == 0600);
+	CHECK(store_dataset_insert(s, "ds_1", "", "{}", "{}", &err) == PM_OK);
+	snprintf(path, sizeof path, "%s/pmaxent.db-wal", dir);
+	CHECK(mode_of(path) == 0600);
+	store_close(s);
+	/* released with the store; files an older version left readable are
+	 * made private */
+	snprintf(path, sizeof path, "%s/pmaxent.db", dir);
+	CHECK(chmod(path, 0644) == 0);
+	s = open_or_die(dir);
+	CHECK(mode_of(path) == 0600);
+	store_close(s);
+
+	/* schema version 1 (no crash count), with a row in it */
+	subdir(dir, sizeof dir, "v1");
+	CHECK(mkdir(dir, 0700) == 0);
+	snprintf(path, sizeof path, "%s/pmaxent.db", dir);
+	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
+	CHECK(sqlite3_exec(db,
+			   "CREATE TABLE datasets(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT "
+			   "UNIQUE NOT NULL, tenant TEXT NOT NULL, summary TEXT NOT NULL, body TEXT "
+			   "NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL);"
+			   "CREATE TABLE analyses(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT "
+			   "UNIQUE NOT NULL, tenant TEXT NOT NULL, dataset_id TEXT NOT NULL "
+			   "REFERENCES datasets(id) ON DELETE CASCADE, status TEXT NOT NULL, request "
+			   "TEXT, result TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0, "
+			   "created INTEGER NOT NULL, updated INTEGER NOT NULL);"
+			   "INSERT INTO datasets VALUES(1, 'ds_old', '', '{}', '{}', 1, 1);"
+			   "INSERT INTO analyses VALUES(1, 'an_old', '', 'ds_old', 'running', '{}', "
+			   "NULL, NULL, 1, 1, 1);"
+			   "PRAGMA user_version = 1",
+			   NULL, NULL, NULL) == SQLITE_OK);
+	sqlite3_close(db);
+	s = open_or_die(dir);
+	CHECK(store_analysis_get(s, "an_old", NULL, &r, &err) == PM_OK);
+	CHECK(r.crashes == 0 && r.attempts == 1 && !strcmp(r.status, "running"));
+	store_row_finish(&r);
+	CHECK(store_analysis_interrupted(s, "an_old", 2, "{\"p\": 1}", &(int){0}, &err) == PM_OK);
+	CHECK(store_analysis_get(s, "an_old", NULL, &r, &err) == PM_OK);
+	CHECK(r.crashes == 1 && !strcmp(r.status, "queued") && !r.problem);
+	store_row_finish(&r);
+	CHECK(store_analysis_transition(s, "an_old", "queued", "running", NULL, &err) == PM_OK);
+	CHECK(store_analysis_interrupted(s, "an_old", 2, "{\"p\": 1}", &(int){0}, &err) == PM_OK);
+	CHECK(store_analysis_get(s, "an_old", NULL, &r, &err) == PM_OK);
+	CHECK(r.crashes == 2 && !strcmp(r.status, "failed") && r.problem);
+	store_row_finish(&r);
+	store_close(s);
 }
 
 int main(void)
@@ -741,6 +820,7 @@ int main(void)
 	test_restart(dir);
 	test_crash();
 	test_bad_files();
+	test_lock_and_files();
 	rm_tree(root);
 	return check_done();
 }

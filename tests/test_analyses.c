@@ -1,0 +1,185 @@
+/*
+ * Bounded work in the analysis resources (server/analyses.c, jobs.c):
+ * solve time limits, the service's defaults and caps for analyses and
+ * POST /v1/solve, and a synchronous solve cancelled when its client goes
+ * away. Solves are made slow on purpose (http_options.test_stall: each
+ * solve that iterates waits at its first progress check, honouring the
+ * time limit and cancels), so that no timing depends on the solver.
+ */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <pthread.h>
+#include <signal.h>
+
+#include "http_client.h"
+
+/* needs Newton iterations (a probabilistic rule), so the stall applies */
+static const char *iterates =
+    "{\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\", \"probability\": 0.5}]}";
+
+static struct http_server *start_stalled(const char *dir, size_t workers, double stall,
+					 double solve_limit, double analysis_limit)
+{
+	struct http_options o;
+
+	http_options_init(&o);
+	o.workers = workers;
+	o.test_stall = stall;
+	o.solve_time_limit = solve_limit;
+	o.analysis_time_limit = analysis_limit;
+	return start_with(dir, &o);
+}
+
+static void check_time_limit_result(const json_t *res)
+{
+	CHECK_STR(jstr(res, "status"), "not_converged");
+	CHECK_STR(jstr(res, "reason"), "time_limit");
+	CHECK(json_array_size(json_object_get(res, "posterior")) > 0);
+}
+
+/* POST /v1/solve: the service's default limit, a shorter one asked for,
+ * and a longer one refused. */
+static void test_sync_limits(void)
+{
+	char *dir = temp_dir(), *small = data_file("codec_small.json"), body[8192];
+	struct http_server *h = start_stalled(dir, 1, 60, 1, 60);
+	unsigned port = http_port(h);
+	struct resp r;
+	double t0 = pipeline_now();
+
+	snprintf(body, sizeof body, "{\"dataset\": %s, \"knowledge\": %s}", small, iterates);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200);
+	check_time_limit_result(r.json);
+	CHECK(pipeline_now() - t0 > 0.9 && pipeline_now() - t0 < 5);
+	resp_free(&r);
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": %s, \"solver\": {\"time_limit\": 0.2}}", small,
+		 iterates);
+	t0 = pipeline_now();
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200);
+	check_time_limit_result(r.json);
+	CHECK(pipeline_now() - t0 < 0.9);
+	resp_free(&r);
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": %s, \"solver\": {\"time_limit\": 5}}", small,
+		 iterates);
+	r = post_json(port, "/v1/solve", body);
+	check_problem(&r, 422, "solver.time_limit", "at most 1 seconds on this service");
+	CHECK_CONTAINS(jstr(r.json, "detail"), "--solve-time-limit");
+	resp_free(&r);
+	http_stop(h);
+	free(small);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* An analysis that runs out of time still succeeds, with that result;
+ * one asking for more than the service allows is refused. */
+static void test_analysis_limits(void)
+{
+	char *dir = temp_dir(), *small = data_file("codec_small.json"), *ds, *an, body[512];
+	struct http_server *h = start_stalled(dir, 1, 60, 1, 0.5);
+	unsigned port = http_port(h);
+	struct resp r;
+
+	ds = upload(port, small);
+	snprintf(body, sizeof body, "{\"knowledge\": %s}", iterates);
+	an = analyse(port, ds, body);
+	r = wait_done(port, an);
+	CHECK_STR(jstr(r.json, "status"), "succeeded");
+	check_time_limit_result(json_object_get(r.json, "result"));
+	resp_free(&r);
+	free(an);
+	snprintf(body, sizeof body, "{\"knowledge\": %s, \"solver\": {\"time_limit\": 60}}",
+		 iterates);
+	snprintf(body + 256, 256, "/v1/datasets/%s/analyses", ds);
+	r = post_json(port, body + 256, body);
+	check_problem(&r, 422, "solver.time_limit", "--analysis-time-limit");
+	resp_free(&r);
+	http_stop(h);
+	free(ds);
+	free(small);
+	rm_tree(dir);
+	free(dir);
+}
+
+struct client {
+	unsigned port;
+	const char *body;
+	double hold; /* seconds before hanging up */
+};
+
+/* Sends a request and hangs up after c->hold seconds, unanswered. */
+static void *hang_up(void *arg)
+{
+	struct client *c = arg;
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)c->port)};
+	char head[256];
+	int fd = socket(AF_INET, SOCK_STREAM, 0), n;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	n = snprintf(head, sizeof head,
+		     "POST /v1/solve HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+		     "Content-Length: %zu\r\n\r\n",
+		     strlen(c->body));
+	if (!connect(fd, (struct sockaddr *)&a, sizeof a)) {
+		send(fd, head, (size_t)n, MSG_NOSIGNAL);
+		send(fd, c->body, strlen(c->body), MSG_NOSIGNAL);
+		usleep((useconds_t)(c->hold * 1e6));
+	}
+	close(fd);
+	return NULL;
+}
+
+/*
+ * One synchronous slot (one worker), held by a solve stalled for a minute:
+ * another solve gets 503 while it runs; once its client hangs up, the
+ * solve is cancelled and the slot free within a second, and the
+ * cancellation is counted.
+ */
+static void test_client_gone(void)
+{
+	char *dir = temp_dir(), *small = data_file("codec_small.json"), body[8192], plain[8192];
+	struct http_server *h = start_stalled(dir, 1, 60, 120, 120);
+	struct client c = {http_port(h), body, 1.0};
+	pthread_t t;
+	struct resp r;
+	double gone;
+
+	snprintf(body, sizeof body, "{\"dataset\": %s, \"knowledge\": %s}", small, iterates);
+	snprintf(plain, sizeof plain, "{\"dataset\": %s}", small); /* no iterations: no stall */
+	pthread_create(&t, NULL, hang_up, &c);
+	usleep(400000);
+	r = post_json(c.port, "/v1/solve", plain);
+	check_problem(&r, 503, NULL, "synchronous solves are running");
+	resp_free(&r);
+	pthread_join(t, NULL);
+	gone = pipeline_now();
+	do {
+		resp_free(&r);
+		usleep(20000);
+		r = post_json(c.port, "/v1/solve", plain);
+	} while (r.status == 503 && pipeline_now() - gone < 10);
+	CHECK(r.status == 200);
+	fprintf(stderr, "client gone: the slot was free again after %.2f s\n",
+		pipeline_now() - gone);
+	CHECK(pipeline_now() - gone < 1.5);
+	resp_free(&r);
+	r = get(c.port, "/metrics");
+	CHECK_CONTAINS(r.body, "pmaxent_sync_solves_cancelled_total 1\n");
+	resp_free(&r);
+	http_stop(h);
+	free(small);
+	rm_tree(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	test_sync_limits();
+	test_analysis_limits();
+	test_client_gone();
+	return check_done();
+}
