@@ -102,8 +102,12 @@ static int on_progress(void *ctx, int iteration, double max_violation)
 	int cancel;
 
 	pthread_mutex_lock(&s->owner->mu);
-	s->p.iterations = iteration;
-	s->p.max_violation = max_violation;
+	/* the zero search polls with (0, NaN) between its steps: the last
+	 * real report stays what a poll of the analysis shows */
+	if (iteration > 0 || !isnan(max_violation)) {
+		s->p.iterations = iteration;
+		s->p.max_violation = max_violation;
+	}
 	cancel = s->cancel;
 	pthread_mutex_unlock(&s->owner->mu);
 	return cancel;

@@ -22,6 +22,10 @@
  * ones are scaled as they are. */
 #define SHAPE_SIDE  16
 #define SHAPE_CELLS 64
+/* A rescaled iterate (alone_rescale) is kept when its scaling gets this
+ * close (records) to the counts: ZERO_RECORDS, where a scaling that
+ * stalls on a nearly decomposable pattern still ends. */
+#define RESCALE_TARGET ZERO_RECORDS
 /* Rounds of the canonical sort. */
 #define SHAPE_ROUNDS 4
 /* Scaling: violation target (records); a bucket that misses it falls back
@@ -43,6 +47,7 @@ struct alone_work {
 	double *left;
 	size_t *free;
 	uint8_t *on;
+	uint8_t *kz; /* alone_rescale: the kernel's zeros, g_max x h_max */
 	struct scaling_work sw;
 	/* the shapes met, and an open-addressing index of them */
 	struct shape *shapes;
@@ -65,7 +70,8 @@ enum pm_status alone_work_create(size_t g_max, size_t h_max, struct alone_work *
 	w->left = malloc((g_max + h_max) * sizeof *w->left);
 	w->free = malloc((g_max + h_max) * sizeof *w->free);
 	w->on = malloc(g_max + h_max);
-	if (!w->left || !w->free || !w->on || scaling_work_init(&w->sw, g_max, h_max))
+	w->kz = malloc(g_max * h_max + 1);
+	if (!w->left || !w->free || !w->on || !w->kz || scaling_work_init(&w->sw, g_max, h_max))
 		return PM_ERR_NOMEM;
 	return PM_OK;
 }
@@ -77,6 +83,7 @@ void alone_work_destroy(struct alone_work *w)
 	free(w->left);
 	free(w->free);
 	free(w->on);
+	free(w->kz);
 	scaling_work_finish(&w->sw);
 	free(w->shapes);
 	free(w->slot);
@@ -366,4 +373,27 @@ enum pm_status alone_solve(const struct dataset *ds, const struct invariants *in
 		for (size_t j = 0; j < h; j++)
 			y[off + w->ri[i] * h + w->ci[j]] = w->shapes[k].y[i * h + j];
 	return PM_OK;
+}
+
+enum pm_status alone_rescale(const struct dataset *ds, const struct invariants *inv, size_t b,
+			     double *y, struct alone_work *w)
+{
+	size_t g = ds->bq_off[b + 1] - ds->bq_off[b], h = ds->bs_off[b + 1] - ds->bs_off[b];
+	size_t off = inv->cell_off[b];
+	struct scaling_block k = {.g = g,
+				  .h = h,
+				  .y0 = w->sw.y0,
+				  .zero = w->kz,
+				  .nq = ds->bq_count + ds->bq_off[b],
+				  .ns = ds->bs_count + ds->bs_off[b],
+				  .a = w->sw.ab,
+				  .b = w->sw.ab + g,
+				  .y = y + off};
+
+	for (size_t c = 0; c < g * h; c++) {
+		w->sw.y0[c] = y[off + c];
+		w->kz[c] = !(y[off + c] > 0);
+	}
+	memset(w->sw.ab, 0, (g + h) * sizeof *w->sw.ab);
+	return scaling_solve(&k, &w->sw, ALONE_TARGET) <= RESCALE_TARGET ? PM_OK : PM_ERR_INTERNAL;
 }

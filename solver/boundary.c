@@ -600,15 +600,18 @@ static int open_rows(const struct invariants *inv, const uint8_t *resolved)
  * way round. A value is relaxed again only where its buckets have new
  * zeros (struct relax_memo).
  */
-static enum pm_status relax_and_propagate(const struct invariants *inv, uint8_t *zero,
-					  uint8_t *resolved, size_t max_cells, int *infeasible)
+static enum pm_status relax_and_propagate(const struct boundary *bd, uint8_t *resolved,
+					  size_t max_cells, int *infeasible)
 {
+	const struct invariants *inv = bd->inv;
+	uint8_t *zero = bd->zero;
 	struct relax_memo memo = {0};
 	enum pm_status st = PM_OK;
 	size_t found = 1;
 
 	while (!st && found && !*infeasible) {
-		st = boundary_relax(inv, resolved, zero, max_cells, &memo, &found, infeasible);
+		st = boundary_relax(inv, resolved, zero, max_cells, bd->o, &memo, &found,
+				    infeasible);
 		if (!st && found && !*infeasible)
 			st = propagate_zeros(inv, zero, resolved, infeasible);
 	}
@@ -665,7 +668,7 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 	 * more than a probe that needs none of them; the small ones cost less
 	 * than a probe that fails for want of them (RELAX_SMALL_CELLS) */
 	if (!st && relax_cap)
-		st = relax_and_propagate(inv, zero, resolved, relax_cap, &infeasible);
+		st = relax_and_propagate(&bd, resolved, relax_cap, &infeasible);
 	if (!st && (infeasible || open_rows(inv, resolved)))
 		st = components_split(&bd, &lists, &cs, &n);
 	/* the linear program only where propagation left a row open, or to
@@ -701,6 +704,8 @@ enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k
 			       "forced-zero propagation and the linear program disagree");
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory finding forced zeros");
+	else if (st == PM_ERR_CANCELLED)
+		error_set(err, st, "", "the solve was cancelled");
 	for (size_t i = 0; i < n; i++)
 		component_finish(&cs[i]);
 	free(cs);

@@ -447,7 +447,9 @@ static void form_part(void *ctx, int p, int parts)
 }
 
 /* D = y / s, every bucket's M factored, S formed (the parts' shares added
- * in part order) and factored. */
+ * in part order) and factored: 0, -1 on failure, 1 if the caller asked to
+ * stop in between (forming and factoring take about as long, a quarter
+ * of a second each on a thousand open rows and more). */
 static int factor(struct center *c)
 {
 	int failed = 0;
@@ -461,9 +463,12 @@ static int factor(struct center *c)
 		for (size_t i = 0; i < c->nr; i++)
 			for (size_t j = 0; j <= i; j++)
 				c->S[i * c->nr + j] += c->part[p].S[i * c->nr + j];
-	if (!failed)
-		schur_dense_factor_blocked(c->S, c->nr, c->scratch, c->pool);
-	return failed ? -1 : 0;
+	if (failed)
+		return -1;
+	if (solver_stop_asked(c->p->o))
+		return 1;
+	schur_dense_factor_blocked(c->S, c->nr, c->scratch, c->pool);
+	return 0;
 }
 
 /* rhs (bucket rows and columns) and dmu (open rows) hold r_p - A v; the
@@ -553,13 +558,15 @@ static double mu_at(const struct center *c, double ap, double ad, size_t free)
 }
 
 /* One Mehrotra predictor-corrector step: the affine direction, then the
- * corrector toward sigma mu with the second-order term dy ds. */
+ * corrector toward sigma mu with the second-order term dy ds. factor's
+ * return codes. */
 static int step(struct center *c, size_t free)
 {
 	double ap, ad, mu = mu_at(c, 0, 0, free), sigma;
+	int f = factor(c);
 
-	if (factor(c))
-		return -1;
+	if (f)
+		return f;
 	direction(c, 0, NULL);
 	max_steps(c, &ap, &ad);
 	sigma = pow(mu_at(c, ap, ad, free) / mu, 3);
@@ -655,12 +662,6 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 	return n;
 }
 
-/* Has the caller asked to stop? */
-static int cancelled(const struct center_problem *p)
-{
-	return p->o && p->o->progress && p->o->progress(p->o->progress_ctx, 0, NAN);
-}
-
 /*
  * Iterates until settled or converged. Every w is a certificate of its
  * own, so each iterate of the endgame (mu below CENTER_CERTIFY) claims
@@ -678,6 +679,7 @@ static enum pm_status iterate(struct center *c, uint8_t *zero, size_t *found, in
 	}
 	for (int it = 0; it < CENTER_MAX_ITER; it++) {
 		double viol = residuals(c, NULL, c->rp, c->rk), mu = mu_at(c, 0, 0, free);
+		int f;
 
 		if (mu <= CENTER_CERTIFY * scale && viol <= 1e-9 * scale) {
 			*found += certify(c, zero, settled);
@@ -686,10 +688,11 @@ static enum pm_status iterate(struct center *c, uint8_t *zero, size_t *found, in
 		}
 		if (viol <= 1e-10 * scale && mu <= 1e-14 * scale)
 			break;
-		if (cancelled(c->p))
+		if (solver_stop_asked(c->p->o))
 			return PM_ERR_CANCELLED;
-		if (step(c, free))
-			return PM_ERR_NOMEM;
+		f = step(c, free);
+		if (f)
+			return f > 0 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
 		if (!isfinite(mu_at(c, 0, 0, free)))
 			break;
 	}

@@ -386,6 +386,10 @@ enum pm_status relax_ipm(const struct relax_problem *p, double *x, double *lo_bo
 			*converged = 1;
 			break;
 		}
+		if (solver_stop_asked(p->o)) {
+			st = PM_ERR_CANCELLED;
+			goto out;
+		}
 		mu = ipm_step(&s, skip, it == 0);
 		if (!isfinite(mu))
 			break;

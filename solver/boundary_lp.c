@@ -21,13 +21,6 @@
  * 10^9 times a count of a million records is still exact in a double. */
 #define LP_DECIMALS 9
 
-/* Has the caller asked to stop? (the progress callback, with no
- * iteration to report yet) */
-static int cancelled(const struct solver_options *o)
-{
-	return o && o->progress && o->progress(o->progress_ctx, 0, NAN);
-}
-
 /* 1 optimal (feasible), 0 infeasible, -1 anything else: every program
  * here has a bounded objective, so "unbounded" is a numerical failure. */
 static int lp_status(struct glp_prob *lp)
@@ -78,7 +71,7 @@ static int float_slices(struct glp_prob *lp, const struct solver_options *o, int
 		p.it_lim = *left;
 		ret = glp_simplex(lp, &p);
 		*left -= glp_get_it_cnt(lp) - it0;
-	} while (ret == GLP_ETMLIM && !cancelled(o));
+	} while (ret == GLP_ETMLIM && !solver_stop_asked(o));
 	return ret == GLP_ETMLIM ? -2 : ret;
 }
 
@@ -173,7 +166,7 @@ int lp_exact(struct glp_prob *lp, const struct solver_options *o)
 		}
 		if (ret != GLP_ETMLIM || left <= 0)
 			break;
-		if (cancelled(o))
+		if (solver_stop_asked(o))
 			return -2;
 		p.tm_lim = p.tm_lim < INT_MAX / 2 ? 2 * p.tm_lim : INT_MAX;
 	}
@@ -237,6 +230,10 @@ int lp_solve(struct glp_prob *lp, const struct solver_options *o)
 {
 	int left = lp_iteration_budget(lp), ret, r;
 
+	/* the program took a while to build: a check before the simplex's
+	 * own slices begin */
+	if (solver_stop_asked(o))
+		return -2;
 	glp_adv_basis(lp, 0);
 	ret = float_slices(lp, o, &left);
 	if (ret != 0 && ret != -2 && ret != GLP_EITLIM) {

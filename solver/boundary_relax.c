@@ -43,6 +43,7 @@ struct relax {
 	int32_t *btype;	   /* per bucket: type id, -1 untouched */
 	size_t found;
 	int infeasible;
+	const struct solver_options *o; /* for cancels (may be NULL) */
 };
 
 static enum pm_status relax_init(struct relax *x)
@@ -321,7 +322,8 @@ static enum pm_status value_program(struct value *v)
 				      .d = v->d,
 				      .var_off = v->var_off,
 				      .var_row = v->var_row,
-				      .c = v->c};
+				      .c = v->c,
+				      .o = v->x->o};
 	return PM_OK;
 }
 
@@ -451,7 +453,8 @@ static int exact_round(struct value *v, glp_prob *lp)
 	double total = 0;
 
 	claims_objective(v, lp);
-	if (lp_exact(lp, NULL) != 1)
+	/* cancelled: nothing proved, and boundary_relax stops */
+	if (lp_exact(lp, v->x->o) != 1)
 		return -1;
 	for (size_t j = 0; j < v->p.n; j++)
 		total += claim_distance(v, lp, j);
@@ -673,6 +676,8 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 
 	if (memo_unchanged(m, x, s) || !row_cells_within(x, rows, nr, max_cells))
 		return PM_OK;
+	if (solver_stop_asked(x->o))
+		return PM_ERR_CANCELLED;
 	st = value_classes(&v);
 	if (!st)
 		st = value_buckets(&v);
@@ -708,10 +713,10 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      size_t max_cells, struct relax_memo *memo, size_t *found,
-			      int *infeasible)
+			      size_t max_cells, const struct solver_options *o,
+			      struct relax_memo *memo, size_t *found, int *infeasible)
 {
-	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero};
+	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero, .o = o};
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;
 	uint64_t *key = malloc((nk + 1) * sizeof *key);
 	uint32_t *rows = malloc((nk + 1) * sizeof *rows);

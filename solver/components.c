@@ -188,6 +188,7 @@ struct comp_solve {
 	size_t first_item; /* order[first_item ..]: the items */
 	struct maxent_stats *st;
 	enum pm_status *ret;
+	int stopped; /* a progress callback asked to stop (under mu) */
 	pthread_mutex_t mu;
 };
 
@@ -199,8 +200,20 @@ static int comp_progress(void *ctx, int iteration, double max_violation)
 
 	pthread_mutex_lock(&s->mu);
 	stop = s->o->progress(s->o->progress_ctx, iteration, max_violation);
+	s->stopped |= stop != 0;
 	pthread_mutex_unlock(&s->mu);
 	return stop;
+}
+
+/* Has a component's progress callback asked to stop? */
+static int comp_stopped(struct comp_solve *s)
+{
+	int stopped;
+
+	pthread_mutex_lock(&s->mu);
+	stopped = s->stopped;
+	pthread_mutex_unlock(&s->mu);
+	return stopped;
 }
 
 /* Component i alone, on the pool given (NULL: this thread). */
@@ -211,9 +224,15 @@ static void comp_one(struct comp_solve *s, size_t i, struct parallel *pool)
 	enum pm_status ret;
 
 	ret = twolevel_init_lists(&t, s->ds, s->inv, s->zero, cs, i, pool, s->y);
-	if (!ret)
+	/* a component that starts once another's progress callback asked
+	 * to stop (a cancel, or the time limit) stops at its start */
+	if (!ret && comp_stopped(s))
+		ret = PM_ERR_CANCELLED;
+	else if (!ret)
 		ret = twolevel_run(&t, &s->co, s->prev, &s->st[i]);
-	if (!ret)
+	/* a cancelled one leaves its last iterate (solver.c's best point when
+	 * the time limit stopped the solve) */
+	if (!ret || ret == PM_ERR_CANCELLED)
 		twolevel_store(&t);
 	twolevel_finish(&t);
 	s->ret[i] = ret;
@@ -238,23 +257,27 @@ static int by_cells(const void *a, const void *b)
 }
 
 /* The outcomes merged in component order: converged if all are; the
- * iterations and violation of the worst; the first failure's reason. */
+ * iterations and violation of the worst; the first failure's reason.
+ * After a failure (a cancel) only the iterations, of those that ran. */
 static enum pm_status comp_merge(const struct comp_solve *s, struct maxent_stats *st)
 {
+	enum pm_status ret = PM_OK;
+
 	memset(st, 0, sizeof *st);
 	st->converged = 1;
 	for (size_t i = 0; i < s->cs.n; i++) {
 		const struct maxent_stats *c = &s->st[i];
 
-		if (s->ret[i])
-			return s->ret[i];
 		st->iterations = c->iterations > st->iterations ? c->iterations : st->iterations;
+		ret = ret ? ret : s->ret[i];
+		if (ret)
+			continue;
 		st->max_violation = fmax(st->max_violation, c->max_violation);
 		if (!c->converged && st->converged)
 			memcpy(st->reason, c->reason, sizeof st->reason);
 		st->converged &= c->converged;
 	}
-	return PM_OK;
+	return ret;
 }
 
 static int is_large(const struct comp_size *c, double share)

@@ -520,8 +520,10 @@ enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct 
 
 		drv->rebase(drv->ctx, u);
 		ret = lbfgs(n, u, &fx, evaluate, progress, drv, &p);
-		if (drv->cancelled)
+		if (drv->cancelled) {
+			st->iterations = drv->iterations;
 			return PM_ERR_CANCELLED;
+		}
 		if (ret == LBFGSERR_OUTOFMEMORY)
 			return PM_ERR_NOMEM;
 		/* bad parameters or a logic error are our bugs, not the data's */
@@ -540,6 +542,7 @@ enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct 
 	if (drv->violation > drv->target && drv->iterations < drv->opt->max_iterations) {
 		enum pm_status pst = polish(drv, n, u);
 
+		st->iterations = drv->iterations;
 		if (pst)
 			return pst;
 	}
@@ -642,7 +645,9 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 
 		ret = maxent_lbfgs(&drv, (int)d->r, u, st);
 	}
-	for (size_t j = 0; ret == PM_OK && j < d->m; j++)
+	/* a cancel leaves the last iterate (solver.c's best point when the
+	 * time limit stopped the solve) */
+	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)
 		y[d->global[j]] = d->y[j];
 out:
 	if (ret == PM_ERR_NOMEM)

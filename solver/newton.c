@@ -44,6 +44,7 @@
 
 struct newton {
 	const struct newton_problem *p;
+	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *h, *ldl; /* n x n: H formed, and its factorization (or NULL) */
 	double *work;	 /* for the blocked factorization, if n is large */
@@ -119,12 +120,26 @@ static void setup(struct newton *nw)
 		schur_dense_factor(nw->ldl, n, nw->z);
 }
 
+/* Has the caller asked to stop (a cancel, or the time limit behind the
+ * callback: solver.c)? Reported with the current point's iteration and
+ * violation. */
+static int stop_asked(const struct newton *nw, int iteration, double viol)
+{
+	const struct solver_options *o = nw->o;
+
+	return o->progress && o->progress(o->progress_ctx, iteration, viol);
+}
+
 /*
  * PCG from d = 0. H is positive semidefinite; a curvature that vanishes
  * along q ends the iteration with what it has, and a direction that is
- * not downhill falls back to the Jacobi-preconditioned gradient.
+ * not downhill falls back to the Jacobi-preconditioned gradient. Without
+ * H formed, each step is a pass over the buckets, and a direction takes
+ * a hundred of them on a thousand open rows and more: a cancel is polled
+ * at each (iteration and viol: the current point's, to report), and
+ * direction returns 1 if the caller asked to stop.
  */
-static void direction(struct newton *nw, double eta, int max_it)
+static int direction(struct newton *nw, double eta, int max_it, int iteration, double viol)
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
@@ -141,6 +156,8 @@ static void direction(struct newton *nw, double eta, int max_it)
 	for (int it = 0; it < max_it; it++) {
 		double qhq, a, rz1;
 
+		if (!nw->dense && stop_asked(nw, iteration, viol))
+			return 1;
 		multiply(nw, nw->q, nw->hq);
 		qhq = dot(nw->q, nw->hq, n);
 		if (!(qhq > 1e-300))
@@ -163,6 +180,7 @@ static void direction(struct newton *nw, double eta, int max_it)
 		for (size_t k = 0; k < n; k++)
 			nw->d[k] = -nw->d[k];
 	}
+	return 0;
 }
 
 /*
@@ -172,18 +190,24 @@ static void direction(struct newton *nw, double eta, int max_it)
  * step may not raise the violation more than tenfold (taking them let it
  * jump a thousandfold, again and again, on Adult, K = 2000, qi_attributes
  * 1), and otherwise a step must reduce the violation. Returns 1 with x
- * moved (gradient in nw->g, violation in *viol), 0 if no step helped (x
- * and the problem's state restored).
+ * moved (gradient in nw->g, violation in *viol), 0 if no step helped, -1
+ * if the caller asked to stop between two trials (x and the problem's
+ * state restored, both). A wild step far from the optimum takes twenty
+ * halvings and more, each a pass over the buckets: a cancel is polled
+ * before every trial but the first, so full steps add no call.
  */
-static int line_search(struct newton *nw, double *x, double *viol, int *full)
+static int line_search(struct newton *nw, int iteration, double *x, double *viol, int *full)
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
 	double gd = dot(nw->g, nw->d, n), v1;
+	int stop = 0;
 
 	for (int i = 0; i < LINE_HALVINGS; i++) {
 		double s = ldexp(1.0, -i), f1;
 
+		if (i > 0 && (stop = stop_asked(nw, iteration, *viol)))
+			break;
 		for (size_t k = 0; k < n; k++)
 			nw->x1[k] = x[k] + s * nw->d[k];
 		f1 = p->eval(p->ctx, nw->x1, nw->hq, &v1);
@@ -201,7 +225,7 @@ static int line_search(struct newton *nw, double *x, double *viol, int *full)
 		}
 	}
 	p->eval(p->ctx, x, nw->g, viol);
-	return 0;
+	return stop ? -1 : 0;
 }
 
 static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
@@ -217,11 +241,15 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	while (viol > target && st->iterations < o->max_iterations) {
 		double eta = fmin(0.1, sqrt(sqrt(dot(nw->g, nw->g, p->n)) / (g0 + 1e-300)));
 		double before = viol;
-		int full = 0;
+		int full = 0, moved;
 
 		p->prepare(p->ctx, x);
-		direction(nw, eta, cg_max);
-		if (!line_search(nw, x, &viol, &full)) {
+		if (direction(nw, eta, cg_max, st->iterations, viol))
+			return PM_ERR_CANCELLED;
+		moved = line_search(nw, st->iterations, x, &viol, &full);
+		if (moved < 0)
+			return PM_ERR_CANCELLED;
+		if (!moved) {
 			*stalled = 1;
 			break;
 		}
@@ -238,7 +266,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 			break;
 		}
 		past[steps++ % STALL_STEPS] = before;
-		if (o->progress && o->progress(o->progress_ctx, st->iterations, viol))
+		if (stop_asked(nw, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 	}
 	st->max_violation = viol;
@@ -250,7 +278,7 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 {
 	size_t n = p->n + 1;
 	double *all = malloc(8 * n * sizeof *all);
-	struct newton nw = {.p = p};
+	struct newton nw = {.p = p, .o = o};
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	*stalled = 0;

@@ -89,8 +89,15 @@ struct run {
 	double closed_violation;    /* over all of them */
 	double *untouched;	    /* per chunk: that of the untouched ones */
 	int early;		    /* the untouched buckets are done */
+	int point;		    /* r->cells holds an estimate in every bucket */
 	double zeros_s;		    /* seconds in boundary_find so far */
 	struct maxent_stats ms;
+	/* with a time limit: the last solve that ran to its end, its closed
+	 * buckets and their violation (keep_point; valid if kept_valid) */
+	double *kept;
+	uint8_t *kept_closed;
+	double kept_violation;
+	int kept_valid;
 	/* the arguments of the split pass */
 	const struct dataset *ds;
 	const struct invariants *inv;
@@ -242,6 +249,8 @@ static void run_finish(struct run *u)
 	free(u->deferred);
 	free(u->closed);
 	free(u->prev);
+	free(u->kept);
+	free(u->kept_closed);
 }
 
 /* The caller's pool, or one for this run; one thread for small tables,
@@ -284,6 +293,12 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 	u->untouched = calloc(ds->n_groups / SPLIT_CHUNK + 1, sizeof *u->untouched);
 	u->ds = ds;
 	u->inv = inv;
+	if (o->time_limit > 0) { /* for its best point (keep_point) */
+		u->kept = malloc(n * sizeof *u->kept);
+		u->kept_closed = malloc(ds->n_groups + 1);
+		if (!u->kept || !u->kept_closed)
+			return PM_ERR_NOMEM;
+	}
 	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
 	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
 	    !u->untouched || run_pool(u, ds, o))
@@ -332,6 +347,23 @@ static int probe_clean(const struct invariants *inv, const struct run *u, const 
 	return 1;
 }
 
+/*
+ * Before a solve starts over (a second probe, the solve after the exact
+ * zeros): the last one, which ran to its end, is kept for the time
+ * limit's best point (best_point). The new one starts from μ = 0, its
+ * early iterates far from where the last one ended (Adult, K+ = K- =
+ * 1000, qi_attributes 1: 272 records off against 2e-11).
+ */
+static void keep_point(struct run *u, const double *y)
+{
+	if (!u->kept || !u->point)
+		return;
+	memcpy(u->kept, y, u->inv->n_cells * sizeof *y);
+	memcpy(u->kept_closed, u->closed, u->inv->n_groups);
+	u->kept_violation = u->closed_violation;
+	u->kept_valid = 1;
+}
+
 /* Solves with the zeros of u: buckets alone, then the coupled ones. */
 static enum pm_status solve_split(const struct dataset *ds, const struct invariants *inv,
 				  const struct solver_options *o, int probe, struct run *u,
@@ -342,7 +374,10 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->implied;
 
 	fill_counts(inv, r);
+	keep_point(u, r->cells);
 	r->solved_buckets = split_buckets(u, implied, r->cells, &r->forced_zeros);
+	/* a stopped solve leaves its last iterate in the coupled buckets */
+	u->point = 1;
 	if (!r->solved_buckets) { /* every bucket solved alone: no dual left */
 		memset(&u->ms, 0, sizeof u->ms);
 		u->ms.converged = 1;
@@ -469,15 +504,146 @@ static enum pm_status solve_all(const struct dataset *ds, const struct knowledge
 	return st;
 }
 
+/*
+ * The time limit (solver_options.time_limit) and the tests' stall, in
+ * front of the caller's progress callback: every place that polls it for
+ * a cancel (the iterations, the components, the relaxations, the interior
+ * point methods, the LP slices) also stops the solve when the time is up,
+ * and solver_run tells the two apart by `expired`. The calls are
+ * serialized (components.c), so the state needs no lock.
+ */
+struct deadline {
+	const struct solver_options *caller;
+	double end;    /* monotonic seconds; INFINITY: no limit */
+	double stall;  /* seconds to wait at the first check; 0 once waited */
+	int expired;   /* the time limit stopped the solve */
+	int cancelled; /* the caller did */
+};
+
+/* Sleeps of the stall, between which the cancel and the limit are
+ * polled. */
+#define STALL_SLEEP 0.005
+
+static int deadline_caller(const struct deadline *d, int iteration, double violation)
+{
+	const struct solver_options *o = d->caller;
+
+	return o->progress && o->progress(o->progress_ctx, iteration, violation);
+}
+
+/* The stall, in small sleeps: 1 when a cancel or the limit ends it. */
+static int deadline_stall(struct deadline *d, int iteration, double violation)
+{
+	double until = now() + d->stall;
+
+	d->stall = 0;
+	for (double t = now(); t < until; t = now()) {
+		double nap = fmin(STALL_SLEEP, until - t);
+		struct timespec ts = {0, (long)(nap * 1e9)};
+
+		if ((d->cancelled = deadline_caller(d, iteration, violation)))
+			return 1;
+		if (t >= d->end)
+			return d->expired = 1;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
+/* The progress callback of a solve with a deadline: the caller's cancel
+ * first (PM_ERR_CANCELLED stays a cancel), then the clock. Either
+ * verdict stands for every later check (the other components, the
+ * unwinding), so a cancel never turns into a time limit or back. */
+static int deadline_progress(void *ctx, int iteration, double violation)
+{
+	struct deadline *d = ctx;
+
+	if (d->expired || d->cancelled)
+		return 1;
+	if (d->stall > 0 && deadline_stall(d, iteration, violation))
+		return 1;
+	if ((d->cancelled = deadline_caller(d, iteration, violation)))
+		return 1;
+	d->expired = now() >= d->end;
+	return d->expired;
+}
+
+/*
+ * Chunk k of the best point: with an iterate (u->point), each coupled
+ * bucket's cells scaled to its counts, the cells as the kernel (a
+ * stopped full dual holds the invariants only at convergence, the
+ * two-level inner solves only to their loose targets far from it),
+ * or the closed form should the scaling miss; without one (the zero
+ * search stopped before any solve), the closed form of Theorem 5 in
+ * every bucket not yet done (the untouched ones are).
+ */
+static void best_item(void *ctx, size_t k, int p)
+{
+	struct run *u = ctx;
+	size_t b1 =
+	    (k + 1) * SPLIT_CHUNK < u->inv->n_groups ? (k + 1) * SPLIT_CHUNK : u->inv->n_groups;
+	double worst = 0;
+
+	for (size_t b = k * SPLIT_CHUNK; b < b1; b++) {
+		double v;
+
+		if (u->point && u->cpl[b] &&
+		    alone_rescale(u->ds, u->inv, b, u->y, u->w[p]) != PM_OK)
+			metrics_closed_form(u->ds, u->inv, b, u->y);
+		if (u->point || u->closed[b])
+			continue;
+		metrics_closed_bucket(u->ds, u->inv, b, u->y, &u->memo[p], &v);
+		worst = num_max(worst, v);
+		u->closed[b] = 1;
+	}
+	u->violation[k] = worst;
+}
+
+/*
+ * The time limit stopped the solve: its best point, complete and
+ * consistent in every cell (best_item), for the metrics, or the last
+ * solve that ran to its end (keep_point) where that one violates the
+ * rows less. The knowledge rows may be violated; max_violation says by
+ * how much.
+ */
+static void best_point(struct run *u, double *y)
+{
+	/* the chunks of untouched_item: untouched[k] is chunk k's */
+	size_t items = (u->inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
+	double last, kept;
+
+	u->y = y;
+	parallel_items(u->pool, items, best_item, u);
+	for (size_t k = 0; !u->point && k < items; k++)
+		u->closed_violation =
+		    fmax(fmax(u->closed_violation, u->violation[k]), u->untouched[k]);
+	if (!u->kept_valid)
+		return;
+	metrics_max_violation(u->ds, u->inv, y, &last);
+	metrics_max_violation(u->ds, u->inv, u->kept, &kept);
+	if (!(kept < last))
+		return;
+	memcpy(y, u->kept, u->inv->n_cells * sizeof *y);
+	memcpy(u->closed, u->kept_closed, u->inv->n_groups);
+	u->closed_violation = u->kept_violation;
+}
+
 enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
 			  struct solver_result *r, struct pm_error *err)
 {
 	struct run u = {0};
 	double t0 = now(), t1;
+	struct deadline dl = {.caller = o, .end = INFINITY, .stall = o->stall};
+	struct solver_options wo = *o;
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
+	if (o->time_limit > 0 || o->stall > 0) {
+		dl.end = o->time_limit > 0 ? t0 + o->time_limit : INFINITY;
+		wo.progress = deadline_progress;
+		wo.progress_ctx = &dl;
+	}
 	/* every cell is written by the split (solve_split) */
 	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
 	st = r->cells ? run_init(&u, ds, inv, o) : PM_ERR_NOMEM;
@@ -485,7 +651,11 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = solve_all(ds, k, inv, o, &u, r, err);
+	st = solve_all(ds, k, inv, &wo, &u, r, err);
+	if (st == PM_ERR_CANCELLED && dl.expired) {
+		best_point(&u, r->cells);
+		st = error_set(err, PM_OK, "", "%s", ""); /* not a cancel */
+	}
 	if (st)
 		goto out;
 	r->iterations = u.ms.iterations;
@@ -496,9 +666,15 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	r->metrics_seconds = now() - t1;
 	r->zeros_seconds = u.zeros_s;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
+	/* stopped by the time limit: not converged, whatever its violation
+	 * (SPEC section 3) */
+	if (dl.expired)
+		r->status = SOLVER_NOT_CONVERGED;
 	if (r->status != SOLVER_CONVERGED)
 		snprintf(r->reason, sizeof r->reason, "%s",
-			 u.ms.reason[0] ? u.ms.reason : "violation above the tolerance");
+			 dl.expired	  ? "time_limit"
+			 : u.ms.reason[0] ? u.ms.reason
+					  : "violation above the tolerance");
 	r->seconds = now() - t0;
 out:
 	run_finish(&u);

@@ -78,8 +78,9 @@ struct solver_options {
 	/* Seconds the solve may take (0: no limit), checked wherever
 	 * `progress` is called; when they run out, solver_run returns PM_OK,
 	 * not converged with reason "time_limit", at the best point so far:
-	 * the last iterate, scaled to the QI and SA invariants, or, in the
-	 * search for forced zeros before any iterate, the closed form of
+	 * the last iterate, scaled to the QI and SA invariants (or the end of
+	 * an earlier probe's solve, if that violates the rows less), or, in
+	 * the search for forced zeros before any iterate, the closed form of
 	 * Theorem 5 in the buckets not yet solved (the invariants hold, the
 	 * knowledge rows may not: max_violation says by how much). */
 	double time_limit;

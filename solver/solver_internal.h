@@ -66,6 +66,18 @@ typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
 #endif
 
 /*
+ * Has the caller asked the solve to stop? o's progress callback (o may be
+ * NULL) with no iteration to report (0, NaN): a cancel, or the time limit
+ * that solver.c puts in front of the caller's callback. Polled between
+ * the steps of the zero search (relaxations, interior point iterations,
+ * LP slices), which have no iterations of their own to report.
+ */
+static inline int solver_stop_asked(const struct solver_options *o)
+{
+	return o && o->progress && o->progress(o->progress_ctx, 0, NAN);
+}
+
+/*
  * Records to which a value counts as zero, everywhere the forced zeros are
  * decided: a cell is forced to zero when no solution puts more than this
  * in it (the relaxations' and the interior point method's certificates),
@@ -122,6 +134,14 @@ void alone_work_destroy(struct alone_work *w);
  */
 enum pm_status alone_solve(const struct dataset *ds, const struct invariants *inv, size_t b,
 			   const uint8_t *zero, double *y, struct alone_work *w);
+/*
+ * Bucket b's cells of y scaled to its counts with themselves as the
+ * kernel (a cell at 0 stays 0): the iterate of a solve the time limit
+ * stopped, made to hold the bucket's invariants. PM_ERR_INTERNAL when the
+ * scaling misses its target (the cells are then its last fill).
+ */
+enum pm_status alone_rescale(const struct dataset *ds, const struct invariants *inv, size_t b,
+			     double *y, struct alone_work *w);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 
@@ -186,10 +206,12 @@ struct relax_memo;
  * before any zero is written. Adds to zero[] (n_cells), *found counts the
  * new zeros; *infeasible is set when the relaxation has no solution.
  * Values whose open rows hold more than max_cells free cells are left out.
+ * o (may be NULL) for cancels: PM_ERR_CANCELLED, every zero written so far
+ * proved.
  */
 enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      size_t max_cells, struct relax_memo *memo, size_t *found,
-			      int *infeasible);
+			      size_t max_cells, const struct solver_options *o,
+			      struct relax_memo *memo, size_t *found, int *infeasible);
 
 /*
  * What the rounds of one search have relaxed (memo of boundary_relax, may
@@ -227,11 +249,13 @@ struct relax_problem {
 	const size_t *var_off;
 	const uint32_t *var_row;
 	const double *c;
+	const struct solver_options *o; /* for cancels (may be NULL) */
 };
 
 /* Interior point iterates toward the relative interior of the feasible
  * set (zero objective): x (n entries) receives the last iterate and
- * *converged whether residuals and complementarity reached rounding.
+ * *converged whether residuals and complementarity reached rounding
+ * (PM_ERR_CANCELLED when p->o asks to stop).
  * Then lo_bound[j] and up_bound[j] (n entries each) bound x_j and u_j -
  * x_j in every feasible x, from the duals of the last iterate (a claim
  * with a bound at rounding level is proved; INFINITY: no bound). */

@@ -165,7 +165,7 @@ static size_t relax_rounds(struct fixture *f, size_t cap, struct relax_memo *mem
 	int infeasible = 0;
 
 	while (found && !infeasible) {
-		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, cap, memo, &found,
+		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, cap, NULL, memo, &found,
 				     &infeasible) == PM_OK);
 		extra += found;
 		if (found)
