@@ -397,4 +397,111 @@ HTTP_CLIENT_FN json_t *expected(const char *dataset, const char *knowledge)
 	return out;
 }
 
+/* ---- slow inputs, tokens, ETags ---------------------------------------------- */
+
+/* A records-form table big enough that an analysis with single-attribute
+ * mined rules runs for seconds: SA correlated with the QI, buckets of 5. */
+HTTP_CLIENT_FN char *generated_json(size_t n)
+{
+	json_t *recs = json_array(), *doc;
+	uint64_t x = 42;
+	char *text;
+
+	for (size_t i = 0; i < n; i++) {
+		char a[4][16], s[16];
+		unsigned v[4];
+
+		for (int k = 0; k < 4; k++) {
+			x = x * 6364136223846793005u + 1442695040888963407u;
+			v[k] = (unsigned)(x >> 33) % (unsigned)(5 + 7 * k);
+			snprintf(a[k], sizeof a[k], "v%u", v[k]);
+		}
+		x = x * 6364136223846793005u + 1442695040888963407u;
+		snprintf(s, sizeof s, "s%u", (v[0] + v[1] + (unsigned)(x >> 60)) % 12);
+		json_array_append_new(recs,
+				      json_pack("{s:[ssss], s:I, s:s}", "qi", a[0], a[1], a[2],
+						a[3], "group", (json_int_t)(i / 5), "sa", s));
+	}
+	doc = json_pack("{s:s, s:[ssss], s:s, s:o}", "name", "generated", "qi_attributes", "a", "b",
+			"c", "d", "sa_attribute", "s", "records", recs);
+	text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	return text;
+}
+
+/* The slow dataset (Adult anatomized when the shared data is there) and
+ * the knowledge that makes its analysis run for seconds. */
+static __attribute__((unused)) char *slow_dataset;
+static __attribute__((unused)) const char *slow_request;
+
+HTTP_CLIENT_FN char *adult_json(void)
+{
+	static const char *const qi[] = {"age",	 "type_employer", "marital", "relationship",
+					 "race", "sex",		  "country", "education"};
+	struct anatomy_options o = {5, 1, 0};
+	struct csv_table t = {0};
+	struct dataset *ds = NULL;
+	struct pm_error err = {0};
+	char path[512], *text, *out = NULL;
+	size_t len, aside;
+	json_t *j;
+
+	snprintf(path, sizeof path, "%s/../../../shared/data/adult/adult.csv", data_dir());
+	if (!(text = read_file(path, &len)))
+		return NULL;
+	if (!csv_parse(text, len, &t, &err) &&
+	    !anatomy_run(&t, "occupation", qi, 8, &o, &ds, &aside, &err)) {
+		j = codec_dataset_json(ds);
+		out = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	}
+	dataset_destroy(ds);
+	csv_table_finish(&t);
+	free(text);
+	return out;
+}
+
+HTTP_CLIENT_FN void slow_setup(void)
+{
+	slow_dataset = adult_json();
+	/* the paper's full dual: seconds on this input (the default, ~0.5 s) */
+	slow_request = "{\"knowledge\": {\"mine\": {\"positive\": 250, \"negative\": 250, "
+		       "\"qi_attributes\": 1}}, \"solver\": {\"method\": \"full-dual\"}}";
+	if (!slow_dataset) {
+		printf("Adult not found: using a generated table\n");
+		slow_dataset = generated_json(40000);
+		slow_request = "{\"knowledge\": {\"mine\": {\"positive\": 100, \"negative\": 100, "
+			       "\"qi_attributes\": 1}}, \"solver\": {\"tolerance\": 1e-10, "
+			       "\"method\": \"full-dual\"}}";
+	}
+	CHECK(slow_dataset != NULL);
+}
+
+/* An ETag, 304 for it (in a list), 200 for another. */
+HTTP_CLIENT_FN void check_etag(unsigned port, const char *path)
+{
+	char etag[64], again[64], inm[128];
+	struct resp r = get(port, path), n;
+
+	CHECK(r.status == 200 && hdr(&r, "ETag", etag, sizeof etag));
+	snprintf(inm, sizeof inm, "If-None-Match: \"nope\", %s\r\n", etag);
+	n = call(port, "GET", path, inm, NULL, 0);
+	CHECK(n.status == 304 && n.len == 0);
+	CHECK_STR(hdr(&n, "ETag", again, sizeof again), etag);
+	resp_free(&n);
+	n = call(port, "GET", path, "If-None-Match: \"0000000000000000\"\r\n", NULL, 0);
+	CHECK(n.status == 200 && n.len == r.len);
+	resp_free(&n);
+	resp_free(&r);
+}
+
+/* The bearer token of the following requests (NULL: none). */
+HTTP_CLIENT_FN void as(const char *token)
+{
+	if (token)
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", token);
+	else
+		auth[0] = '\0';
+}
+
 #endif
