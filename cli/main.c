@@ -9,34 +9,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "cli.h"
 
 #ifndef PMAXENT_VERSION
 #define PMAXENT_VERSION "0.1.0"
 #endif
-
-static const char usage_main[] =
-    "usage: pmaxent COMMAND [ARGS]\n"
-    "\n"
-    "Quantifies what an adversary with background knowledge learns from a\n"
-    "bucketized (Anatomy) table, by maximum entropy (Privacy-MaxEnt).\n"
-    "\n"
-    "commands:\n"
-    "  solve DATASET [KNOWLEDGE.json]   estimate P(s|q) and print the result JSON\n"
-    "  mine DATASET --positive K --negative K\n"
-    "                                   print the Top-(K+,K-) rules as knowledge JSON\n"
-    "  anatomize DATA.csv --sa A --qi A,B,.. --l L\n"
-    "                                   bucketize a CSV table, print the dataset JSON\n"
-    "  serve [--listen ADDR] [--port P] run the HTTP/JSON service\n"
-    "\n"
-    "  pmaxent COMMAND --help           help on one command\n"
-    "  pmaxent --version                print the version\n";
 
 static const char usage_solve[] =
     "usage: pmaxent solve DATASET [KNOWLEDGE.json] [OPTIONS]\n"
@@ -92,82 +73,6 @@ static const char usage_anatomize[] =
     "                       table is l-eligible; the count is reported on stderr\n"
     "  -h, --help           show this help\n";
 
-static const char usage_serve[] =
-    "usage: pmaxent serve [OPTIONS]\n"
-    "\n"
-    "Runs the HTTP/JSON service until SIGTERM or SIGINT, then stops gracefully:\n"
-    "running analyses are put back in the queue and run again on the next start.\n"
-    "Prints 'pmaxent: listening on http://ADDR:PORT' on stderr once it listens,\n"
-    "then one JSON access-log line per request.\n"
-    "\n"
-    "options:\n"
-    "  --listen ADDR        IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
-    "  --port P             TCP port; 0 picks a free one (default 8080)\n"
-    "  --data-dir DIR       database directory, created if needed (default ./var)\n"
-    "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
-    "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
-    "  --token-file F       lines 'TOKEN TENANT' or 'TOKEN TENANT admin' ('#'\n"
-    "                       comments; the file must be private, chmod 600): every\n"
-    "                       request but /healthz needs 'Authorization: Bearer TOKEN',\n"
-    "                       /metrics one with the admin role\n"
-    "  --max-body BYTES     request body limit, 413 above (default 67108864)\n"
-    "  --max-solve-body BYTES\n"
-    "                       POST /v1/solve body limit (default 1048576)\n"
-    "  --max-connections N  connections open at once (default 1024); over it: 503\n"
-    "  --max-connections-per-address N\n"
-    "                       of them from one client address (default 64); over: 429\n"
-    "  --header-timeout S   seconds for a request's whole head (default 10); 408\n"
-    "  --idle-timeout S     seconds a connection may stay silent (default 30)\n"
-    "  --analysis-time-limit S\n"
-    "                       an analysis's solve time limit: default and maximum of\n"
-    "                       solver.time_limit (default 3600)\n"
-    "  --solve-time-limit S the same for POST /v1/solve (default 10)\n"
-    "  --max-attempts N     an analysis the service died running N times ends\n"
-    "                       failed (default 3)\n"
-    "  --insecure           allow a non-loopback address without a token file\n"
-    "  --quiet              no access log\n"
-    "  -h, --help           show this help\n"
-    "\n"
-    "exit status: 0 after a clean stop, 2 bad flags or settings, 1 other errors\n";
-
-enum opt_id {
-	OPT_TOLERANCE,
-	OPT_MAX_ITER,
-	OPT_METHOD,
-	OPT_TIME_LIMIT,
-	OPT_SA,
-	OPT_GROUP,
-	OPT_POSITIVE,
-	OPT_NEGATIVE,
-	OPT_MIN_SUPPORT,
-	OPT_QI_ATTRS,
-	OPT_QI,
-	OPT_L,
-	OPT_SEED,
-	OPT_SET_ASIDE,
-	OPT_LISTEN,
-	OPT_PORT,
-	OPT_DATA_DIR,
-	OPT_WORKERS,
-	OPT_QUEUE,
-	OPT_TOKEN_FILE,
-	OPT_MAX_BODY,
-	OPT_MAX_SOLVE_BODY,
-	OPT_INSECURE,
-	OPT_QUIET,
-	OPT_MAX_CONN,
-	OPT_MAX_CONN_ADDR,
-	OPT_HEADER_TIMEOUT,
-	OPT_IDLE_TIMEOUT,
-	OPT_ANALYSIS_LIMIT,
-	OPT_SOLVE_LIMIT,
-	OPT_MAX_ATTEMPTS,
-	N_OPTS
-};
-
-/* getopt_long returns OPT_BASE + id for long options, 'h' for help. */
-#define OPT_BASE 256
-
 static const struct option opts_solve[] = {
     {"tolerance", required_argument, NULL, OPT_BASE + OPT_TOLERANCE},
     {"max-iterations", required_argument, NULL, OPT_BASE + OPT_MAX_ITER},
@@ -200,122 +105,6 @@ static const struct option opts_anatomize[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const struct option opts_serve[] = {
-    {"listen", required_argument, NULL, OPT_BASE + OPT_LISTEN},
-    {"port", required_argument, NULL, OPT_BASE + OPT_PORT},
-    {"data-dir", required_argument, NULL, OPT_BASE + OPT_DATA_DIR},
-    {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
-    {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
-    {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
-    {"max-body", required_argument, NULL, OPT_BASE + OPT_MAX_BODY},
-    {"max-solve-body", required_argument, NULL, OPT_BASE + OPT_MAX_SOLVE_BODY},
-    {"insecure", no_argument, NULL, OPT_BASE + OPT_INSECURE},
-    {"quiet", no_argument, NULL, OPT_BASE + OPT_QUIET},
-    {"max-connections", required_argument, NULL, OPT_BASE + OPT_MAX_CONN},
-    {"max-connections-per-address", required_argument, NULL, OPT_BASE + OPT_MAX_CONN_ADDR},
-    {"header-timeout", required_argument, NULL, OPT_BASE + OPT_HEADER_TIMEOUT},
-    {"idle-timeout", required_argument, NULL, OPT_BASE + OPT_IDLE_TIMEOUT},
-    {"analysis-time-limit", required_argument, NULL, OPT_BASE + OPT_ANALYSIS_LIMIT},
-    {"solve-time-limit", required_argument, NULL, OPT_BASE + OPT_SOLVE_LIMIT},
-    {"max-attempts", required_argument, NULL, OPT_BASE + OPT_MAX_ATTEMPTS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-struct cmd;
-
-/* Parsed command line of one command: option values (NULL when absent) and
- * positional arguments. */
-struct args {
-	const char *opt[N_OPTS];
-	char **pos;
-	size_t n_pos;
-};
-
-struct cmd {
-	const char *name;
-	const char *usage;
-	const struct option *opts;
-	size_t min_pos, max_pos;
-	int (*run)(const struct cmd *c, const struct args *a);
-};
-
-/* ---- messages and exit codes -------------------------------------------- */
-
-/* The first line of the usage text and where to find the rest. */
-static void usage_hint(const struct cmd *c)
-{
-	const char *u = c ? c->usage : usage_main;
-
-	fprintf(stderr, "%.*s\nTry 'pmaxent %s%s--help' for more information.\n",
-		(int)strcspn(u, "\n"), u, c ? c->name : "", c ? " " : "");
-}
-
-static int usage_error(const struct cmd *c, const char *fmt, const char *arg)
-{
-	fputs("pmaxent: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	usage_hint(c);
-	return 2;
-}
-
-static int exit_code(enum pm_status st)
-{
-	switch (st) {
-	case PM_OK:
-		return 0;
-	case PM_ERR_INPUT:
-	case PM_ERR_IO:
-		return 2;
-	case PM_ERR_INCONSISTENT:
-		return 3;
-	default:
-		return 1;
-	}
-}
-
-/* "pmaxent: FIELD: MESSAGE" (or without the field) and the exit code. */
-static int finish(enum pm_status st, const struct pm_error *err)
-{
-	if (st == PM_OK)
-		return 0;
-	if (err->field[0])
-		fprintf(stderr, "pmaxent: %s: %s\n", err->field, err->message);
-	else
-		fprintf(stderr, "pmaxent: %s\n", err->message);
-	return exit_code(st);
-}
-
-/* ---- numbers ------------------------------------------------------------ */
-
-/* A whole decimal integer: 0, or -1 after printing a usage message. */
-static int parse_int(const struct cmd *c, const char *flag, const char *s, long long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtoll(s, &end, 10);
-	if (*s && !*end && !errno)
-		return 0;
-	fprintf(stderr, "pmaxent: %s: expected an integer, got '%s'\n", flag, s);
-	usage_hint(c);
-	return -1;
-}
-
-static int parse_real(const struct cmd *c, const char *flag, const char *s, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	if (*s && !*end && !errno && isfinite(*out))
-		return 0;
-	fprintf(stderr, "pmaxent: %s: expected a number, got '%s'\n", flag, s);
-	usage_hint(c);
-	return -1;
-}
-
 /* obj[key] = the integer of flag, if given. 0 ok, -1 usage error. */
 static int put_int_flag(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
 			json_t *obj, const char *key)
@@ -324,7 +113,7 @@ static int put_int_flag(const struct cmd *c, const struct args *a, enum opt_id i
 
 	if (!a->opt[id])
 		return 0;
-	if (parse_int(c, flag, a->opt[id], &v))
+	if (cli_parse_int(c, flag, a->opt[id], &v))
 		return -1;
 	json_object_set_new(obj, key, json_integer(v));
 	return 0;
@@ -545,13 +334,13 @@ static int time_limit_flag(const struct cmd *c, const struct args *a, json_t *ou
 
 	if (!s)
 		return -1;
-	if (parse_real(c, "--time-limit", s, &limit))
+	if (cli_parse_real(c, "--time-limit", s, &limit))
 		return 2;
 	if (!(limit > 0)) {
 		fprintf(stderr,
 			"pmaxent: --time-limit: expected a positive number of seconds, got '%s'\n",
 			s);
-		usage_hint(c);
+		cli_usage_hint(c);
 		return 2;
 	}
 	json_object_set_new(out, "time_limit", json_real(limit));
@@ -568,7 +357,7 @@ static int solver_flags(const struct cmd *c, const struct args *a, json_t **out)
 	if (!*out)
 		return 1;
 	if (a->opt[OPT_TOLERANCE]) {
-		if (parse_real(c, "--tolerance", a->opt[OPT_TOLERANCE], &tol))
+		if (cli_parse_real(c, "--tolerance", a->opt[OPT_TOLERANCE], &tol))
 			return 2;
 		json_object_set_new(*out, "tolerance", json_real(tol));
 	}
@@ -614,7 +403,7 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 		st = print_json(result, &err);
 	if (!st)
 		solve_notes(result, know);
-	rc = finish(st, &err);
+	rc = cli_finish(st, &err);
 out:
 	json_decref(result);
 	json_decref(know);
@@ -636,7 +425,7 @@ static int mine_flags(const struct cmd *c, const struct args *a, json_t **out)
 	if (!*out)
 		return 1;
 	if (!a->opt[OPT_POSITIVE] || !a->opt[OPT_NEGATIVE])
-		return usage_error(c, "%s", "mine needs --positive K and --negative K");
+		return cli_usage_error(c, "%s", "mine needs --positive K and --negative K");
 	if (put_int_flag(c, a, OPT_POSITIVE, "--positive", m, "positive") ||
 	    put_int_flag(c, a, OPT_NEGATIVE, "--negative", m, "negative") ||
 	    put_int_flag(c, a, OPT_MIN_SUPPORT, "--min-support", m, "min_support") ||
@@ -681,7 +470,7 @@ static int cmd_mine(const struct cmd *c, const struct args *a)
 		out = codec_knowledge_json(ds, &k);
 		st = print_json(out, &err);
 	}
-	rc = finish(st, &err);
+	rc = cli_finish(st, &err);
 out:
 	json_decref(out);
 	json_decref(spec);
@@ -712,12 +501,12 @@ static int anatomy_flags(const struct cmd *c, const struct args *a, struct anato
 	long long l, seed = 1;
 
 	if (!a->opt[OPT_SA] || !a->opt[OPT_QI] || !a->opt[OPT_L])
-		return usage_error(c, "%s", "anatomize needs --sa ATTR, --qi A,B,... and --l L");
-	if (parse_int(c, "--l", a->opt[OPT_L], &l) ||
-	    (a->opt[OPT_SEED] && parse_int(c, "--seed", a->opt[OPT_SEED], &seed)))
+		return cli_usage_error(c, "%s", "anatomize needs --sa ATTR, --qi A,B,... and --l L");
+	if (cli_parse_int(c, "--l", a->opt[OPT_L], &l) ||
+	    (a->opt[OPT_SEED] && cli_parse_int(c, "--seed", a->opt[OPT_SEED], &seed)))
 		return 2;
 	if (l < 2 || seed < 0)
-		return usage_error(
+		return cli_usage_error(
 		    c, "%s", l < 2 ? "--l must be at least 2" : "--seed must be non-negative");
 	o->l = (size_t)l;
 	o->seed = (uint64_t)seed;
@@ -767,166 +556,14 @@ static int cmd_anatomize(const struct cmd *c, const struct args *a)
 	}
 	json_decref(out);
 	dataset_destroy(ds);
-	return finish(st, &err);
+	return cli_finish(st, &err);
 }
-
-/* ---- serve -------------------------------------------------------------- */
-
-/* A numeric serve flag within [min, max] into *out; -1 when fine or absent,
- * else the exit code. */
-static int serve_number(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
-			long long min, long long max, size_t *out)
-{
-	long long v;
-
-	if (!a->opt[id])
-		return -1;
-	if (parse_int(c, flag, a->opt[id], &v))
-		return 2;
-	if (v < min || v > max) {
-		fprintf(stderr, "pmaxent: %s: must be from %lld to %lld, got %lld\n", flag, min,
-			max, v);
-		usage_hint(c);
-		return 2;
-	}
-	*out = (size_t)v;
-	return -1;
-}
-
-/* A seconds serve flag in (0, max]; -1 when fine or absent, else 2. */
-static int serve_seconds(const struct cmd *c, const struct args *a, enum opt_id id,
-			 const char *flag, double max, double *out)
-{
-	double v;
-
-	if (!a->opt[id])
-		return -1;
-	if (parse_real(c, flag, a->opt[id], &v))
-		return 2;
-	if (!(v > 0) || v > max) {
-		fprintf(stderr, "pmaxent: %s: must be a number of seconds above 0 and at most %g, "
-				"got %s\n",
-			flag, max, a->opt[id]);
-		usage_hint(c);
-		return 2;
-	}
-	*out = v;
-	return -1;
-}
-
-/* The connection and time limits of serve. */
-static int serve_limits(const struct cmd *c, const struct args *a, struct http_options *o)
-{
-	size_t attempts = (size_t)o->max_attempts;
-	int rc;
-
-	if ((rc = serve_number(c, a, OPT_MAX_CONN, "--max-connections", 1, 1000000,
-			       &o->max_connections)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_MAX_CONN_ADDR, "--max-connections-per-address", 1,
-			       1000000, &o->max_per_address)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_MAX_ATTEMPTS, "--max-attempts", 1, 1000, &attempts)) >=
-		0 ||
-	    (rc = serve_seconds(c, a, OPT_HEADER_TIMEOUT, "--header-timeout", 3600,
-				&o->header_timeout)) >= 0 ||
-	    (rc = serve_seconds(c, a, OPT_IDLE_TIMEOUT, "--idle-timeout", 86400,
-				&o->idle_timeout)) >= 0 ||
-	    (rc = serve_seconds(c, a, OPT_ANALYSIS_LIMIT, "--analysis-time-limit", 1e7,
-				&o->analysis_time_limit)) >= 0 ||
-	    (rc = serve_seconds(c, a, OPT_SOLVE_LIMIT, "--solve-time-limit", 1e7,
-				&o->solve_time_limit)) >= 0)
-		return rc;
-	o->max_attempts = (int)attempts;
-	if (o->max_per_address > o->max_connections) {
-		fprintf(stderr, "pmaxent: --max-connections-per-address (%zu) must not be above "
-				"--max-connections (%zu)\n",
-			o->max_per_address, o->max_connections);
-		usage_hint(c);
-		return 2;
-	}
-	return -1;
-}
-
-static int serve_flags(const struct cmd *c, const struct args *a, struct http_options *o)
-{
-	size_t port;
-	int rc;
-
-	http_options_init(o);
-	port = o->port;
-	if ((rc = serve_number(c, a, OPT_PORT, "--port", 0, 65535, &port)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_WORKERS, "--workers", 1, 1024, &o->workers)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_QUEUE, "--queue", 1, 1000000, &o->queue_capacity)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_MAX_BODY, "--max-body", 1, 1LL << 40, &o->max_body)) >=
-		0 ||
-	    (rc = serve_number(c, a, OPT_MAX_SOLVE_BODY, "--max-solve-body", 1, 1LL << 40,
-			       &o->max_solve_body)) >= 0 ||
-	    (rc = serve_limits(c, a, o)) >= 0)
-		return rc;
-	o->port = (unsigned)port;
-	if (a->opt[OPT_LISTEN])
-		o->listen = a->opt[OPT_LISTEN];
-	if (a->opt[OPT_DATA_DIR])
-		o->data_dir = a->opt[OPT_DATA_DIR];
-	if (a->opt[OPT_TOKEN_FILE])
-		o->token_file = a->opt[OPT_TOKEN_FILE];
-	o->insecure = a->opt[OPT_INSECURE] != NULL;
-	o->quiet = a->opt[OPT_QUIET] != NULL;
-	return -1;
-}
-
-/* Settings errors name the flag the user typed ("token_file" ->
- * "--token-file"). */
-static void serve_field(struct pm_error *err)
-{
-	char buf[sizeof err->field];
-
-	if (!err->field[0] || strchr(err->field, '.'))
-		return;
-	snprintf(buf, sizeof buf, "--%.250s", err->field);
-	for (char *p = buf; *p; p++)
-		*p = *p == '_' ? '-' : *p;
-	memcpy(err->field, buf, sizeof buf);
-}
-
-static int cmd_serve(const struct cmd *c, const struct args *a)
-{
-	struct http_options o;
-	struct http_server *h = NULL;
-	struct pm_error err = {0};
-	enum pm_status st;
-	sigset_t stop;
-	int sig = 0, rc = serve_flags(c, a, &o), v6;
-
-	if (rc >= 0)
-		return rc;
-	/* blocked before any thread starts, so every thread inherits the mask
-	 * and only sigwait below sees them */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if ((st = http_start(&o, &h, &err))) {
-		serve_field(&err);
-		return finish(st, &err);
-	}
-	v6 = strchr(o.listen, ':') && o.listen[0] != '[';
-	fprintf(stderr, "pmaxent: listening on http://%s%s%s:%u\n", v6 ? "[" : "", o.listen,
-		v6 ? "]" : "", http_port(h));
-	sigwait(&stop, &sig);
-	fprintf(stderr, "pmaxent: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
-	http_stop(h);
-	fprintf(stderr, "pmaxent: stopped\n");
-	return 0;
-}
-
-/* ---- dispatch ----------------------------------------------------------- */
 
 static const struct cmd commands[] = {
     {"solve", usage_solve, opts_solve, 1, 2, cmd_solve},
     {"mine", usage_mine, opts_mine, 1, 1, cmd_mine},
     {"anatomize", usage_anatomize, opts_anatomize, 1, 1, cmd_anatomize},
-    {"serve", usage_serve, opts_serve, 0, 0, cmd_serve},
+    {"serve", serve_usage, serve_options, 0, 0, serve_run},
 };
 
 /* Returns -1 when the command should run, else the exit code. */
@@ -941,17 +578,17 @@ static int parse_args(const struct cmd *c, int argc, char **argv, struct args *a
 			return 0;
 		}
 		if (id == ':')
-			return usage_error(c, "option '%s' needs an argument", argv[optind - 1]);
+			return cli_usage_error(c, "option '%s' needs an argument", argv[optind - 1]);
 		if (id < OPT_BASE || id >= OPT_BASE + N_OPTS)
-			return usage_error(c, "unknown option '%s'", argv[optind - 1]);
+			return cli_usage_error(c, "unknown option '%s'", argv[optind - 1]);
 		a->opt[id - OPT_BASE] = optarg ? optarg : "";
 	}
 	a->pos = argv + optind;
 	a->n_pos = (size_t)(argc - optind);
 	if (a->n_pos < c->min_pos)
-		return usage_error(c, "%s: missing the input file", c->name);
+		return cli_usage_error(c, "%s: missing the input file", c->name);
 	if (a->n_pos > c->max_pos)
-		return usage_error(c, "unexpected argument '%s'", a->pos[c->max_pos]);
+		return cli_usage_error(c, "unexpected argument '%s'", a->pos[c->max_pos]);
 	return -1;
 }
 
@@ -961,9 +598,9 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 2)
-		return usage_error(NULL, "%s", "no command given");
+		return cli_usage_error(NULL, "%s", "no command given");
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
-		fputs(usage_main, stdout);
+		fputs(cli_usage, stdout);
 		return 0;
 	}
 	if (strcmp(argv[1], "--version") == 0) {
@@ -976,5 +613,5 @@ int main(int argc, char **argv)
 		rc = parse_args(&commands[i], argc - 1, argv + 1, &a);
 		return rc >= 0 ? rc : commands[i].run(&commands[i], &a);
 	}
-	return usage_error(NULL, "unknown command '%s'", argv[1]);
+	return cli_usage_error(NULL, "unknown command '%s'", argv[1]);
 }

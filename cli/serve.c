@@ -1,0 +1,223 @@
+/*
+ * `pmaxent serve` (SPEC sections 5-6): its flags as struct http_options,
+ * and the service run until SIGTERM or SIGINT.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+const char serve_usage[] =
+    "usage: pmaxent serve [OPTIONS]\n"
+    "\n"
+    "Runs the HTTP/JSON service until SIGTERM or SIGINT, then stops gracefully:\n"
+    "running analyses are put back in the queue and run again on the next start.\n"
+    "Prints 'pmaxent: listening on http://ADDR:PORT' on stderr once it listens,\n"
+    "then one JSON access-log line per request.\n"
+    "\n"
+    "options:\n"
+    "  --listen ADDR        IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
+    "  --port P             TCP port; 0 picks a free one (default 8080)\n"
+    "  --data-dir DIR       database directory, created if needed (default ./var)\n"
+    "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
+    "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
+    "  --token-file F       lines 'TOKEN TENANT' or 'TOKEN TENANT admin' ('#'\n"
+    "                       comments; the file must be private, chmod 600): every\n"
+    "                       request but /healthz needs 'Authorization: Bearer TOKEN',\n"
+    "                       /metrics one with the admin role\n"
+    "  --max-body BYTES     request body limit, 413 above (default 67108864)\n"
+    "  --max-solve-body BYTES\n"
+    "                       POST /v1/solve body limit (default 1048576)\n"
+    "  --max-connections N  connections open at once (default 1024); over it: 503\n"
+    "  --max-connections-per-address N\n"
+    "                       of them from one client address (default 64); over: 429\n"
+    "  --header-timeout S   seconds for a request's whole head (default 10); 408\n"
+    "  --idle-timeout S     seconds a connection may stay silent (default 30)\n"
+    "  --analysis-time-limit S\n"
+    "                       an analysis's solve time limit: default and maximum of\n"
+    "                       solver.time_limit (default 3600)\n"
+    "  --solve-time-limit S the same for POST /v1/solve (default 10)\n"
+    "  --max-attempts N     an analysis the service died running N times ends\n"
+    "                       failed (default 3)\n"
+    "  --insecure           allow a non-loopback address without a token file\n"
+    "  --quiet              no access log\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "exit status: 0 after a clean stop, 2 bad flags or settings, 1 other errors\n";
+
+const struct option serve_options[] = {
+    {"listen", required_argument, NULL, OPT_BASE + OPT_LISTEN},
+    {"port", required_argument, NULL, OPT_BASE + OPT_PORT},
+    {"data-dir", required_argument, NULL, OPT_BASE + OPT_DATA_DIR},
+    {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
+    {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
+    {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
+    {"max-body", required_argument, NULL, OPT_BASE + OPT_MAX_BODY},
+    {"max-solve-body", required_argument, NULL, OPT_BASE + OPT_MAX_SOLVE_BODY},
+    {"insecure", no_argument, NULL, OPT_BASE + OPT_INSECURE},
+    {"quiet", no_argument, NULL, OPT_BASE + OPT_QUIET},
+    {"max-connections", required_argument, NULL, OPT_BASE + OPT_MAX_CONN},
+    {"max-connections-per-address", required_argument, NULL, OPT_BASE + OPT_MAX_CONN_ADDR},
+    {"header-timeout", required_argument, NULL, OPT_BASE + OPT_HEADER_TIMEOUT},
+    {"idle-timeout", required_argument, NULL, OPT_BASE + OPT_IDLE_TIMEOUT},
+    {"analysis-time-limit", required_argument, NULL, OPT_BASE + OPT_ANALYSIS_LIMIT},
+    {"solve-time-limit", required_argument, NULL, OPT_BASE + OPT_SOLVE_LIMIT},
+    {"max-attempts", required_argument, NULL, OPT_BASE + OPT_MAX_ATTEMPTS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* ---- serve -------------------------------------------------------------- */
+
+/* A numeric serve flag within [min, max] into *out; -1 when fine or absent,
+ * else the exit code. */
+static int serve_number(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
+			long long min, long long max, size_t *out)
+{
+	long long v;
+
+	if (!a->opt[id])
+		return -1;
+	if (cli_parse_int(c, flag, a->opt[id], &v))
+		return 2;
+	if (v < min || v > max) {
+		fprintf(stderr, "pmaxent: %s: must be from %lld to %lld, got %lld\n", flag, min,
+			max, v);
+		cli_usage_hint(c);
+		return 2;
+	}
+	*out = (size_t)v;
+	return -1;
+}
+
+/* A seconds serve flag in (0, max]; -1 when fine or absent, else 2. */
+static int serve_seconds(const struct cmd *c, const struct args *a, enum opt_id id,
+			 const char *flag, double max, double *out)
+{
+	double v;
+
+	if (!a->opt[id])
+		return -1;
+	if (cli_parse_real(c, flag, a->opt[id], &v))
+		return 2;
+	if (!(v > 0) || v > max) {
+		fprintf(stderr, "pmaxent: %s: must be a number of seconds above 0 and at most %g, "
+				"got %s\n",
+			flag, max, a->opt[id]);
+		cli_usage_hint(c);
+		return 2;
+	}
+	*out = v;
+	return -1;
+}
+
+/* The connection and time limits of serve. */
+static int serve_limits(const struct cmd *c, const struct args *a, struct http_options *o)
+{
+	size_t attempts = (size_t)o->max_attempts;
+	int rc;
+
+	if ((rc = serve_number(c, a, OPT_MAX_CONN, "--max-connections", 1, 1000000,
+			       &o->max_connections)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_CONN_ADDR, "--max-connections-per-address", 1,
+			       1000000, &o->max_per_address)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_ATTEMPTS, "--max-attempts", 1, 1000, &attempts)) >=
+		0 ||
+	    (rc = serve_seconds(c, a, OPT_HEADER_TIMEOUT, "--header-timeout", 3600,
+				&o->header_timeout)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_IDLE_TIMEOUT, "--idle-timeout", 86400,
+				&o->idle_timeout)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_ANALYSIS_LIMIT, "--analysis-time-limit", 1e7,
+				&o->analysis_time_limit)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_SOLVE_LIMIT, "--solve-time-limit", 1e7,
+				&o->solve_time_limit)) >= 0)
+		return rc;
+	o->max_attempts = (int)attempts;
+	if (o->max_per_address > o->max_connections) {
+		fprintf(stderr, "pmaxent: --max-connections-per-address (%zu) must not be above "
+				"--max-connections (%zu)\n",
+			o->max_per_address, o->max_connections);
+		cli_usage_hint(c);
+		return 2;
+	}
+	return -1;
+}
+
+static int serve_flags(const struct cmd *c, const struct args *a, struct http_options *o)
+{
+	size_t port;
+	int rc;
+
+	http_options_init(o);
+	port = o->port;
+	if ((rc = serve_number(c, a, OPT_PORT, "--port", 0, 65535, &port)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_WORKERS, "--workers", 1, 1024, &o->workers)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_QUEUE, "--queue", 1, 1000000, &o->queue_capacity)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_BODY, "--max-body", 1, 1LL << 40, &o->max_body)) >=
+		0 ||
+	    (rc = serve_number(c, a, OPT_MAX_SOLVE_BODY, "--max-solve-body", 1, 1LL << 40,
+			       &o->max_solve_body)) >= 0 ||
+	    (rc = serve_limits(c, a, o)) >= 0)
+		return rc;
+	o->port = (unsigned)port;
+	if (a->opt[OPT_LISTEN])
+		o->listen = a->opt[OPT_LISTEN];
+	if (a->opt[OPT_DATA_DIR])
+		o->data_dir = a->opt[OPT_DATA_DIR];
+	if (a->opt[OPT_TOKEN_FILE])
+		o->token_file = a->opt[OPT_TOKEN_FILE];
+	o->insecure = a->opt[OPT_INSECURE] != NULL;
+	o->quiet = a->opt[OPT_QUIET] != NULL;
+	return -1;
+}
+
+/* Settings errors name the flag the user typed ("token_file" ->
+ * "--token-file"). */
+static void serve_field(struct pm_error *err)
+{
+	char buf[sizeof err->field];
+
+	if (!err->field[0] || strchr(err->field, '.'))
+		return;
+	snprintf(buf, sizeof buf, "--%.250s", err->field);
+	for (char *p = buf; *p; p++)
+		*p = *p == '_' ? '-' : *p;
+	memcpy(err->field, buf, sizeof buf);
+}
+
+int serve_run(const struct cmd *c, const struct args *a)
+{
+	struct http_options o;
+	struct http_server *h = NULL;
+	struct pm_error err = {0};
+	enum pm_status st;
+	sigset_t stop;
+	int sig = 0, rc = serve_flags(c, a, &o), v6;
+
+	if (rc >= 0)
+		return rc;
+	/* blocked before any thread starts, so every thread inherits the mask
+	 * and only sigwait below sees them */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if ((st = http_start(&o, &h, &err))) {
+		serve_field(&err);
+		return cli_finish(st, &err);
+	}
+	v6 = strchr(o.listen, ':') && o.listen[0] != '[';
+	fprintf(stderr, "pmaxent: listening on http://%s%s%s:%u\n", v6 ? "[" : "", o.listen,
+		v6 ? "]" : "", http_port(h));
+	sigwait(&stop, &sig);
+	fprintf(stderr, "pmaxent: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+	http_stop(h);
+	fprintf(stderr, "pmaxent: stopped\n");
+	return 0;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
