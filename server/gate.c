@@ -568,6 +568,10 @@ static void accept_some(struct gate *g)
 			gate_served(g, (struct sockaddr *)&ss, -1);
 			status = 503;
 			snprintf(detail, sizeof detail, "out of memory");
+		} else if (!status) {
+			/* the head has often arrived with the connection: no poll
+			 * round for it */
+			pend_read(g, g->n_pend - 1, 0);
 		}
 		if (status) {
 			/* no slot to linger in: answer, drop what arrived, close */
