@@ -230,6 +230,11 @@ struct miner_options {
 	size_t negative;      /* K- */
 	uint64_t min_support; /* records, default 3 */
 	size_t qi_attributes; /* T; 0 = every antecedent size 1..n_attrs */
+	/* Polled between attribute sets (every antecedent size makes their
+	 * number exponential in the attributes): a nonzero return stops the
+	 * run with PM_ERR_CANCELLED. NULL: never. */
+	int (*stop)(void *ctx);
+	void *stop_ctx;
 };
 
 /* The most rules of each kind (K+, K-) a mine block may ask for: each mined

@@ -53,6 +53,10 @@ struct miner {
 	uint64_t *cnt;	 /* n(Qv, s) scratch, all zero between groups */
 	uint32_t *touched;
 	struct heap pos, neg;
+	/* the caller's stop (miner_options), and the attribute sets so far */
+	int (*stop)(void *ctx);
+	void *stop_ctx;
+	uint64_t sets;
 };
 
 /* Canonical antecedent order: (attribute, value) pairs by increasing
@@ -293,12 +297,20 @@ static uint32_t project(struct miner *m, size_t d, size_t a, uint32_t *live)
 	return n_groups;
 }
 
+/* Attribute sets projected between two polls of the stop callback: each
+ * is a pass over the tuples. */
+#define STOP_EVERY 64
+
 /* Extends subset mask (depth d, largest attribute below first) by each
- * attribute a >= first. Returns -1 when out of memory. */
+ * attribute a >= first. Returns -1 when out of memory, -2 when stopped. */
 static int dfs(struct miner *m, size_t d, uint32_t mask, size_t first)
 {
 	for (size_t a = first; a < m->na; a++) {
 		uint32_t child = mask | UINT32_C(1) << a, live, n_groups;
+		int rc;
+
+		if (m->stop && ++m->sets % STOP_EVERY == 0 && m->stop(m->stop_ctx))
+			return -2;
 
 		/* with T fixed, the attributes left must still reach T */
 		if (m->t && d + 1 + (m->na - a - 1) < m->t)
@@ -308,8 +320,8 @@ static int dfs(struct miner *m, size_t d, uint32_t mask, size_t first)
 			continue;
 		if ((!m->t || d + 1 == m->t) && collect(m, d + 1, n_groups, child) < 0)
 			return -1;
-		if ((!m->t || d + 1 < m->t) && dfs(m, d + 1, child, a + 1) < 0)
-			return -1;
+		if ((!m->t || d + 1 < m->t) && (rc = dfs(m, d + 1, child, a + 1)) < 0)
+			return rc;
 	}
 	return 0;
 }
@@ -438,6 +450,8 @@ void miner_options_init(struct miner_options *o)
 	o->negative = 0;
 	o->min_support = 3;
 	o->qi_attributes = 0;
+	o->stop = NULL;
+	o->stop_ctx = NULL;
 }
 
 enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_options *o,
@@ -446,6 +460,7 @@ enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_op
 {
 	struct miner m;
 	enum pm_status st = PM_OK;
+	int rc = 0;
 
 	if (found)
 		*found = (struct miner_found){0, 0};
@@ -469,8 +484,14 @@ enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_op
 	m.tuples = ds->tuples;
 	m.pos.k = o->positive;
 	m.neg.k = o->negative;
-	if (miner_alloc(&m) < 0 || build_pairs(&m) < 0 || dfs(&m, 0, 0, 0) < 0) {
+	m.stop = o->stop;
+	m.stop_ctx = o->stop_ctx;
+	if (miner_alloc(&m) < 0 || build_pairs(&m) < 0 || (rc = dfs(&m, 0, 0, 0)) == -1) {
 		st = error_set(err, PM_ERR_NOMEM, "mine", "out of memory while mining rules");
+		goto out;
+	}
+	if (rc == -2) {
+		st = error_set(err, PM_ERR_CANCELLED, "mine", "mining was stopped");
 		goto out;
 	}
 	heap_sort(&m, &m.pos);

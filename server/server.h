@@ -79,7 +79,10 @@ enum pm_status pipeline_run(const json_t *dataset, const json_t *knowledge, cons
 /*
  * The same analysis on a dataset already loaded (CSV input, stored
  * datasets). base (may be NULL: solver_options_init defaults) supplies the
- * progress callback and defaults that the solver JSON overrides.
+ * progress callback and defaults that the solver JSON overrides; its
+ * time_limit is also the most the JSON may ask for. The time limit runs
+ * from the start of the mining: mining that runs out of it is
+ * PM_ERR_INPUT (field "mine"), the solve gets what is left.
  * load_seconds is the time already spent loading ds.
  */
 enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *knowledge,

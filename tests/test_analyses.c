@@ -11,6 +11,7 @@
 #include <signal.h>
 
 #include "http_client.h"
+#include "http_internal.h"
 
 /* needs Newton iterations (a probabilistic rule), so the stall applies */
 static const char *iterates =
@@ -104,6 +105,59 @@ static void test_analysis_limits(void)
 	free(dir);
 }
 
+/* A dataset of 28 QI attributes and six records: mining every antecedent
+ * size visits 2^28 attribute sets (half a minute). */
+static char *wide_json(void)
+{
+	struct http_text_buf t = {0};
+	char buf[64];
+
+	http_put(&t, "{\"qi_attributes\": [", strlen("{\"qi_attributes\": ["));
+	for (int a = 0; a < 28; a++) {
+		int n = snprintf(buf, sizeof buf, "%s\"a%d\"", a ? ", " : "", a);
+
+		http_put(&t, buf, (size_t)n);
+	}
+	snprintf(buf, sizeof buf, "], \"sa_attribute\": \"s\", \"records\": [");
+	http_put(&t, buf, strlen(buf));
+	for (int i = 0; i < 6; i++) {
+		snprintf(buf, sizeof buf, "%s{\"qi\": [", i ? ", " : "");
+		http_put(&t, buf, strlen(buf));
+		for (int a = 0; a < 28; a++) {
+			int n = snprintf(buf, sizeof buf, "%s\"v%d\"", a ? ", " : "", (i * 7 + a) % 3);
+
+			http_put(&t, buf, (size_t)n);
+		}
+		snprintf(buf, sizeof buf, "], \"group\": %d, \"sa\": \"s%d\"}", i / 2, i % 2);
+		http_put(&t, buf, strlen(buf));
+	}
+	http_put(&t, "]}", 3);
+	return t.s;
+}
+
+/* The time limit covers mining: a bound that would mine for half a
+ * minute is refused at the limit, naming what to change. */
+static void test_mining_limit(void)
+{
+	char *dir = temp_dir(), *ds = wide_json(), *body = malloc(strlen(ds) + 256);
+	struct http_server *h = start_stalled(dir, 1, 0, 1, 1);
+	struct resp r;
+	double t0 = pipeline_now();
+
+	sprintf(body, "{\"dataset\": %s, \"knowledge\": {\"mine\": {\"positive\": 5, "
+		      "\"negative\": 5, \"min_support\": 1}}}",
+		ds);
+	r = post_json(http_port(h), "/v1/solve", body);
+	check_problem(&r, 422, "knowledge.mine", "did not finish within the time limit of 1 seconds");
+	CHECK(pipeline_now() - t0 < 3);
+	resp_free(&r);
+	http_stop(h);
+	free(body);
+	free(ds);
+	rm_tree(dir);
+	free(dir);
+}
+
 struct client {
 	unsigned port;
 	const char *body;
@@ -181,5 +235,6 @@ int main(void)
 	test_sync_limits();
 	test_analysis_limits();
 	test_client_gone();
+	test_mining_limit();
 	return check_done();
 }

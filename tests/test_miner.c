@@ -633,6 +633,69 @@ static void test_adult(const char *data_dir)
 	table_free(&t);
 }
 
+/* Counts the polls; stops at the limit in ctx. */
+static int stop_after(void *ctx)
+{
+	int *left = ctx;
+
+	return --*left < 0;
+}
+
+/* A table of 8 QI attributes (255 attribute sets: polled 3 times). */
+static struct dataset *eight(void)
+{
+	static const char *const names[] = {"a", "b", "c", "d", "e", "f", "g", "h"};
+	struct pm_error err = {0};
+	struct dataset_builder *b = dataset_builder_create(NULL, names, 8, "s", &err);
+	struct dataset *ds = NULL;
+	char v[8][8], g[8];
+
+	for (int i = 0; b && i < 40; i++) {
+		const char *qi[8];
+
+		for (int a = 0; a < 8; a++) {
+			snprintf(v[a], sizeof v[a], "%d", (i * (a + 3)) % (a + 2));
+			qi[a] = v[a];
+		}
+		snprintf(g, sizeof g, "%d", i / 4);
+		CHECK(dataset_builder_add_record(b, qi, g, i % 3 ? "x" : "y", &err) == PM_OK);
+	}
+	CHECK(b && dataset_builder_finish(b, &ds, &err) == PM_OK);
+	dataset_builder_destroy(b);
+	return ds;
+}
+
+/* A stop asked between attribute sets: PM_ERR_CANCELLED naming "mine",
+ * nothing appended; one that never asks changes nothing. */
+static void test_stop(void)
+{
+	struct dataset *ds = eight();
+	struct miner_options o;
+	struct knowledge k, want;
+	struct pm_error err = {0};
+	int left = 1;
+
+	miner_options_init(&o);
+	o.positive = o.negative = 5;
+	o.min_support = 1;
+	knowledge_init(&want);
+	knowledge_init(&k);
+	CHECK(ds && miner_run(ds, &o, &want, &err) == PM_OK && want.n == 10);
+	o.stop = stop_after;
+	o.stop_ctx = &left;
+	CHECK(ds && miner_run(ds, &o, &k, &err) == PM_ERR_CANCELLED);
+	CHECK(left < 0); /* polled twice: went on once, then stopped */
+	CHECK_STR(err.field, "mine");
+	CHECK(k.n == 0);
+	left = 1 << 30;
+	CHECK(ds && miner_run(ds, &o, &k, &err) == PM_OK && k.n == want.n);
+	for (size_t i = 0; i < k.n && i < want.n; i++)
+		CHECK(!memcmp(&k.rules[i], &want.rules[i], sizeof k.rules[i]));
+	knowledge_finish(&k);
+	knowledge_finish(&want);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	const char *dir = getenv("PMAXENT_TEST_DATA");
@@ -658,6 +721,7 @@ int main(void)
 	dataset_destroy(ds);
 	table_free(&t);
 	test_random();
+	test_stop();
 	test_adult(dir);
 	return check_done();
 }

@@ -243,11 +243,86 @@ static void test_pipeline_errors(void)
 			     NULL, PM_ERR_INCONSISTENT, "rules", "no distribution satisfies");
 }
 
+/* A records-form table of n_attrs QI attributes (3 values each) and six
+ * records: mining every antecedent size visits 2^n_attrs - 1 attribute
+ * sets, about a second for 24 of them, minutes for 30. */
+static struct dataset *wide(size_t n_attrs)
+{
+	json_t *attrs = json_array(), *recs = json_array(), *doc;
+	struct dataset *ds = NULL;
+	struct pm_error err = {0};
+	char name[16];
+
+	for (size_t a = 0; a < n_attrs; a++) {
+		snprintf(name, sizeof name, "a%zu", a);
+		json_array_append_new(attrs, json_string(name));
+	}
+	for (int i = 0; i < 6; i++) {
+		json_t *qi = json_array();
+
+		for (size_t a = 0; a < n_attrs; a++) {
+			snprintf(name, sizeof name, "v%zu", (i * 7 + a) % 3);
+			json_array_append_new(qi, json_string(name));
+		}
+		json_array_append_new(recs, json_pack("{s:o, s:i, s:s}", "qi", qi, "group", i / 2,
+						      "sa", i % 2 ? "s1" : "s0"));
+	}
+	doc = json_pack("{s:o, s:s, s:o}", "qi_attributes", attrs, "sa_attribute", "s", "records",
+			recs);
+	CHECK(codec_dataset(doc, &ds, &err) == PM_OK);
+	json_decref(doc);
+	return ds;
+}
+
+static int cancel_now(void *ctx, int iteration, double violation)
+{
+	return 1;
+}
+
+/*
+ * The time limit covers mining (exponential in the attributes): mining
+ * that runs out is an input error naming the fix, within the limit; the
+ * service's limit (base) is also the most the solver JSON may ask for;
+ * a cancel stops mining as it does the solve.
+ */
+static void test_pipeline_mining_limit(void)
+{
+	struct dataset *ds = wide(30);
+	json_t *know = json_pack("{s:{s:i, s:i, s:i}}", "mine", "positive", 5, "negative", 5,
+				 "min_support", 1),
+	       *solver = json_pack("{s:f}", "time_limit", 0.3), *big = json_pack("{s:f}", "time_limit", 100.0),
+	       *out = NULL;
+	struct pm_error err = {0};
+	struct solver_options base;
+	double t0 = pipeline_now();
+
+	CHECK(pipeline_run_dataset(ds, know, solver, NULL, 0, &out, &err) == PM_ERR_INPUT);
+	CHECK(pipeline_now() - t0 < 1.5);
+	CHECK_STR(err.field, "mine");
+	CHECK_CONTAINS(err.message, "did not finish within the time limit of 0.3 seconds");
+	CHECK_CONTAINS(err.message, "mine.qi_attributes");
+	solver_options_init(&base);
+	base.time_limit = 0.2;
+	t0 = pipeline_now();
+	CHECK(pipeline_run_dataset(ds, know, big, &base, 0, &out, &err) == PM_ERR_INPUT);
+	CHECK(pipeline_now() - t0 < 1.5);
+	CHECK_CONTAINS(err.message, "time limit of 0.2 seconds");
+	solver_options_init(&base);
+	base.progress = cancel_now;
+	CHECK(pipeline_run_dataset(ds, know, NULL, &base, 0, &out, &err) == PM_ERR_CANCELLED);
+	CHECK(out == NULL);
+	json_decref(know);
+	json_decref(solver);
+	json_decref(big);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	test_pipeline_closed_form();
 	test_pipeline_knowledge();
 	test_pipeline_mined();
 	test_pipeline_errors();
+	test_pipeline_mining_limit();
 	return check_done();
 }
