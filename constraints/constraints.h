@@ -88,6 +88,14 @@ void dict_finish(struct dict *d);
 #define DATASET_MAX_VALUE     1024 /* a QI or SA value */
 #define DATASET_MAX_GROUP     256  /* a group label */
 
+/* The tuples that hold each (attribute, value): key k = key0[a] + the
+ * value's code, its tuples with[key_off[k] .. key_off[k + 1]), ascending. */
+struct postings {
+	size_t *key0;
+	size_t *key_off;
+	uint32_t *with;
+};
+
 /*
  * A bucketized table, dictionary-encoded, buckets as flat CSR arrays.
  * Built only through struct dataset_builder; immutable afterwards.
@@ -121,6 +129,7 @@ struct dataset {
 	/* distinct s of bucket b, ascending code, with n(s,b) */
 	size_t *bs_off;
 	uint32_t *bs_value, *bs_count;
+	struct postings by_value; /* the tuples of each (attribute, value) */
 };
 
 struct dataset_builder;
@@ -258,6 +267,19 @@ enum pm_status miner_run(const struct dataset *ds, const struct miner_options *o
 enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_options *o,
 				 struct knowledge *out, struct miner_found *found,
 				 struct pm_error *err);
+
+/* ---- postings.c --------------------------------------------------------- */
+
+/* The lists of ds (dataset_builder_finish builds ds->by_value). */
+enum pm_status postings_init(const struct dataset *ds, struct postings *o);
+/* Frees the lists; NULL is a no-op. */
+void postings_finish(struct postings *o);
+/* The tuples that may match rule r: with[*lo .. *hi) of the returned list
+ * (ds->by_value's shortest among r's terms), or, for NULL, every tuple
+ * *lo .. *hi. Borrowed from ds. */
+struct rule;
+const uint32_t *postings_candidates(const struct dataset *ds, const struct rule *r, size_t *lo,
+				    size_t *hi);
 
 /* ---- invariants.c ------------------------------------------------------- */
 

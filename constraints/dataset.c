@@ -712,6 +712,8 @@ enum pm_status dataset_builder_finish(struct dataset_builder *b, struct dataset 
 		goto out;
 	ds = calloc(1, sizeof *ds);
 	st = ds ? encode(b, ds) : PM_ERR_NOMEM;
+	if (!st)
+		st = postings_init(ds, &ds->by_value);
 	if (st) {
 		error_set(err, st, "", "out of memory encoding the dataset");
 		goto out;
@@ -757,6 +759,7 @@ void dataset_destroy(struct dataset *ds)
 	free(ds->bs_off);
 	free(ds->bs_value);
 	free(ds->bs_count);
+	postings_finish(&ds->by_value);
 	free(ds);
 }
 

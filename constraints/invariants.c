@@ -12,46 +12,6 @@
 
 /* Per QI value, the tuples holding it (ascending), so a rule scans the
  * shortest list of its terms instead of every tuple. */
-struct postings {
-	size_t *key0;	 /* attribute a's values: keys key0[a] .. key0[a + 1) */
-	size_t *key_off; /* key k's tuples: with[key_off[k] .. key_off[k + 1]) */
-	uint32_t *with;
-};
-
-static void postings_finish(struct postings *o)
-{
-	free(o->key0);
-	free(o->key_off);
-	free(o->with);
-}
-
-/* The per-value tuple lists (built by counting). */
-static enum pm_status postings_init(const struct dataset *ds, struct postings *o)
-{
-	size_t na = ds->n_attrs, nk, *fill;
-
-	o->key0 = malloc((na + 1) * sizeof *o->key0);
-	if (!o->key0)
-		return PM_ERR_NOMEM;
-	o->key0[0] = 0;
-	for (size_t a = 0; a < na; a++)
-		o->key0[a + 1] = o->key0[a] + ds->attr_values[a].n;
-	nk = o->key0[na];
-	o->key_off = calloc(nk + 2, sizeof *o->key_off);
-	o->with = malloc((ds->n_tuples * na + 1) * sizeof *o->with);
-	if (!o->key_off || !o->with)
-		return PM_ERR_NOMEM;
-	for (size_t q = 0; q < ds->n_tuples; q++)
-		for (size_t a = 0; a < na; a++)
-			o->key_off[o->key0[a] + ds->tuples[q * na + a] + 2]++;
-	for (size_t k = 0; k < nk; k++)
-		o->key_off[k + 2] += o->key_off[k + 1];
-	fill = o->key_off + 1;
-	for (size_t q = 0; q < ds->n_tuples; q++)
-		for (size_t a = 0; a < na; a++)
-			o->with[fill[o->key0[a] + ds->tuples[q * na + a]]++] = (uint32_t)q;
-	return PM_OK;
-}
 
 /* Per-bucket layout: widths, first rows, sizes. */
 static enum pm_status build_bucket_layout(const struct dataset *ds, struct invariants *inv)
@@ -164,22 +124,11 @@ static enum pm_status build_cells(const struct dataset *ds, struct invariants *i
 /* Cells of knowledge rule r, appended to cells (capacity >= n_cells) in
  * the order of the tuples; returns how many, and n(Qv) through *n_qv. */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
-			 const struct postings *occ, const struct rule *r, uint32_t *cells,
-			 uint64_t *n_qv)
+			 const struct rule *r, uint32_t *cells, uint64_t *n_qv)
 {
-	size_t n = 0, lo = 0, hi = ds->n_tuples;
-	const uint32_t *list = NULL; /* NULL: every tuple */
+	size_t n = 0, lo, hi;
+	const uint32_t *list = postings_candidates(ds, r, &lo, &hi);
 
-	/* candidates: the shortest posting list of the rule's terms */
-	for (uint32_t i = 0; i < r->n_terms; i++) {
-		size_t k = occ->key0[r->attr[i]] + r->value[i];
-
-		if (!list || occ->key_off[k + 1] - occ->key_off[k] < hi - lo) {
-			list = occ->with;
-			lo = occ->key_off[k];
-			hi = occ->key_off[k + 1];
-		}
-	}
 	*n_qv = 0;
 	for (size_t at = lo; at < hi; at++) {
 		uint32_t q = list ? list[at] : (uint32_t)at;
@@ -336,8 +285,7 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 					   struct invariants *inv, struct row_buf *rb,
 					   uint32_t *tmp, struct pm_error *err)
 {
-	struct postings occ = {0};
-	enum pm_status st = k && k->n ? postings_init(ds, &occ) : PM_OK;
+	enum pm_status st = PM_OK;
 
 	for (size_t r = 0; k && r < k->n && !st; r++) {
 		const struct rule *rule = &k->rules[r];
@@ -351,14 +299,13 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 				       r);
 			break;
 		}
-		n = rule_cells(ds, inv, &occ, rule, tmp, &n_qv);
+		n = rule_cells(ds, inv, rule, tmp, &n_qv);
 		sort_cells(tmp, tmp + inv->n_cells, n);
 		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv). */
 		rhs = rule->source == RULE_USER ? rule->lo * (double)n_qv : (double)rule->n_qv_s;
 		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
-	postings_finish(&occ);
 	return st;
 }
 

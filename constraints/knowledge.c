@@ -184,11 +184,16 @@ int knowledge_matches(const struct dataset *ds, const struct rule *r, uint32_t q
 
 uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r)
 {
+	size_t lo, hi;
+	const uint32_t *list = postings_candidates(ds, r, &lo, &hi);
 	uint64_t n = 0;
 
-	for (size_t q = 0; q < ds->n_tuples; q++)
-		if (knowledge_matches(ds, r, (uint32_t)q))
+	for (size_t at = lo; at < hi; at++) {
+		uint32_t q = list ? list[at] : (uint32_t)at;
+
+		if (knowledge_matches(ds, r, q))
 			n += ds->tuple_count[q];
+	}
 	return n;
 }
 
