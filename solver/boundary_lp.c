@@ -11,6 +11,9 @@
 
 /* Longest stretch of simplex work between two cancel checks. */
 #define LP_SLICE_MS 200
+/* The first, presolved slice of lp_simplex: the presolver hands back no
+ * partial basis, so its work is lost when it runs out. */
+#define LP_PRESOLVED_MS 1000
 /* A floating-point optimum is clean when no basic variable is beyond its
  * bounds and no reduced cost improves by more than this. */
 #define LP_CLEAN 1e-9
@@ -51,18 +54,27 @@ int lp_iteration_budget(struct glp_prob *lp)
 	return n < INT_MAX ? (int)n : INT_MAX;
 }
 
-/* The floating-point simplex from lp's basis, in slices, within *left
- * iterations (those it takes are taken off): GLPK's return code, or -2
- * when cancelled. */
-static int float_slices(struct glp_prob *lp, const struct solver_options *o, int *left)
+/*
+ * GLPK's simplex in slices of LP_SLICE_MS, between which o's cancel (or
+ * the time limit behind it) is polled, within *left iterations (those it
+ * takes are taken off): GLPK's return code, or -2 when stopped. tol_bnd
+ * 0 keeps GLPK's. The presolver hands back no partial basis, so only the
+ * first slice may use it; a presolved slice that runs out starts the
+ * next from the basis the program had.
+ */
+int lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve, double tol_bnd,
+	       int *left)
 {
 	glp_smcp p;
 	int ret;
 
 	glp_init_smcp(&p);
 	p.msg_lev = GLP_MSG_OFF;
-	p.presolve = GLP_OFF; /* the presolver cannot hand back a partial basis */
-	p.tm_lim = LP_SLICE_MS;
+	p.presolve = presolve ? GLP_ON : GLP_OFF;
+	if (tol_bnd > 0)
+		p.tol_bnd = tol_bnd;
+	/* a presolved slice that runs out loses its work: it gets longer */
+	p.tm_lim = presolve ? LP_PRESOLVED_MS : LP_SLICE_MS;
 	do {
 		int it0 = glp_get_it_cnt(lp);
 
@@ -71,6 +83,8 @@ static int float_slices(struct glp_prob *lp, const struct solver_options *o, int
 		p.it_lim = *left;
 		ret = glp_simplex(lp, &p);
 		*left -= glp_get_it_cnt(lp) - it0;
+		p.presolve = GLP_OFF;
+		p.tm_lim = LP_SLICE_MS;
 	} while (ret == GLP_ETMLIM && !solver_stop_asked(o));
 	return ret == GLP_ETMLIM ? -2 : ret;
 }
@@ -235,10 +249,10 @@ int lp_solve(struct glp_prob *lp, const struct solver_options *o)
 	if (solver_stop_asked(o))
 		return -2;
 	glp_adv_basis(lp, 0);
-	ret = float_slices(lp, o, &left);
+	ret = lp_simplex(lp, o, 0, 0, &left);
 	if (ret != 0 && ret != -2 && ret != GLP_EITLIM) {
 		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
-		ret = float_slices(lp, o, &left);
+		ret = lp_simplex(lp, o, 0, 0, &left);
 	}
 	if (ret == -2)
 		return -2;

@@ -396,17 +396,14 @@ static void claims_objective(const struct value *v, glp_prob *lp)
  * breaks; returns 1 when all hold, 0 to try again, -1 on failure. */
 static int verify_round(struct value *v, glp_prob *lp, int *first)
 {
-	glp_smcp parm;
-	int ret, held = 1;
+	int ret, held = 1, left = lp_iteration_budget(lp); /* cycling: nothing proved */
 
 	claims_objective(v, lp);
-	glp_init_smcp(&parm);
-	parm.msg_lev = GLP_MSG_OFF;
-	parm.presolve = *first ? GLP_ON : GLP_OFF;
-	parm.tol_bnd = ZERO_RECORDS;	       /* not GLPK's 1e-7: see below */
-	parm.it_lim = lp_iteration_budget(lp); /* a cycling simplex: nothing proved */
-	ret = glp_simplex(lp, &parm);
+	/* tol_bnd: not GLPK's 1e-7, see below; in time slices, for cancels */
+	ret = lp_simplex(lp, v->p.o, *first, ZERO_RECORDS, &left);
 	*first = 0;
+	if (ret == -2)
+		return -2;
 	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {
 		v->x->infeasible = 1;
 		return -1;

@@ -316,6 +316,11 @@ struct glp_prob; /* glpk.h's glp_prob */
  * infeasible, -1 solver failure (the exact simplex too failed or ran out),
  * -2 cancelled (o's progress callback, may be NULL). */
 int lp_solve(struct glp_prob *lp, const struct solver_options *o);
+/* GLPK's simplex in time slices, o's cancel polled between them, within
+ * *left iterations (taken off): GLPK's return code, -2 when stopped.
+ * presolve for the first slice only; tol_bnd 0 keeps GLPK's. */
+int lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve, double tol_bnd,
+	       int *left);
 /* GLPK's exact simplex alone, from lp's basis (from a floating-point
  * optimum, to confirm it): lp_solve's return codes. */
 int lp_exact(struct glp_prob *lp, const struct solver_options *o);
