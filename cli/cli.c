@@ -103,4 +103,3 @@ int cli_parse_real(const struct cmd *c, const char *flag, const char *s, double 
 	cli_usage_hint(c);
 	return -1;
 }
-

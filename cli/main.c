@@ -501,7 +501,8 @@ static int anatomy_flags(const struct cmd *c, const struct args *a, struct anato
 	long long l, seed = 1;
 
 	if (!a->opt[OPT_SA] || !a->opt[OPT_QI] || !a->opt[OPT_L])
-		return cli_usage_error(c, "%s", "anatomize needs --sa ATTR, --qi A,B,... and --l L");
+		return cli_usage_error(c, "%s",
+				       "anatomize needs --sa ATTR, --qi A,B,... and --l L");
 	if (cli_parse_int(c, "--l", a->opt[OPT_L], &l) ||
 	    (a->opt[OPT_SEED] && cli_parse_int(c, "--seed", a->opt[OPT_SEED], &seed)))
 		return 2;
@@ -578,7 +579,8 @@ static int parse_args(const struct cmd *c, int argc, char **argv, struct args *a
 			return 0;
 		}
 		if (id == ':')
-			return cli_usage_error(c, "option '%s' needs an argument", argv[optind - 1]);
+			return cli_usage_error(c, "option '%s' needs an argument",
+					       argv[optind - 1]);
 		if (id < OPT_BASE || id >= OPT_BASE + N_OPTS)
 			return cli_usage_error(c, "unknown option '%s'", argv[optind - 1]);
 		a->opt[id - OPT_BASE] = optarg ? optarg : "";

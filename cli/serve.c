@@ -103,8 +103,9 @@ static int serve_seconds(const struct cmd *c, const struct args *a, enum opt_id 
 	if (cli_parse_real(c, flag, a->opt[id], &v))
 		return 2;
 	if (!(v > 0) || v > max) {
-		fprintf(stderr, "pmaxent: %s: must be a number of seconds above 0 and at most %g, "
-				"got %s\n",
+		fprintf(stderr,
+			"pmaxent: %s: must be a number of seconds above 0 and at most %g, "
+			"got %s\n",
 			flag, max, a->opt[id]);
 		cli_usage_hint(c);
 		return 2;
@@ -121,8 +122,8 @@ static int serve_limits(const struct cmd *c, const struct args *a, struct http_o
 
 	if ((rc = serve_number(c, a, OPT_MAX_CONN, "--max-connections", 1, 1000000,
 			       &o->max_connections)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_MAX_CONN_ADDR, "--max-connections-per-address", 1,
-			       1000000, &o->max_per_address)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_CONN_ADDR, "--max-connections-per-address", 1, 1000000,
+			       &o->max_per_address)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_MAX_ATTEMPTS, "--max-attempts", 1, 1000, &attempts)) >=
 		0 ||
 	    (rc = serve_seconds(c, a, OPT_HEADER_TIMEOUT, "--header-timeout", 3600,
@@ -136,8 +137,9 @@ static int serve_limits(const struct cmd *c, const struct args *a, struct http_o
 		return rc;
 	o->max_attempts = (int)attempts;
 	if (o->max_per_address > o->max_connections) {
-		fprintf(stderr, "pmaxent: --max-connections-per-address (%zu) must not be above "
-				"--max-connections (%zu)\n",
+		fprintf(stderr,
+			"pmaxent: --max-connections-per-address (%zu) must not be above "
+			"--max-connections (%zu)\n",
 			o->max_per_address, o->max_connections);
 		cli_usage_hint(c);
 		return 2;
@@ -220,4 +222,3 @@ int serve_run(const struct cmd *c, const struct args *a)
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
-

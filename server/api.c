@@ -130,9 +130,8 @@ int api_check_params(const struct http_request *r, struct http_response *res)
 		if (*a)
 			continue;
 		if (*allowed)
-			http_problem(res, 400, name,
-				     "unknown query parameter; %s %s takes %s", r->method, r->path,
-				     allowed);
+			http_problem(res, 400, name, "unknown query parameter; %s %s takes %s",
+				     r->method, r->path, allowed);
 		else
 			http_problem(res, 400, name, "unknown query parameter; %s %s takes none",
 				     r->method, r->path);

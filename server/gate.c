@@ -181,7 +181,7 @@ static int is_tchar(unsigned char c)
 }
 
 static int verdict(struct gate_verdict *v, unsigned status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 static int verdict(struct gate_verdict *v, unsigned status, const char *fmt, ...)
 {
@@ -209,11 +209,12 @@ static int check_request_line(const char *s, size_t n, const struct gate_limits 
 	t = m + 1;
 	for (tn = 0; t + tn < n && s[t + tn] != ' '; tn++)
 		if ((unsigned char)s[t + tn] <= 0x20 || (unsigned char)s[t + tn] >= 0x7f)
-			return verdict(v, 400, "the request target has a byte that is not "
-					       "printable ASCII (percent-encode it)");
+			return verdict(v, 400,
+				       "the request target has a byte that is not "
+				       "printable ASCII (percent-encode it)");
 	if (tn > l->max_uri)
-		return verdict(v, 414, "the request target is %zu bytes, over the limit of %zu",
-			       tn, l->max_uri);
+		return verdict(v, 414, "the request target is %zu bytes, over the limit of %zu", tn,
+			       l->max_uri);
 	if (!tn || s[t] != '/')
 		return verdict(v, 400, "the request target must be a path starting with '/'");
 	if (t + tn + 9 != n || memcmp(s + t + tn, " HTTP/", 6))
@@ -252,8 +253,8 @@ static int check_length(const char *val, size_t vn, const struct gate_limits *l,
 		if (val[i] < '0' || val[i] > '9')
 			return verdict(v, 400, "Content-Length must be a decimal number of bytes");
 		if (x > (UINT64_MAX - 9) / 10)
-			return verdict(v, 413, "the request body is over the limit of %" PRIu64
-					       " bytes",
+			return verdict(v, 413,
+				       "the request body is over the limit of %" PRIu64 " bytes",
 				       l->max_body);
 		x = 10 * x + (uint64_t)(val[i] - '0');
 	}
@@ -267,8 +268,8 @@ static int check_length(const char *val, size_t vn, const struct gate_limits *l,
 }
 
 /* One header field line (without its line end); 0 or -1 with the verdict. */
-static int check_field(const char *s, size_t n, const struct gate_limits *l,
-		       struct head_fields *f, struct gate_verdict *v)
+static int check_field(const char *s, size_t n, const struct gate_limits *l, struct head_fields *f,
+		       struct gate_verdict *v)
 {
 	size_t k = 0, a, b;
 
@@ -291,8 +292,9 @@ static int check_field(const char *s, size_t n, const struct gate_limits *l,
 	 * that it would */
 	b = n;
 	if (name_is(s, k, "Transfer-Encoding"))
-		return verdict(v, 411, "send the body with a Content-Length header; "
-				       "Transfer-Encoding is not accepted");
+		return verdict(v, 411,
+			       "send the body with a Content-Length header; "
+			       "Transfer-Encoding is not accepted");
 	if (name_is(s, k, "Content-Length"))
 		return check_length(s + a, b - a, l, f, v);
 	if (name_is(s, k, "Host") && f->host++)
@@ -556,7 +558,8 @@ static void accept_some(struct gate *g)
 		socklen_t len = sizeof ss;
 		char detail[160];
 		unsigned status;
-		int fd = accept4(g->lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd =
+		    accept4(g->lfd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE)
@@ -629,8 +632,8 @@ static void *gate_main(void *arg)
 static enum pm_status listen_on(struct gate *g, const struct sockaddr_storage *ss,
 				struct pm_error *err)
 {
-	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-						  : sizeof(struct sockaddr_in);
+	socklen_t len =
+	    ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
 	struct sockaddr_storage bound;
 	int one = 1;
 

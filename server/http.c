@@ -125,11 +125,12 @@ static enum pm_status add_token(struct http_server *h, char *line, size_t lineno
 
 	if (!tenant || (role && strtok_r(NULL, " \t\r\n", &save)))
 		return error_set(err, PM_ERR_INPUT, "token_file",
-				 "line %zu: expected 'TOKEN TENANT' or 'TOKEN TENANT admin'", lineno);
+				 "line %zu: expected 'TOKEN TENANT' or 'TOKEN TENANT admin'",
+				 lineno);
 	if (role && strcmp(role, "admin"))
 		return error_set(err, PM_ERR_INPUT, "token_file",
-				 "line %zu: the third field is the role, 'admin', got '%.32s'", lineno,
-				 role);
+				 "line %zu: the third field is the role, 'admin', got '%.32s'",
+				 lineno, role);
 	for (size_t i = 0; i < h->n_tokens; i++)
 		if (!strcmp(h->tokens[i].token, tok))
 			return error_set(err, PM_ERR_INPUT, "token_file",
@@ -160,10 +161,11 @@ static enum pm_status check_private(FILE *f, const char *path, struct pm_error *
 		return error_set(err, PM_ERR_IO, "token_file", "cannot stat %s: %s", path,
 				 strerror(errno));
 	if (st.st_mode & 077)
-		return error_set(err, PM_ERR_INPUT, "token_file",
-				 "%s is accessible by group or others (mode %04o); make it private: "
-				 "chmod 600 %s",
-				 path, (unsigned)(st.st_mode & 07777), path);
+		return error_set(
+		    err, PM_ERR_INPUT, "token_file",
+		    "%s is accessible by group or others (mode %04o); make it private: "
+		    "chmod 600 %s",
+		    path, (unsigned)(st.st_mode & 07777), path);
 	return PM_OK;
 }
 
@@ -424,9 +426,10 @@ static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connecti
 		res.allow = allow;
 	} else if (!api_check_params(&r, &res)) {
 		if (c->route == ROUTE_METRICS && !c->admin)
-			http_problem(&res, 403, NULL,
-				     "/metrics shows every tenant's work: it needs a token with the "
-				     "admin role ('TOKEN TENANT admin' in the token file)");
+			http_problem(
+			    &res, 403, NULL,
+			    "/metrics shows every tenant's work: it needs a token with the "
+			    "admin role ('TOKEN TENANT admin' in the token file)");
 		else
 			api_handle(h, &r, &res);
 	}
@@ -607,7 +610,7 @@ static enum pm_status enough_files(const struct http_options *o, struct pm_error
 
 static enum pm_status start_jobs(struct http_server *h, struct pm_error *err)
 {
-	struct jobs_options jo = {h->o.workers,		    h->o.queue_capacity, h->o.max_attempts,
+	struct jobs_options jo = {h->o.workers, h->o.queue_capacity, h->o.max_attempts,
 				  h->o.analysis_time_limit, h->o.test_stall};
 
 	return jobs_create(h->store, &jo, &h->jobs, err);

@@ -56,7 +56,7 @@ struct http_server {
 	struct jobs *jobs;
 	struct metrics *metrics;
 	struct MHD_Daemon *daemon;
-	struct gate *gate; /* the listening socket and the connection limits */
+	struct gate *gate;	   /* the listening socket and the connection limits */
 	struct http_token *tokens; /* NULL when access control is off */
 	size_t n_tokens;
 	int stopping; /* set by http_stop; synchronous solves poll it */
@@ -76,7 +76,7 @@ struct http_target {
 
 /* One request, complete with its body, as the handlers see it. */
 struct http_request {
-	void *con; /* struct MHD_Connection */
+	void *con;		   /* struct MHD_Connection */
 	const char *method, *path; /* path: decoded, without the query */
 	const struct http_target *target;
 	enum http_route route;

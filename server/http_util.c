@@ -32,7 +32,7 @@ const char *http_query(const struct http_request *r, const char *name)
 
 static int hex_value(char c)
 {
-	return c >= '0' && c <= '9' ? c - '0'
+	return c >= '0' && c <= '9'   ? c - '0'
 	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
 	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
 				      : -1;
@@ -54,11 +54,12 @@ static unsigned decode_part(const char *s, size_t n, int slash_ok, const char *w
 		return snprintf(detail, size, "out of memory"), 500;
 	for (size_t i = 0; i < n && !st; i++) {
 		unsigned char c = (unsigned char)s[i];
-		int hi = i + 2 < n ? hex_value(s[i + 1]) : -1, lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
+		int hi = i + 2 < n ? hex_value(s[i + 1]) : -1,
+		    lo = i + 2 < n ? hex_value(s[i + 2]) : -1;
 
 		if (c == '%' && (hi < 0 || lo < 0)) {
-			snprintf(detail, size, "%s has a '%%' that is not followed by two hex digits",
-				 what);
+			snprintf(detail, size,
+				 "%s has a '%%' that is not followed by two hex digits", what);
 			st = 400;
 			break;
 		}
@@ -69,7 +70,8 @@ static unsigned decode_part(const char *s, size_t n, int slash_ok, const char *w
 			i += 2;
 		}
 		if (c == '/' && escaped && !slash_ok) {
-			snprintf(detail, size, "no resource has an escaped '/' (%%2F) in a path segment");
+			snprintf(detail, size,
+				 "no resource has an escaped '/' (%%2F) in a path segment");
 			st = 404;
 		} else if (c < 0x20 || c == 0x7f) {
 			snprintf(detail, size, "%s has a control character (byte %u)", what, c);
@@ -87,8 +89,7 @@ static unsigned decode_part(const char *s, size_t n, int slash_ok, const char *w
 }
 
 /* One "name=value" of the query into t. */
-static unsigned add_param(struct http_target *t, const char *s, size_t n, char *detail,
-			  size_t size)
+static unsigned add_param(struct http_target *t, const char *s, size_t n, char *detail, size_t size)
 {
 	const char *eq = memchr(s, '=', n);
 	size_t nn = eq ? (size_t)(eq - s) : n;
@@ -243,8 +244,8 @@ static json_t *safe_string(const char *s)
 }
 
 /* The problem document (RFC 9457) as JSON; NULL when out of memory. */
-static json_t *problem_json(unsigned status, const char *slug, const char *title,
-			    const char *field, const char *detail)
+static json_t *problem_json(unsigned status, const char *slug, const char *title, const char *field,
+			    const char *detail)
 {
 	char type[96];
 	json_t *p;

@@ -421,8 +421,8 @@ int jobs_progress(struct jobs *j, const char *analysis_id, struct jobs_progress 
 enum pm_status jobs_cancel(struct jobs *j, const char *analysis_id, struct pm_error *err)
 {
 	/* the store first: a worker that finishes now loses the race */
-	enum pm_status st =
-	    store_analysis_transition(j->store, analysis_id, "queued|running", "cancelled", NULL, err);
+	enum pm_status st = store_analysis_transition(j->store, analysis_id, "queued|running",
+						      "cancelled", NULL, err);
 
 	if (st)
 		return st;

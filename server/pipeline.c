@@ -41,8 +41,8 @@ static int mining_stopped(void *ctx)
  * that runs out is an error (there is no answer to give: the top rules
  * are not known), naming what to change.
  */
-static enum pm_status mine(const struct dataset *ds, struct codec_mined *mined,
-			   struct knowledge *k, struct solver_options *o, struct pm_error *err)
+static enum pm_status mine(const struct dataset *ds, struct codec_mined *mined, struct knowledge *k,
+			   struct solver_options *o, struct pm_error *err)
 {
 	struct run_clock c = {o, o->time_limit > 0 ? pipeline_now() + o->time_limit : INFINITY, 0};
 	enum pm_status st;

@@ -124,7 +124,8 @@ static char *wide_json(void)
 		snprintf(buf, sizeof buf, "%s{\"qi\": [", i ? ", " : "");
 		http_put(&t, buf, strlen(buf));
 		for (int a = 0; a < 28; a++) {
-			int n = snprintf(buf, sizeof buf, "%s\"v%d\"", a ? ", " : "", (i * 7 + a) % 3);
+			int n =
+			    snprintf(buf, sizeof buf, "%s\"v%d\"", a ? ", " : "", (i * 7 + a) % 3);
 
 			http_put(&t, buf, (size_t)n);
 		}
@@ -144,11 +145,13 @@ static void test_mining_limit(void)
 	struct resp r;
 	double t0 = pipeline_now();
 
-	sprintf(body, "{\"dataset\": %s, \"knowledge\": {\"mine\": {\"positive\": 5, "
-		      "\"negative\": 5, \"min_support\": 1}}}",
+	sprintf(body,
+		"{\"dataset\": %s, \"knowledge\": {\"mine\": {\"positive\": 5, "
+		"\"negative\": 5, \"min_support\": 1}}}",
 		ds);
 	r = post_json(http_port(h), "/v1/solve", body);
-	check_problem(&r, 422, "knowledge.mine", "did not finish within the time limit of 1 seconds");
+	check_problem(&r, 422, "knowledge.mine",
+		      "did not finish within the time limit of 1 seconds");
 	CHECK(pipeline_now() - t0 < 3);
 	resp_free(&r);
 	http_stop(h);

@@ -58,7 +58,8 @@ static void test_heads(void)
 	f = fopen(path, "r");
 	CHECK(f != NULL);
 	while (f && fgets(line, sizeof line, f)) {
-		char *status = strtok(line, "|"), *raw = strtok(NULL, "|"), *part = strtok(NULL, "\n");
+		char *status = strtok(line, "|"), *raw = strtok(NULL, "|"),
+		     *part = strtok(NULL, "\n");
 		struct gate_verdict v;
 		int want;
 		size_t n;
@@ -68,9 +69,10 @@ static void test_heads(void)
 		want = atoi(status);
 		n = unescape(raw, head);
 		gate_check_head(head, n, &limits, &v);
-		if ((want < 0 && v.complete) || (want >= 0 && (!v.complete || v.status != (unsigned)want)))
-			fprintf(stderr, "head %s: expected %d, got complete %d status %u (%s)\n", raw,
-				want, v.complete, v.status, v.detail);
+		if ((want < 0 && v.complete) ||
+		    (want >= 0 && (!v.complete || v.status != (unsigned)want)))
+			fprintf(stderr, "head %s: expected %d, got complete %d status %u (%s)\n",
+				raw, want, v.complete, v.status, v.detail);
 		CHECK(want < 0 ? !v.complete : v.complete && v.status == (unsigned)want);
 		if (part && *part)
 			CHECK_CONTAINS(v.detail, part);
@@ -252,7 +254,8 @@ static void test_slow_clients(void)
 	h = start_with(dir, &o);
 	for (size_t i = 0; i < N; i++) {
 		fd[i] = connect_from("127.0.0.2", http_port(h));
-		if (fd[i] >= 0 && send(fd[i], "GET /healthz HTTP/1.1\r\nHo", 25, MSG_NOSIGNAL) == 25)
+		if (fd[i] >= 0 &&
+		    send(fd[i], "GET /healthz HTTP/1.1\r\nHo", 25, MSG_NOSIGNAL) == 25)
 			opened++;
 	}
 	CHECK(opened == N);
@@ -260,8 +263,9 @@ static void test_slow_clients(void)
 	r = get(http_port(h), "/healthz");
 	CHECK(r.status == 200);
 	CHECK(pipeline_now() - t0 < 1.0); /* served at once, not after the timeout */
-	fprintf(stderr, "slow clients: %zu connections from 127.0.0.2 open, GET /healthz from "
-			"127.0.0.1 answered in %.1f ms\n",
+	fprintf(stderr,
+		"slow clients: %zu connections from 127.0.0.2 open, GET /healthz from "
+		"127.0.0.1 answered in %.1f ms\n",
 		opened, (pipeline_now() - t0) * 1e3);
 	resp_free(&r);
 	/* the 64 held ones first (the others answered, so these read at once) */

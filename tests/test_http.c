@@ -377,7 +377,8 @@ static void test_start_settings(const char *dir)
 	write_file(tokens, "# nothing\n");
 	check_refused(&o, PM_ERR_INPUT, "token_file", "no 'TOKEN TENANT' line");
 	write_file(tokens, "s3cret alice root\n");
-	check_refused(&o, PM_ERR_INPUT, "token_file", "line 1: the third field is the role, 'admin'");
+	check_refused(&o, PM_ERR_INPUT, "token_file",
+		      "line 1: the third field is the role, 'admin'");
 	/* like ssh's keys: a token file others may read is refused */
 	write_file(tokens, "s3cret alice\n");
 	chmod(tokens, 0640);
@@ -422,7 +423,8 @@ static void test_tokens(void)
 	struct resp r;
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-	write_file(tokens, "# tenants\n\n  token-alice alice\ntoken-bob\tbob\ntoken-ops ops admin\n");
+	write_file(tokens,
+		   "# tenants\n\n  token-alice alice\ntoken-bob\tbob\ntoken-ops ops admin\n");
 	h = start(dir, 1, 4, tokens, 0);
 	port = http_port(h);
 	as(NULL);

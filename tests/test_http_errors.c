@@ -158,13 +158,20 @@ static void errors_analyses(unsigned port, const char *ds, const char *published
 static void errors_paths(unsigned port, const char *ds, const char *an)
 {
 	static const char *const routes[][2] = {
-	    {"GET", "/v1/datasets%s"},		   {"POST", "/v1/datasets%s"},
-	    {"GET", "/v1/datasets/%s"},		   {"DELETE", "/v1/datasets/%s"},
-	    {"GET", "/v1/datasets/%s/analyses"},  {"POST", "/v1/datasets/%s/analyses"},
-	    {"DELETE", "/v1/datasets/%s/analyses"}, {"GET", "/v1/analyses/%s"},
-	    {"DELETE", "/v1/analyses/%s"},	   {"GET", "/v1/analyses/%s/posterior"},
-	    {"POST", "/v1/solve%s"},		   {"GET", "/healthz%s"},
-	    {"GET", "/metrics%s"},		   {"GET", "/v1/openapi.yaml%s"},
+	    {"GET", "/v1/datasets%s"},
+	    {"POST", "/v1/datasets%s"},
+	    {"GET", "/v1/datasets/%s"},
+	    {"DELETE", "/v1/datasets/%s"},
+	    {"GET", "/v1/datasets/%s/analyses"},
+	    {"POST", "/v1/datasets/%s/analyses"},
+	    {"DELETE", "/v1/datasets/%s/analyses"},
+	    {"GET", "/v1/analyses/%s"},
+	    {"DELETE", "/v1/analyses/%s"},
+	    {"GET", "/v1/analyses/%s/posterior"},
+	    {"POST", "/v1/solve%s"},
+	    {"GET", "/healthz%s"},
+	    {"GET", "/metrics%s"},
+	    {"GET", "/v1/openapi.yaml%s"},
 	};
 	static const struct {
 		const char *suffix;
@@ -194,8 +201,8 @@ static void errors_paths(unsigned port, const char *ds, const char *an)
 			snprintf(id, sizeof id, "%s%s", strstr(routes[i][1], "/%s") ? own : "",
 				 bad[k].suffix);
 			snprintf(path, sizeof path, routes[i][1], id);
-			r = call(port, routes[i][0], path, "Content-Type: application/json\r\n", "{}",
-				 2);
+			r = call(port, routes[i][0], path, "Content-Type: application/json\r\n",
+				 "{}", 2);
 			if (r.status != bad[k].status)
 				fprintf(stderr, "%s %s\n", routes[i][0], path);
 			check_problem(&r, bad[k].status, NULL, bad[k].detail);
@@ -208,7 +215,8 @@ static void errors_paths(unsigned port, const char *ds, const char *an)
 	{
 		struct resp r = get(port, "/v1/datasets?limt=5");
 
-		check_problem(&r, 400, "limt", "unknown query parameter; GET /v1/datasets takes limit, cursor");
+		check_problem(&r, 400, "limt",
+			      "unknown query parameter; GET /v1/datasets takes limit, cursor");
 		resp_free(&r);
 		r = get(port, "/healthz?x=1");
 		check_problem(&r, 400, "x", "takes none");
@@ -245,7 +253,7 @@ static void errors_documents(unsigned port)
 	n = sprintf(big, "{\"name\": \"");
 	memset(big + n, 'n', 32768);
 	sprintf(big + n + 32768, "\", \"qi_attributes\": [\"a\"], \"sa_attribute\": \"s\", "
-				  "\"records\": [{\"qi\": [\"x\"], \"group\": 1, \"sa\": \"y\"}]}");
+				 "\"records\": [{\"qi\": [\"x\"], \"group\": 1, \"sa\": \"y\"}]}");
 	r = post_json(port, "/v1/datasets", big);
 	check_problem(&r, 422, "name", "at most 256 bytes");
 	CHECK(r.len < 1024); /* the name is not echoed back */

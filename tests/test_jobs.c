@@ -320,7 +320,7 @@ static void test_poison(const char *dir)
 		CHECK(crashes == i + 1);
 	}
 	CHECK(store_analysis_interrupted(s, "an_poison", 3, "{}", &crashes, &err) ==
-	      PM_ERR_CONFLICT); /* queued, not running */
+	      PM_ERR_CONFLICT);	     /* queued, not running */
 	die_running(s, "an_poison"); /* and a third time */
 	add(s, "an_suspect", "ds_fig", iterates);
 	die_running(s, "an_suspect"); /* died once beside it */

@@ -290,8 +290,8 @@ static void test_pipeline_mining_limit(void)
 	struct dataset *ds = wide(30);
 	json_t *know = json_pack("{s:{s:i, s:i, s:i}}", "mine", "positive", 5, "negative", 5,
 				 "min_support", 1),
-	       *solver = json_pack("{s:f}", "time_limit", 0.3), *big = json_pack("{s:f}", "time_limit", 100.0),
-	       *out = NULL;
+	       *solver = json_pack("{s:f}", "time_limit", 0.3),
+	       *big = json_pack("{s:f}", "time_limit", 100.0), *out = NULL;
 	struct pm_error err = {0};
 	struct solver_options base;
 	double t0 = pipeline_now();
