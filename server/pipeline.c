@@ -36,8 +36,8 @@ static int mining_stopped(void *ctx)
 
 /*
  * Mining, under the time limit: every antecedent size makes the attribute
- * sets exponential in the attributes (28 of them: 24 s on six records),
- * so the limit covers it too, and the solve gets what is left. Mining
+ * sets exponential in the number of attributes, whatever the number of
+ * records, so the limit covers it too, and the solve gets what is left. Mining
  * that runs out is an error (there is no answer to give: the top rules
  * are not known), naming what to change.
  */

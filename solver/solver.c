@@ -351,8 +351,7 @@ static int probe_clean(const struct invariants *inv, const struct run *u, const 
  * Before a solve starts over (a second probe, the solve after the exact
  * zeros): the last one, which ran to its end, is kept for the time
  * limit's best point (best_point). The new one starts from μ = 0, its
- * early iterates far from where the last one ended (Adult, K+ = K- =
- * 1000, qi_attributes 1: 272 records off against 2e-11).
+ * early iterates far from where the last one ended.
  */
 static void keep_point(struct run *u, const double *y)
 {

@@ -226,7 +226,7 @@ static void errors_paths(unsigned port, const char *ds, const char *an)
 }
 
 /* Datasets are strict too, and bounded: unknown keys at any depth, and a
- * name over 256 bytes (a 64 MiB one was once stored whole). */
+ * name over 256 bytes is refused, not stored. */
 static void errors_documents(unsigned port)
 {
 	static const struct {

@@ -10,36 +10,7 @@
 
 #include "check.h"
 #include "server.h"
-
-static char *read_file(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	rewind(f);
-	buf = malloc((size_t)n + 1);
-	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	if (buf)
-		buf[n] = 0;
-	*len = (size_t)n;
-	fclose(f);
-	return buf;
-}
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("PMAXENT_TEST_DATA");
-
-	return d ? d : "tests/data";
-}
+#include "test_data.h"
 
 /* figure1.csv as dataset JSON text (caller frees). */
 static char *figure1_json(void)
@@ -58,36 +29,6 @@ static char *figure1_json(void)
 	j = codec_dataset_json(ds);
 	out = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	dataset_destroy(ds);
-	csv_table_finish(&t);
-	free(text);
-	return out;
-}
-
-/* Adult anatomized (l = 5) as dataset JSON text, or NULL when the shared
- * data is not there. */
-static char *adult_json(void)
-{
-	static const char *const qi[] = {"age",	 "type_employer", "marital", "relationship",
-					 "race", "sex",		  "country", "education"};
-	char path[512], *text, *out = NULL;
-	size_t len, aside;
-	struct csv_table t = {0};
-	struct anatomy_options o = {5, 1, 0};
-	struct dataset *ds = NULL;
-	struct pm_error err = {0};
-	json_t *j;
-
-	snprintf(path, sizeof path, "%s/../../../shared/data/adult/adult.csv", data_dir());
-	text = read_file(path, &len);
-	if (!text)
-		return NULL;
-	if (!csv_parse(text, len, &t, &err) &&
-	    !anatomy_run(&t, "occupation", qi, 8, &o, &ds, &aside, &err)) {
-		j = codec_dataset_json(ds);
-		out = json_dumps(j, JSON_COMPACT);
-		json_decref(j);
-	}
 	dataset_destroy(ds);
 	csv_table_finish(&t);
 	free(text);

@@ -1,0 +1,76 @@
+/*
+ * Test data the test programs share: the data directory, whole files, and
+ * Adult anatomized as the benchmarks build it (when the shared data is
+ * there). Static (and may go unused), so each test includes it on its own.
+ */
+#ifndef PMAXENT_TEST_DATA_H
+#define PMAXENT_TEST_DATA_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "server.h"
+
+#define TEST_DATA_FN static __attribute__((unused))
+
+TEST_DATA_FN const char *data_dir(void)
+{
+	const char *d = getenv("PMAXENT_TEST_DATA");
+
+	return d ? d : "tests/data";
+}
+
+TEST_DATA_FN char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	if (buf) {
+		buf[n] = '\0';
+		*len = (size_t)n;
+	}
+	return buf;
+}
+
+/* Adult anatomized (SA occupation, l = 5) as dataset JSON text (caller
+ * frees), or NULL when ../shared/data is not there. */
+TEST_DATA_FN char *adult_json(void)
+{
+	static const char *const qi[] = {"age",	 "type_employer", "marital", "relationship",
+					 "race", "sex",		  "country", "education"};
+	struct anatomy_options o = {5, 1, 0};
+	struct csv_table t = {0};
+	struct dataset *ds = NULL;
+	struct pm_error err = {0};
+	char path[512], *text, *out = NULL;
+	size_t len, aside;
+	json_t *j;
+
+	snprintf(path, sizeof path, "%s/../../../shared/data/adult/adult.csv", data_dir());
+	if (!(text = read_file(path, &len)))
+		return NULL;
+	if (!csv_parse(text, len, &t, &err) &&
+	    !anatomy_run(&t, "occupation", qi, 8, &o, &ds, &aside, &err)) {
+		j = codec_dataset_json(ds);
+		out = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	}
+	dataset_destroy(ds);
+	csv_table_finish(&t);
+	free(text);
+	return out;
+}
+
+#endif
