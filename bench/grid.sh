@@ -31,21 +31,9 @@ for g in "${groups[@]}"; do
 done
 want() { [[ " ${groups[*]} " == *" $1 "* ]]; }
 
-"$root/scripts/deps"
-if [ ! -x "$bin" ]; then
-	[ -f "$root/build/build.ninja" ] || meson setup "$root/build"
-	ninja -C "$root/build"
-fi
-work=$(mktemp -d)
-if [ "${KEEP:-0}" = 1 ]; then
-	echo "# work directory: $work" >&2
-else
-	trap 'rm -rf "$work"' EXIT
-fi
-
-echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2),"\
-	"RUNS=$runs TIME_LIMIT=$limit"
-echo "# $bin: $("$bin" --version 2>&1 | head -1)"
+. "$root/bench/common.sh"
+bench_setup
+bench_header "RUNS=$runs TIME_LIMIT=$limit"
 
 # ---- inputs, built once ------------------------------------------------------
 qi_adult=age,type_employer,marital,relationship,race,sex,country,education

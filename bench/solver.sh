@@ -42,17 +42,8 @@ for g in "${groups[@]}"; do
 done
 want() { [[ " ${groups[*]} " == *" $1 "* ]]; }
 
-"$root/scripts/deps"
-if [ ! -x "$bin" ]; then
-	[ -f "$root/build/build.ninja" ] || meson setup "$root/build"
-	ninja -C "$root/build"
-fi
-work=$(mktemp -d)
-if [ "${KEEP:-0}" = 1 ]; then
-	echo "# work directory: $work" >&2
-else
-	trap 'rm -rf "$work"' EXIT
-fi
+. "$root/bench/common.sh"
+bench_setup
 
 # measure NAME OUT CMD...: runs CMD under /usr/bin/time -v, its stdout to
 # OUT and stderr to $work/NAME.err; prints "seconds peak_MiB".
@@ -70,9 +61,7 @@ print(f"{s:.2f} {rss / 1024:.0f}")
 PY
 }
 
-echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2),"\
-	"RUNS=$runs TIMEOUT=$timeout_s SLOW=$slow_s tolerance $tolerance"
-echo "# $bin: $("$bin" --version 2>&1 | head -1)"
+bench_header "RUNS=$runs TIMEOUT=$timeout_s SLOW=$slow_s tolerance $tolerance"
 
 # ---- inputs, built once ----------------------------------------------------
 qi_adult=age,type_employer,marital,relationship,race,sex,country,education

@@ -1,0 +1,26 @@
+# Sourced by the bench scripts: what each needs before its first row.
+# Expects root (the checkout) and bin (the pmaxent binary) set.
+
+# Installs what is missing, builds build/ when bin is not there yet, and
+# makes the work directory $work (removed at exit, kept with KEEP=1).
+bench_setup() {
+	"$root/scripts/deps"
+	if [ ! -x "$bin" ]; then
+		[ -f "$root/build/build.ninja" ] || meson setup "$root/build"
+		ninja -C "$root/build"
+	fi
+	work=$(mktemp -d)
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "# work directory: $work" >&2
+	else
+		trap 'rm -rf "$work"' EXIT
+	fi
+}
+
+# The machine and the binary, as comment lines above a table; $1: the
+# settings to name.
+bench_header() {
+	echo "# $(date -u '+%F %H:%M UTC'), $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo |
+		cut -d: -f2), $1"
+	echo "# $bin: $("$bin" --version 2>&1 | head -1)"
+}
