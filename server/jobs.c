@@ -43,7 +43,6 @@ struct jobs {
 	struct slot *slots;
 	struct entry *queue; /* ring buffer */
 	size_t head, len, cap, capacity;
-	size_t running;	   /* busy slots */
 	int alone_running; /* the running one is an "alone" analysis */
 	int stopping;
 	uint64_t succeeded, failed, cancelled, solves;
@@ -93,7 +92,10 @@ static int can_take(const struct jobs *j)
 {
 	if (!j->len || j->alone_running)
 		return 0;
-	return !j->queue[j->head].alone || j->running == 0;
+	for (size_t i = 0; j->queue[j->head].alone && i < j->started; i++)
+		if (j->slots[i].busy)
+			return 0;
+	return 1;
 }
 
 static int on_progress(void *ctx, int iteration, double max_violation)
@@ -249,7 +251,6 @@ static void *worker(void *arg)
 		alone = j->queue[j->head].alone;
 		j->head = (j->head + 1) % j->cap;
 		j->len--;
-		j->running++;
 		j->alone_running = alone;
 		s->busy = 1;
 		s->cancel = 0;
@@ -259,7 +260,6 @@ static void *worker(void *arg)
 		pthread_mutex_lock(&j->mu);
 		s->busy = 0;
 		s->id[0] = 0;
-		j->running--;
 		j->alone_running = 0;
 		pthread_cond_broadcast(&j->cv); /* an "alone" one may be waiting */
 	}
