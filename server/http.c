@@ -657,14 +657,14 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	pthread_mutex_init(&h->sync_mu, NULL);
 	st = configure(h, o, &ss, &v6, err);
+	if (!st)
+		st = enough_files(&h->o, err); /* before any side effect */
 	if (!st && !(h->metrics = metrics_create()))
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (!st)
 		st = store_open(h->data_dir, &h->store, err);
 	if (!st)
 		st = start_jobs(h, err);
-	if (!st)
-		st = enough_files(&h->o, err);
 	if (!st)
 		st = start_daemon(h, &ss, err);
 	if (st) {

@@ -387,6 +387,11 @@ static void test_start_settings(const char *dir)
 	check_refused(&o, PM_ERR_INPUT, "token_file", "chmod 600");
 	snprintf(tokens, sizeof tokens, "%s/missing", dir);
 	check_refused(&o, PM_ERR_IO, "token_file", "cannot open");
+	/* as many connections as the file descriptors allow, no more */
+	o.token_file = NULL;
+	o.max_connections = 100000000;
+	check_refused(&o, PM_ERR_INPUT, "max_connections", "file descriptors, the hard limit is");
+	o.max_connections = 1024;
 	/* one server per data directory */
 	o.token_file = NULL;
 	CHECK(http_start(&o, &h, &err) == PM_OK);

@@ -132,6 +132,8 @@ static void errors_analyses(unsigned port, const char *ds, const char *published
 	     "\"probabilty\": 0.5}]}}",
 	     "knowledge.rules[0].probabilty", "did you mean \"probability\"?"},
 	    {"{\"solver\": {\"time_limit\": 0}}", "solver.time_limit", ""},
+	    /* the request's own name of a knowledge field, whatever its kind */
+	    {"{\"knowledge\": {\"statements\": []}}", "knowledge.statements", "not supported yet"},
 	};
 	char path[128];
 	struct resp r;
