@@ -23,10 +23,12 @@
  * (struct csum), -c^T w taken at its largest, s_k at its smallest.
  * Without that, one iterate proved ten cells zero whose largest value is
  * 5e-6 records, and consistent knowledge was reported inconsistent.
- * Each iterate's w is a certificate of its own. When every cell on the
+ * Each iterate's w is a certificate of its own, once purified (purify:
+ * projected so that s vanishes on the positive side, whose Σ s_k y_k of
+ * about n mu would otherwise dominate -c^T w). When every cell on the
  * zero side (y < s) is proved and every other is clearly positive
- * (y >= CENTER_GAP s), the zeros are complete ("settled"); otherwise the
- * caller's linear program decides.
+ * (y >= CENTER_GAP s) at a feasible iterate, the zeros are complete
+ * ("settled"); otherwise the caller's linear program decides.
  *
  * The normal equations A D A^T Δw = r (D = y / s) have the structure of
  * the two-level Hessian: each bucket's block E^T D_b E is the scaling
@@ -62,6 +64,7 @@ struct center {
 	double *y, *s, *d, *v, *rd, *dy, *ds, *corr, *u;
 	double *w, *dw, *rp, *rhs; /* per bucket row or column */
 	double *mu, *dmu, *rk, *rhsk;
+	double *w0, *mu0; /* the iterate's dual while purify changes it */
 	double *fac, *S, *scratch;
 	double *tw;   /* 2 (g + h) of the widest bucket */
 	size_t width; /* g + h of the widest bucket */
@@ -96,10 +99,10 @@ static size_t bucket_h(const struct center *c, size_t k)
 
 static void center_free(struct center *c)
 {
-	void *all[] = {c->loff, c->qoff, c->foff, c->ck_off, c->ck,	 c->fixed, c->y,
-		       c->s,	c->d,	 c->v,	  c->rd,     c->dy,	 c->ds,	   c->corr,
-		       c->u,	c->w,	 c->dw,	  c->rp,     c->rhs,	 c->mu,	   c->dmu,
-		       c->rk,	c->rhsk, c->fac,  c->S,	     c->scratch, c->tw};
+	void *all[] = {c->loff, c->qoff,    c->foff, c->ck_off, c->ck,	c->fixed, c->y,	   c->s,
+		       c->d,	c->v,	    c->rd,   c->dy,	c->ds,	c->corr,  c->u,	   c->w,
+		       c->dw,	c->rp,	    c->rhs,  c->mu,	c->dmu, c->rk,	  c->rhsk, c->fac,
+		       c->S,	c->scratch, c->tw,   c->w0,	c->mu0};
 
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
@@ -175,8 +178,8 @@ static int center_alloc(struct center *c)
 {
 	size_t n = c->n + 1, q = c->qoff[c->nb] + 1, r = c->nr + 1;
 	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->corr, &c->u};
-	double **vq[] = {&c->w, &c->dw, &c->rp, &c->rhs};
-	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk};
+	double **vq[] = {&c->w, &c->dw, &c->rp, &c->rhs, &c->w0};
+	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk, &c->mu0};
 	int ok = 1;
 
 	for (size_t i = 0; i < sizeof vn / sizeof *vn; i++)
@@ -450,12 +453,10 @@ static void form_part(void *ctx, int p, int parts)
  * in part order) and factored: 0, -1 on failure, 1 if the caller asked to
  * stop in between (forming and factoring take about as long, a quarter
  * of a second each on a thousand open rows and more). */
-static int factor(struct center *c)
+static int factor_d(struct center *c)
 {
 	int failed = 0;
 
-	for (size_t l = 0; l < c->n; l++)
-		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
 	parallel_run(c->pool, form_part, c);
 	for (int p = 0; p < c->parts; p++)
 		failed |= c->part[p].failed;
@@ -467,8 +468,15 @@ static int factor(struct center *c)
 		return -1;
 	if (solver_stop_asked(c->p->o))
 		return 1;
-	schur_dense_factor_blocked(c->S, c->nr, c->scratch, c->pool);
+	schur_dense_factor(c->S, c->nr, SCHUR_PIVOT_EPS, c->scratch, c->pool);
 	return 0;
+}
+
+static int factor(struct center *c)
+{
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
+	return factor_d(c);
 }
 
 /* rhs (bucket rows and columns) and dmu (open rows) hold r_p - A v; the
@@ -491,21 +499,13 @@ static void eliminate(struct center *c)
 }
 
 /*
- * The Newton direction for complementarity targets y_j s_j = a - corr_j
- * (corr NULL: 0): v = r_c / s - D r_d, then A D A^T Δw = r_p - A v by
- * eliminating each bucket's block, Δy = v + D A^T Δw, Δs = r_d - A^T Δw.
+ * Solves A D A^T (dw, dmu) = (rhs, rk0) for the right-hand side in c->rhs
+ * (bucket rows and columns) and c->dmu (open rows), overwritten by the
+ * solution: each bucket's block eliminated (eliminate), the Schur
+ * complement solved, then each bucket's block back-substituted into dw.
  */
-static void direction(struct center *c, double a, const double *corr)
+static void normal_solve(struct center *c)
 {
-	for (size_t l = 0; l < c->n; l++)
-		c->v[l] = c->fixed[l] ? 0
-				      : (a - c->y[l] * c->s[l] - (corr ? corr[l] : 0)) / c->s[l] -
-					    c->d[l] * c->rd[l];
-	residuals(c, c->v, c->rhs, c->rhsk);
-	for (size_t q = 0; q < c->qoff[c->nb]; q++)
-		c->rhs[q] += c->rp[q];
-	for (size_t r = 0; r < c->nr; r++)
-		c->dmu[r] = c->rhsk[r] + c->rk[r];
 	eliminate(c);
 	schur_dense_solve(c->S, c->nr, c->dmu);
 	for (size_t k = 0; k < c->nb; k++) {
@@ -525,6 +525,32 @@ static void direction(struct center *c, double a, const double *corr)
 			}
 		schur_solve(c->fac + c->foff[k], c->d + c->loff[k], g, h, pq, pq + g,
 			    c->dw + c->qoff[k], c->dw + c->qoff[k] + g);
+	}
+}
+
+/*
+ * The Newton direction for complementarity targets y_j s_j = a - corr_j
+ * (corr NULL: 0): v = r_c / s - D r_d, then A D A^T Δw = r_p - A v by
+ * eliminating each bucket's block, Δy = v + D A^T Δw,
+ * Δs = r_d - A^T Δw.
+ */
+static void direction(struct center *c, double a, const double *corr)
+{
+	size_t nq = c->qoff[c->nb];
+
+	for (size_t l = 0; l < c->n; l++)
+		c->v[l] = c->fixed[l] ? 0
+				      : (a - c->y[l] * c->s[l] - (corr ? corr[l] : 0)) / c->s[l] -
+					    c->d[l] * c->rd[l];
+	residuals(c, c->v, c->rhs, c->rhsk);
+	for (size_t q = 0; q < nq; q++)
+		c->rhs[q] += c->rp[q];
+	for (size_t r = 0; r < c->nr; r++)
+		c->dmu[r] = c->rhsk[r] + c->rk[r];
+	normal_solve(c);
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+
 		for (size_t i = 0; i < g; i++)
 			for (size_t j = 0; j < h; j++) {
 				size_t l = c->loff[k] + i * h + j;
@@ -626,10 +652,54 @@ static double dual_value(struct center *c)
 	return csum_value(&sum) + csum_error(&sum);
 }
 
+/* s = -A^T w into c->v (c->corr its rounding bounds), every cell. */
+static void slacks(struct center *c)
+{
+	for (size_t k = 0; k < c->nb; k++)
+		for (size_t i = 0; i < bucket_g(c, k); i++)
+			for (size_t j = 0; j < bucket_h(c, k); j++)
+				slack(c, k, i, j);
+}
+
+/*
+ * The iterate's dual w as a certificate is only as good as Σ s_k y_k over
+ * the cells on the positive side (y >= s), about n mu: with 10^5 cells
+ * at the end of what double precision allows, 10^-8 records, where the
+ * claims need 10^-9. Projecting w so that s = -A^T w vanishes on them,
+ * w += z with A_P A_P^T z = A_P s_P (P the positive side, whose s_P =
+ * -A_P^T w lies in A_P^T's range), removes that term: the normal
+ * equations with D = 1 on P and 0 elsewhere, well conditioned where the
+ * iterate's D spans 26 orders of magnitude. Twice, the second pass on
+ * what rounding left of the first. The caller restores w.
+ */
+static int purify(struct center *c)
+{
+	size_t nq = c->qoff[c->nb];
+	int f;
+
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] || c->y[l] < c->s[l] ? 0 : 1;
+	if ((f = factor_d(c)))
+		return f;
+	for (int pass = 0; pass < 2; pass++) {
+		slacks(c);
+		for (size_t l = 0; l < c->n; l++)
+			c->v[l] = c->d[l] > 0 ? -c->v[l] : 0;
+		residuals(c, c->v, c->rhs, c->dmu); /* A_P s_P */
+		normal_solve(c);
+		for (size_t q = 0; q < nq; q++)
+			c->w[q] += c->dw[q];
+		for (size_t r = 0; r < c->nr; r++)
+			c->mu[r] += c->dmu[r];
+	}
+	return 0;
+}
+
 /* Claims the cells the iterate puts on the zero side (y < s) whose bound
- * from the certificate is below ZERO_RECORDS; returns how many
- * it newly claims, *all whether every zero-side cell is proved and every
- * other one clearly positive. */
+ * from the certificate is below ZERO_RECORDS, and fixes them at 0 (the
+ * iterations go on without them: their D is what spans the orders of
+ * magnitude); returns how many it newly claims, *all whether every
+ * zero-side cell is proved and every other one clearly positive. */
 static size_t certify(struct center *c, uint8_t *zero, int *all)
 {
 	double e = dual_value(c);
@@ -657,47 +727,78 @@ static size_t certify(struct center *c, uint8_t *zero, int *all)
 			}
 			n += !z[l];
 			z[l] = 1;
+			c->fixed[l] = 1;
+			c->y[l] = 0;
+			c->s[l] = 0;
 		}
 	}
 	return n;
 }
 
+/* certify with the iterate's dual purified (purify), which is then
+ * restored for the next step: factor's return codes. */
+static int certify_purified(struct center *c, uint8_t *zero, size_t *found, int *all)
+{
+	size_t nq = c->qoff[c->nb];
+	int f;
+
+	memcpy(c->w0, c->w, nq * sizeof *c->w);
+	memcpy(c->mu0, c->mu, c->nr * sizeof *c->mu);
+	f = purify(c);
+	if (!f)
+		*found += certify(c, zero, all);
+	memcpy(c->w, c->w0, nq * sizeof *c->w);
+	memcpy(c->mu, c->mu0, c->nr * sizeof *c->mu);
+	return f;
+}
+
 /*
  * Iterates until settled or converged. Every w is a certificate of its
- * own, so each iterate of the endgame (mu below CENTER_CERTIFY) claims
- * what it proves: the bound is sensitive to rounding, and one iterate
- * proves what the next may miss.
+ * own (only the primal side of "settled" needs a feasible y), so each
+ * iterate of the endgame (mu below CENTER_CERTIFY) claims what it
+ * proves. The endgame ends where rounding takes over: once the residual
+ * grows a thousandfold over the best, the directions are noise.
  */
 static enum pm_status iterate(struct center *c, uint8_t *zero, size_t *found, int *settled)
 {
-	size_t free = 0;
-	double scale = 1;
+	double scale = 1, best = INFINITY;
 
-	for (size_t l = 0; l < c->n; l++) {
-		free += !c->fixed[l];
+	for (size_t l = 0; l < c->n; l++)
 		scale = fmax(scale, c->u[l]);
-	}
 	for (int it = 0; it < CENTER_MAX_ITER; it++) {
-		double viol = residuals(c, NULL, c->rp, c->rk), mu = mu_at(c, 0, 0, free);
-		int f;
+		double viol = residuals(c, NULL, c->rp, c->rk), mu;
+		size_t free = 0;
+		int f = 0, all = 0;
 
-		if (mu <= CENTER_CERTIFY * scale && viol <= 1e-9 * scale) {
-			*found += certify(c, zero, settled);
-			if (*settled)
-				break;
-		}
-		if (viol <= 1e-10 * scale && mu <= 1e-14 * scale)
+		for (size_t l = 0; l < c->n; l++)
+			free += !c->fixed[l];
+		mu = mu_at(c, 0, 0, free);
+		if (viol > 1e3 * fmax(best, 1e-12 * scale))
 			break;
-		if (solver_stop_asked(c->p->o))
-			return PM_ERR_CANCELLED;
-		f = step(c, free);
+		best = fmin(best, viol);
+		if (mu <= CENTER_CERTIFY * scale && viol <= 1e-6 * scale)
+			f = certify_purified(c, zero, found, &all);
+		*settled = all && viol <= 1e-9 * scale;
+		if (!f && !*settled && !(viol <= 1e-10 * scale && mu <= 1e-14 * scale)) {
+			if (solver_stop_asked(c->p->o))
+				return PM_ERR_CANCELLED;
+			f = step(c, free);
+		}
 		if (f)
 			return f > 0 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
-		if (!isfinite(mu_at(c, 0, 0, free)))
+		if (*settled || !isfinite(mu_at(c, 0, 0, free)) ||
+		    (viol <= 1e-10 * scale && mu <= 1e-14 * scale))
 			break;
 	}
 	return PM_OK;
 }
+
+/*
+ * An iterate may prove only some of its zero-side cells before rounding
+ * ends the endgame; those are fixed, and the method starts again on what
+ * is left, at most CENTER_ROUNDS times while each round proves more.
+ */
+#define CENTER_ROUNDS 4
 
 enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero, size_t *found,
 			       int *settled)
@@ -724,8 +825,14 @@ enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero, si
 	}
 	if (row_index(&c, local) || center_alloc(&c))
 		goto out;
-	start(&c);
-	st = iterate(&c, zero, found, settled);
+	for (int round = 0; round < CENTER_ROUNDS; round++) {
+		size_t before = *found;
+
+		start(&c); /* the zeros found so far fixed (zero is p->zero) */
+		st = iterate(&c, zero, found, settled);
+		if (st || *settled || *found == before || zero != p->zero)
+			break;
+	}
 out:
 	free(local);
 	center_free(&c);

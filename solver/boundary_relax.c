@@ -685,8 +685,8 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 	if (!st && !x->infeasible && v.p.n)
 		st = relax_ipm(&v.p, v.xs, v.xs + v.p.n, v.xs + 2 * v.p.n, &converged);
 	for (size_t j = 0; !st && converged && j < v.p.n; j++) {
-		v.low[j] = v.xs[j] <= 1e-6 * v.u[j];
-		v.high[j] = v.u[j] - v.xs[j] <= 1e-6 * v.u[j];
+		v.low[j] = v.xs[j] <= RELAX_CLAIM * v.u[j];
+		v.high[j] = v.u[j] - v.xs[j] <= RELAX_CLAIM * v.u[j];
 		claims |= v.low[j] | v.high[j];
 		proved &= !v.low[j] || v.xs[v.p.n + j] <= ZERO_RECORDS;
 		proved &= !v.high[j] || v.xs[2 * v.p.n + j] <= ZERO_RECORDS;

@@ -36,18 +36,13 @@
  * lowering it while the violation stays put, 66 damped steps and 12 s on
  * 25 records before the iteration cap. */
 #define STALL_STEPS 8
-/* A formed H of this many rows or more is factored by panels
- * (schur_dense_factor_blocked): faster from about 1000 rows on one core,
- * from about 200 when the problem's pool has two parts or more. */
-#define BLOCKED_ROWS	  768
-#define BLOCKED_ROWS_POOL 192
 
 struct newton {
 	const struct newton_problem *p;
 	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *h, *ldl; /* n x n: H formed, and its factorization (or NULL) */
-	double *work;	 /* for the blocked factorization, if n is large */
+	double *work;	 /* for the factorization */
 	int dense;	 /* this direction: ldl preconditions, h multiplies */
 };
 
@@ -98,11 +93,24 @@ static void multiply(const struct newton *nw, const double *v, double *out)
 	}
 }
 
-/* diag(H), and H formed and factored when the problem can form it. */
+/* Row and column k of the formed H (lower triangle) set to 0. */
+static void drop_row(double *h, size_t n, size_t k)
+{
+	memset(h + k * n, 0, (k + 1) * sizeof *h);
+	for (size_t i = k + 1; i < n; i++)
+		h[i * n + k] = 0;
+}
+
+/* diag(H), and H formed and factored when the problem can form it, the
+ * dependent rows (p->null) left out: found at the first factorization
+ * (pivots up to SCHUR_DEPENDENT), dropped from H (a zero row: a null pivot)
+ * ever after. */
 static void setup(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
+	struct newton_null *nl = p->null;
 	size_t n = p->n;
+	int first = nl && !nl->known;
 
 	nw->dense = nw->h != NULL;
 	if (!nw->dense) {
@@ -110,14 +118,21 @@ static void setup(struct newton *nw)
 		return;
 	}
 	p->hessian(p->ctx, nw->h);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		nw->diag[i] = nw->h[i * n + i];
+	for (size_t k = 0; nl && nl->known && k < n; k++)
+		if (nl->row[k])
+			drop_row(nw->h, n, k);
+	for (size_t i = 0; i < n; i++)
 		memcpy(nw->ldl + i * n, nw->h + i * n, (i + 1) * sizeof *nw->ldl);
-	}
-	if (nw->work)
-		schur_dense_factor_blocked(nw->ldl, n, nw->work, p->pool);
-	else
-		schur_dense_factor(nw->ldl, n, nw->z);
+	schur_dense_factor(nw->ldl, n, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work,
+			   p->pool);
+	if (!first)
+		return;
+	nl->known = 1;
+	for (size_t k = 0; k < n; k++)
+		if ((nl->row[k] = !(nw->ldl[k * n + k] > 0)))
+			drop_row(nw->h, n, k); /* for the products of CG */
 }
 
 /* Has the caller asked to stop (a cancel, or the time limit behind the
@@ -148,7 +163,7 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	setup(nw);
 	for (size_t k = 0; k < n; k++) {
 		nw->d[k] = 0;
-		nw->res[k] = -nw->g[k];
+		nw->res[k] = nw->dense && p->null && p->null->row[k] ? 0 : -nw->g[k];
 	}
 	precondition(nw, nw->res, nw->z);
 	memcpy(nw->q, nw->z, n * sizeof *nw->q);
@@ -285,12 +300,9 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 	if (p->hessian) {
 		nw.h = malloc(p->n * p->n * sizeof *nw.h + 1);
 		nw.ldl = malloc(p->n * p->n * sizeof *nw.ldl + 1);
-		if ((p->n >= BLOCKED_ROWS ||
-		     (p->n >= BLOCKED_ROWS_POOL && parallel_parts(p->pool) > 1)) &&
-		    !(nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work)))
-			goto out;
+		nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work);
 	}
-	if (!all || (p->hessian && (!nw.h || !nw.ldl)))
+	if (!all || (p->hessian && (!nw.h || !nw.ldl || !nw.work)))
 		goto out;
 	nw.g = all;
 	nw.d = all + n;

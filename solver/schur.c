@@ -26,8 +26,9 @@
 
 #include "solver_internal.h"
 
-/* A pivot below this fraction of its diagonal is a null direction. */
-#define PIVOT_EPS 1e-11
+/* A pivot of a bucket's block below this fraction of its column sum is a
+ * null direction. */
+#define PIVOT_EPS SCHUR_PIVOT_EPS
 
 size_t schur_size(size_t g, size_t h)
 {
@@ -163,14 +164,6 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
 }
 
 /*
- * The outer Hessian H, itself a Schur complement, when it is small enough
- * to form: left-looking L D L^T in place, row by row, so the inner loops
- * run along rows; w[l] = L[j][l] D[l] is kept for the row being
- * eliminated. A pivot at most PIVOT_EPS times H's own diagonal entry is a
- * null direction (rows dependent once the invariants are eliminated):
- * D = 0 and L's column 0, as in schur_factor.
- */
-/*
  * Σ a[l] b[l] over n entries: four independent sums (lane k takes the
  * entries l = k mod 4), so that the adds need not wait on each other, in
  * one vector of four doubles: two SSE2 registers, or one AVX2 register
@@ -202,33 +195,19 @@ double schur_dot(const double *a, const double *b, size_t n)
 	return dot4(a, b, n);
 }
 
-void schur_dense_factor(double *a, size_t n, double *w)
-{
-	for (size_t j = 0; j < n; j++) {
-		double *aj = a + j * n, d, scale = aj[j];
-
-		for (size_t l = 0; l < j; l++)
-			w[l] = aj[l] * a[l * n + l];
-		d = aj[j] - dot4(aj, w, j);
-		d = d > PIVOT_EPS * scale ? d : 0;
-		aj[j] = d;
-		for (size_t k = j + 1; k < n; k++) {
-			double *ak = a + k * n, v = ak[j] - dot4(ak, w, j);
-
-			ak[j] = d > 0 ? v / d : 0;
-		}
-	}
-}
-
 /*
- * The same L D L^T by panels of DENSE_BLOCK columns, for the interior
- * point method's large Schur complements: each panel is factored (its
- * columns against the panel's earlier ones only), then every later row
- * subtracts the panel's part, a[k][m] -= Σ_l a[k][l] d_l a[m][l], from a
- * copy W of the panel's rows scaled by D that stays in cache: the same
- * arithmetic as schur_dense_factor in another order, the trailing rows
- * in bands of equal area that the pool's threads take. A null
- * pivot is judged against the matrix's own diagonal, saved first.
+ * The dense L D L^T, in place (lower triangle, row major), of the Schur
+ * complements formed over knowledge rows (the outer Hessian, the
+ * interior point methods' normal equations), by panels of DENSE_BLOCK
+ * columns: each panel is factored (its columns against the panel's
+ * earlier ones only, left-looking, so the inner loops run along rows),
+ * then every later row subtracts the panel's part, a[k][m] -= Σ_l
+ * a[k][l] d_l a[m][l], from a copy W of the panel's rows scaled by D
+ * that stays in cache, the trailing rows in bands of equal area that the
+ * pool's threads take. A pivot at most eps times the matrix's own
+ * diagonal entry (saved first) is a null direction, rows dependent once
+ * the invariants are eliminated: D = 0 and L's column 0, as in
+ * schur_factor.
  */
 #define DENSE_BLOCK 64
 /* Items of each parallel step of a panel, taken by whichever thread is
@@ -250,7 +229,8 @@ struct panel {
 
 /* The panel's own rows, columns [j0, j1) (serial); wj row j - j0 gets
  * the row's entries times D, which column j of every later row needs. */
-static void panel_factor(double *a, size_t n, size_t j0, size_t j1, const double *diag, double *wj)
+static void panel_factor(double *a, size_t n, size_t j0, size_t j1, const double *diag, double eps,
+			 double *wj)
 {
 	size_t b = j1 - j0;
 
@@ -260,7 +240,7 @@ static void panel_factor(double *a, size_t n, size_t j0, size_t j1, const double
 		for (size_t l = j0; l < j; l++)
 			w[l - j0] = aj[l] * a[l * n + l];
 		d = aj[j] - dot4(aj + j0, w, j - j0);
-		d = d > PIVOT_EPS * diag[j] ? d : 0;
+		d = d > eps * diag[j] ? d : 0;
 		aj[j] = d;
 		for (size_t k = j + 1; k < j1; k++) {
 			double *ak = a + k * n, v = ak[j] - dot4(ak + j0, w, j - j0);
@@ -320,7 +300,7 @@ static void panel_update_item(void *ctx, size_t i, int part)
 	}
 }
 
-void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parallel *pool)
+void schur_dense_factor(double *a, size_t n, double eps, double *work, struct parallel *pool)
 {
 	double *diag = work, *wp = work + n, *wj = wp + n * DENSE_BLOCK;
 
@@ -330,7 +310,7 @@ void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parall
 		size_t j1 = j0 + DENSE_BLOCK < n ? j0 + DENSE_BLOCK : n;
 		struct panel u = {.a = a, .wp = wp, .wj = wj, .n = n, .j0 = j0, .j1 = j1};
 
-		panel_factor(a, n, j0, j1, diag, wj);
+		panel_factor(a, n, j0, j1, diag, eps, wj);
 		if (j1 == n)
 			break;
 		parallel_items(pool, PANEL_ITEMS, panel_rows_item, &u);

@@ -252,8 +252,13 @@ struct relax_problem {
 	const struct solver_options *o; /* for cancels (may be NULL) */
 };
 
+/* A variable of the last iterate within this fraction of its range from
+ * a bound is claimed to be held there (boundary_relax.c proves it). */
+#define RELAX_CLAIM 1e-6
+
 /* Interior point iterates toward the relative interior of the feasible
- * set (zero objective): x (n entries) receives the last iterate and
+ * set (zero objective), until the duals prove every claim (RELAX_CLAIM)
+ * or the steps stop lowering the gap: x (n entries) receives the last iterate and
  * *converged whether residuals and complementarity reached rounding
  * (PM_ERR_CANCELLED when p->o asks to stop).
  * Then lo_bound[j] and up_bound[j] (n entries each) bound x_j and u_j -
@@ -376,20 +381,45 @@ void schur_solve(const double *f, const double *y, size_t g, size_t h, const dou
  * its first g rows, which act on p alone; rt ((g + h) x h) the last h
  * entries of R's column e in its row e. */
 void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt, double *sc);
-/* The outer Hessian H, when it is small enough to form: a (n x n, lower
- * triangle, row major) factored in place as L D L^T, pivots that vanish
- * against H's diagonal skipped (w: n doubles of scratch); the solve
- * overwrites x with H^+ x, exact for x in H's range. */
-void schur_dense_factor(double *a, size_t n, double *w);
+/* A pivot at most this fraction of its diagonal is a null direction:
+ * rounding noise of a dependent row (schur_dense_factor's usual eps). */
+#define SCHUR_PIVOT_EPS 1e-11
+/*
+ * The same, the first time a sequence of such matrices is factored
+ * (newton.c, boundary_ipm.c), which decides once which rows depend on
+ * the others: about the square root of the rounding unit, the usual
+ * bound of a numerical rank. Rows that depend on others and the
+ * invariants (rules on every value of one attribute with one s sum to
+ * that value's SA rows) make those matrices singular; their pivots are
+ * rounding noise, which SCHUR_PIVOT_EPS catches only where forming the
+ * matrix cancelled little: at 1e-10 of the diagonal, one escaped, and
+ * the Newton direction along it overflowed the cells. Which rows depend
+ * on which does not change with the point (the zeros decide it), so the
+ * rows found once are dropped ever after, as zero rows.
+ */
+#define SCHUR_DEPENDENT 1e-8
+/* The Schur complements formed over knowledge rows (the outer Hessian H,
+ * the interior point methods' normal equations): a (n x n, lower
+ * triangle, row major) factored in place as L D L^T, a pivot at most eps
+ * times its diagonal entry taken as null (D = 0), the updates shared out
+ * on pool (may be NULL); work: schur_dense_work(n) doubles. The solve
+ * overwrites x with A^+ x, exact for x in A's range (a null pivot's
+ * entry 0). */
+size_t schur_dense_work(size_t n);
+void schur_dense_factor(double *a, size_t n, double eps, double *work, struct parallel *pool);
 void schur_dense_solve(const double *a, size_t n, double *x);
 /* sum a[l] b[l] over l < n, as four interleaved sums (vectorized) */
 double schur_dot(const double *a, const double *b, size_t n);
-/* The same factorization by cache-sized panels, the updates shared out
- * on pool (may be NULL): for large n. work: schur_dense_work(n) doubles. */
-size_t schur_dense_work(size_t n);
-void schur_dense_factor_blocked(double *a, size_t n, double *work, struct parallel *pool);
 
 /* ---- newton.c ----------------------------------------------------------- */
+
+/* The rows of a formed H found dependent (newton.c's NULL_PIVOT), kept
+ * by the caller across newton_minimize calls on one problem: row has n
+ * flags, known once they are decided (zero-initialized: not yet). */
+struct newton_null {
+	uint8_t *row;
+	int known;
+};
 
 /* A smooth convex function of n variables for newton_minimize. */
 struct newton_problem {
@@ -413,6 +443,8 @@ struct newton_problem {
 	double f_noise;
 	/* for factoring a large formed H on all cores (may be NULL) */
 	struct parallel *pool;
+	/* dependent rows, with H formed (may be NULL: not tracked) */
+	struct newton_null *null;
 };
 
 /* Newton steps from x until the violation is at most target, the

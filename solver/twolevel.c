@@ -560,14 +560,16 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 {
 	struct newton_problem np;
 	double *x = calloc(t->r + 1, sizeof *x);
+	struct newton_null null = {.row = calloc(t->r + 1, 1)};
 	double max_rhs = 1, target, polish;
 	int stalled = 0;
-	enum pm_status ret;
+	enum pm_status ret = PM_ERR_NOMEM;
 
 	memset(st, 0, sizeof *st);
-	if (!x)
-		return PM_ERR_NOMEM;
+	if (!x || !null.row)
+		goto out;
 	twolevel_problem(t, 1, &np);
+	np.null = &null;
 	for (size_t k = 0; k < t->r; k++)
 		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
@@ -592,6 +594,8 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 		ret = twolevel_lbfgs(t, o, target, st);
 	if (!ret)
 		finish_stats(t, o, prev, st);
+out:
 	free(x);
+	free(null.row);
 	return ret;
 }

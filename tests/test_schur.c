@@ -337,54 +337,76 @@ static double residual(const double *a, size_t n, const double *x, const double 
 	return worst / norm;
 }
 
-/* The dense L D L^T on A = B B^T (n x n, rank m <= n): |A x - v| for
- * v = A w, relative to |v|. */
+/* The dense L D L^T on A = B B^T (n x n, rank m <= n, small: one panel,
+ * no pool): |A x - v| for v = A w, relative to |v|. */
 static double test_dense(void)
 {
 	static double a[MAXN * MAXN], f[MAXN * MAXN];
-	double v[MAXN], x[MAXN], scratch[MAXN];
+	double v[MAXN], x[MAXN], work[MAXN + MAXN * 64 + 64 * 64];
 	size_t n = 1 + rnd_int(MAXN), m = 1 + rnd_int(n);
 	double norm = gram_system(n, m, a, v, x);
 
+	CHECK(schur_dense_work(n) <= sizeof work / sizeof *work);
 	memcpy(f, a, n * n * sizeof *f);
 	for (size_t i = 0; i < n; i++) /* the upper triangle must not be read */
 		for (size_t j = i + 1; j < n; j++)
 			f[i * n + j] = NAN;
-	schur_dense_factor(f, n, scratch);
+	schur_dense_factor(f, n, SCHUR_PIVOT_EPS, work, NULL);
 	schur_dense_solve(f, n, x);
 	return residual(a, n, x, v, norm);
 }
 
 /*
- * The blocked factorization on A = B B^T (n up to 300: several panels; B
- * n x m), its updates on `parts` parts: A x = A w solved to rounding
- * (relative to |A w|, null pivots from rank m < n included), and when A
- * is well conditioned (m = 2n) pivots and L equal the plain
- * factorization's to rounding. Returns the worst of both.
+ * The factorization by panels on A = B B^T (n up to 300: several panels;
+ * B n x m), its updates on `parts` parts: A x = A w solved to rounding
+ * (relative to |A w|, null pivots from rank m < n included), and the
+ * factors equal those without a pool to the last bit (the same
+ * arithmetic in the same order). Returns the worst residual.
  */
 static double test_blocked(size_t n, size_t m, int parts)
 {
 	double *a = malloc(n * n * sizeof *a), *f = malloc(n * n * sizeof *f);
-	double *w = malloc((n + 1) * sizeof *w), *x = malloc(n * sizeof *x);
-	double *work = malloc(schur_dense_work(n) * sizeof *work), *v = malloc(n * sizeof *v);
+	double *x = malloc(n * sizeof *x), *v = malloc(n * sizeof *v);
+	double *work = malloc(schur_dense_work(n) * sizeof *work);
 	double norm = gram_system(n, m, a, v, x), worst;
 	struct parallel *pool = NULL;
 
 	CHECK(parallel_create(parts, &pool) == PM_OK);
 	memcpy(f, a, n * n * sizeof *f);
-	schur_dense_factor_blocked(f, n, work, pool);
+	schur_dense_factor(f, n, SCHUR_PIVOT_EPS, work, pool);
 	schur_dense_solve(f, n, x);
 	worst = residual(a, n, x, v, norm);
-	if (m >= 2 * n) {
-		schur_dense_factor(a, n, w);
-		for (size_t i = 0; i < n; i++)
-			for (size_t j = 0; j <= i; j++)
-				worst = fmax(worst, fabs(a[i * n + j] - f[i * n + j]) /
-							(1 + fabs(a[i * n + j])));
-	}
+	schur_dense_factor(a, n, SCHUR_PIVOT_EPS, work, NULL);
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j <= i; j++)
+			CHECK(a[i * n + j] == f[i * n + j]);
 	parallel_destroy(pool);
-	free(a), free(f), free(w), free(work), free(x), free(v);
+	free(a), free(f), free(work), free(x), free(v);
 	return worst;
+}
+
+/*
+ * A dependent row whose pivot is rounding noise above SCHUR_PIVOT_EPS
+ * (rows 0 and 1 independent, row 2 their sum plus 1e-10 of noise on its
+ * diagonal): kept as a pivot with SCHUR_PIVOT_EPS, which makes the
+ * solution of a system in the range huge, and taken as null with
+ * SCHUR_DEPENDENT, which solves it with that row's entry 0.
+ */
+static void test_dependent(void)
+{
+	double a[9] = {2, 0, 0, 1, 3, 0, 3, 4, 7}, f[9], x[3], work[3 + 3 * 64 + 64 * 64];
+
+	a[8] += 7e-10;
+	memcpy(f, a, sizeof f);
+	schur_dense_factor(f, 3, SCHUR_PIVOT_EPS, work, NULL);
+	CHECK(f[8] > 0);
+	memcpy(f, a, sizeof f);
+	schur_dense_factor(f, 3, SCHUR_DEPENDENT, work, NULL);
+	CHECK(f[0] > 0 && f[4] > 0 && f[8] == 0);
+	x[0] = 2 * 0.2 + 1 * 0.1, x[1] = 1 * 0.2 + 3 * 0.1,
+	x[2] = 3 * 0.2 + 4 * 0.1; /* A (0.2, 0.1, 0) */
+	schur_dense_solve(f, 3, x);
+	CHECK(fabs(x[0] - 0.2) < 1e-12 && fabs(x[1] - 0.1) < 1e-12 && x[2] == 0);
 }
 
 /* |H v - finite difference| relative to |H v| + 1. */
@@ -525,6 +547,7 @@ int main(void)
 
 		worst_blocked = fmax(worst_blocked, test_blocked(size, m, 1 + n % 2));
 	}
+	test_dependent();
 	test_excess(&w);
 	test_rounding_floor(&w);
 	for (int n = 0; n < 300; n++) {

@@ -80,11 +80,11 @@ static double rel_diff(const double *a, const double *b, size_t n)
 /* Null pivots of the L D L^T of H (lower triangle h, r x r). */
 static size_t null_pivots(const double *h, size_t r)
 {
-	double *f = malloc(r * r * sizeof *f + 1), *w = malloc(r * sizeof *w + 1);
+	double *f = malloc(r * r * sizeof *f + 1), *w = malloc(schur_dense_work(r) * sizeof *w + 1);
 	size_t n = 0;
 
 	memcpy(f, h, r * r * sizeof *f);
-	schur_dense_factor(f, r, w);
+	schur_dense_factor(f, r, SCHUR_PIVOT_EPS, w, NULL);
 	for (size_t k = 0; k < r; k++)
 		n += f[k * r + k] == 0;
 	free(f);
