@@ -52,6 +52,8 @@ struct maxent_dual {
 	 * the line search fails on rounding near the optimum */
 	double *y0, *lambda0;
 	double last_violation; /* of the last evaluation */
+	/* for a probe (maxent_solve's prev): y at the last two iterates */
+	double *cur, *prv;
 };
 
 void maxent_dual_destroy(struct maxent_dual *d)
@@ -75,6 +77,8 @@ void maxent_dual_destroy(struct maxent_dual *d)
 	free(d->lambda0);
 	free(d->nb);
 	free(d->sa_sum);
+	free(d->cur);
+	free(d->prv);
 	free(d);
 }
 
@@ -150,6 +154,8 @@ static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *
 	struct maxent_driver *drv = ctx;
 
 	drv->iterations++;
+	if (drv->step)
+		drv->step(drv->ctx);
 	if (drv->opt->progress &&
 	    drv->opt->progress(drv->opt->progress_ctx, drv->iterations, drv->violation)) {
 		drv->cancelled = 1;
@@ -563,6 +569,18 @@ static double full_eval(void *ctx, const double *u, double *g, double *violation
 	return f;
 }
 
+/* An iterate of L-BFGS, whose point was the last evaluated: kept, and
+ * the one before it. */
+static void full_step(void *ctx)
+{
+	struct maxent_dual *d = ctx;
+	double *t = d->prv;
+
+	d->prv = d->cur;
+	d->cur = t;
+	memcpy(d->cur, d->y, d->m * sizeof *d->y);
+}
+
 static void full_rebase(void *ctx, const double *u)
 {
 	struct maxent_dual *d = ctx;
@@ -622,7 +640,7 @@ double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *gra
 
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    struct maxent_stats *st, struct pm_error *err)
+			    double *prev, struct maxent_stats *st, struct pm_error *err)
 {
 	struct maxent_dual *d = NULL;
 	double *u = NULL, max_rhs = 1;
@@ -630,6 +648,9 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 
 	memset(st, 0, sizeof *st);
 	if (maxent_dual_create(inv, active, skip, &d) || !(u = lbfgs_malloc((int)d->r + 1)))
+		goto out;
+	if (prev && (!(d->cur = malloc((d->m + 1) * sizeof *d->cur)) ||
+		     !(d->prv = malloc((d->m + 1) * sizeof *d->prv))))
 		goto out;
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);
@@ -641,14 +662,22 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 					    .ctx = d,
 					    .eval = full_eval,
 					    .rebase = full_rebase,
+					    .step = prev ? full_step : NULL,
 					    .target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs)};
 
+		if (prev) { /* the starting point counts as the first iterate */
+			full_eval(d, u, NULL, &drv.violation);
+			memcpy(d->cur, d->y, d->m * sizeof *d->y);
+			memcpy(d->prv, d->y, d->m * sizeof *d->y);
+		}
 		ret = maxent_lbfgs(&drv, (int)d->r, u, st);
 	}
 	/* a cancel leaves the last iterate (solver.c's best point when the
 	 * time limit stopped the solve) */
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)
 		y[d->global[j]] = d->y[j];
+	for (size_t j = 0; prev && d->prv && ret == PM_OK && j < d->m; j++)
+		prev[d->global[j]] = d->r ? d->prv[j] : d->y[j];
 out:
 	if (ret == PM_ERR_NOMEM)
 		error_set(err, ret, "", "out of memory in the maximum-entropy solver");

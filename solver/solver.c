@@ -1,9 +1,9 @@
 /*
- * The solve step: forced zeros (boundary.c); every bucket that no open
- * knowledge row couples (rows propagation proved implied need no
- * multiplier) alone, by the closed form of Theorem 5 (the paper's
- * irrelevant-bucket optimization) or, with forced zeros, by alone.c; the
- * two-level or the full dual for the rest; the metrics.
+ * The solve step: forced zeros (zeros.c); every bucket that no open
+ * knowledge row couples (rows the zeros make implied need no multiplier)
+ * alone, by the closed form of Theorem 5 (the paper's irrelevant-bucket
+ * optimization) or, with forced zeros, by alone.c; the two-level or the
+ * full dual for the rest; the metrics.
  */
 #include <math.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "solver_internal.h"
+#include "zeros.h"
 
 void solver_options_init(struct solver_options *o)
 {
@@ -76,9 +76,11 @@ void solver_pool_destroy(struct solver_pool *p)
 
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
-	uint8_t *zero, *active, *implied, *cpl, *deferred;
+	struct zeros z;
+	uint8_t *zero, *implied; /* z's */
+	uint8_t *active, *cpl;
 	uint8_t *closed; /* per bucket: the closed form of Theorem 5 */
-	double *prev;	 /* the two-level solve's previous iterate */
+	double *prev;	 /* a probe's previous iterate */
 	struct parallel *pool;
 	int own_pool; /* created for this run (not the caller's) */
 	int parts;
@@ -90,7 +92,6 @@ struct run {
 	double *untouched;	    /* per chunk: that of the untouched ones */
 	int early;		    /* the untouched buckets are done */
 	int point;		    /* r->cells holds an estimate in every bucket */
-	double zeros_s;		    /* seconds in boundary_find so far */
 	struct maxent_stats ms;
 	/* with a time limit: the last solve that ran to its end, its closed
 	 * buckets and their violation (keep_point; valid if kept_valid) */
@@ -242,11 +243,9 @@ static void run_finish(struct run *u)
 	free(u->untouched);
 	if (u->own_pool)
 		parallel_destroy(u->pool);
-	free(u->zero);
+	zeros_finish(&u->z);
 	free(u->active);
-	free(u->implied);
 	free(u->cpl);
-	free(u->deferred);
 	free(u->closed);
 	free(u->prev);
 	free(u->kept);
@@ -268,7 +267,7 @@ static enum pm_status run_pool(struct run *u, const struct dataset *ds,
 	return parallel_create(o->threads, &u->pool);
 }
 
-static enum pm_status run_init(struct run *u, const struct dataset *ds,
+static enum pm_status run_init(struct run *u, const struct dataset *ds, const struct knowledge *k,
 			       const struct invariants *inv, const struct solver_options *o)
 {
 	size_t n = inv->n_cells + 1, g_max = 1, h_max = 1;
@@ -279,12 +278,13 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 		g_max = g > g_max ? g : g_max;
 		h_max = h > h_max ? h : h_max;
 	}
-	u->zero = calloc(n, 1);
+	if (zeros_init(&u->z, ds, k, inv))
+		return PM_ERR_NOMEM;
+	u->zero = u->z.zero;
+	u->implied = u->z.implied;
 	/* the cells the full dual solves for (the two-level dual takes cpl) */
 	u->active = o->method == SOLVER_FULL_DUAL ? calloc(n, 1) : NULL;
-	u->implied = calloc(inv->n_rows + 1, 1);
 	u->cpl = calloc(ds->n_groups + 1, 1);
-	u->deferred = calloc(ds->n_groups + 1, 1);
 	u->closed = calloc(ds->n_groups + 1, 1);
 	/* items of the split pass: SPLIT_CHUNK > TOUCHED_CHUNK */
 	u->n_coupled = calloc(ds->n_groups / TOUCHED_CHUNK + 1, sizeof *u->n_coupled);
@@ -299,9 +299,8 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 		if (!u->kept || !u->kept_closed)
 			return PM_ERR_NOMEM;
 	}
-	if (!u->zero || (o->method == SOLVER_FULL_DUAL && !u->active) || !u->implied || !u->cpl ||
-	    !u->deferred || !u->closed || !u->n_coupled || !u->n_zero || !u->violation ||
-	    !u->untouched || run_pool(u, ds, o))
+	if ((o->method == SOLVER_FULL_DUAL && !u->active) || !u->cpl || !u->closed ||
+	    !u->n_coupled || !u->n_zero || !u->violation || !u->untouched || run_pool(u, ds, o))
 		return PM_ERR_NOMEM;
 	u->parts = parallel_parts(u->pool);
 	u->w = calloc((size_t)u->parts, sizeof *u->w);
@@ -315,33 +314,44 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds,
 }
 
 /*
- * The probe of boundary.c's component_probe, on the two-level solve of the
- * components it deferred: a cell that some solution makes positive
- * converges to a positive value, a cell forced to zero shrinks with the
- * violation (its multiplier runs off to infinity, Newton converges only
- * linearly). So a solve that converged (to PROBE_VIOLATION, or 1e-13
- * relative on large rows) with every free cell of those buckets at least
- * 1000 times that (PROBE_FLOOR) and at least half its value at the
- * previous iterate shows no sign of a forced zero; anything else goes to
- * the exact LP.
+ * The probe, one test for both methods: the solve itself, run once the
+ * zero search stopped short of ZEROS_EXACT with components undecided
+ * (z.open). A cell that some solution makes positive converges to a
+ * positive value; a cell forced to zero keeps shrinking by about a
+ * constant factor per iteration (its multiplier runs off to infinity:
+ * Newton converges only linearly). So a solve that converged (to
+ * PROBE_VIOLATION, or 1e-13 relative on large rows) shows no sign of a
+ * forced zero when every free cell of those buckets holds at least half
+ * its value at the previous iterate and either is at least PROBE_FLOOR,
+ * 1000 times the violation reached, or has stopped moving (within
+ * PROBE_STEADY of it): a tiny positive cell (2.5e-8 records on Adult,
+ * K = 2500, qi_attributes 1) converges with its neighbours, a forced
+ * zero never does. Anything else is decided exactly (ZEROS_EXACT).
  */
 #define PROBE_VIOLATION	 1e-9
 #define PROBE_FLOOR	 1e-6
+#define PROBE_STEADY	 1e-3
 #define PROBE_ITERATIONS 100
+
+static int probe_cell_clean(double y, double prev, double floor)
+{
+	return y >= 0.5 * prev && (y >= floor || fabs(y - prev) <= PROBE_STEADY * prev);
+}
 
 static int probe_clean(const struct invariants *inv, const struct run *u, const double *y)
 {
 	/* large rows are solved to a relative 1e-13 (twolevel_solve): the
 	 * floor keeps its factor 1000 over what the solve reached */
 	double floor = fmax(PROBE_FLOOR, 1e3 * u->ms.max_violation);
+	const struct components *open = &u->z.open;
 
 	if (!u->ms.converged)
 		return 0;
-	for (size_t b = 0; b < inv->n_groups; b++) {
-		if (!u->deferred[b])
-			continue;
+	for (size_t k = 0; k < open->b_off[open->n]; k++) {
+		size_t b = open->bucket[k];
+
 		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
-			if (!u->zero[c] && !(y[c] >= floor && y[c] >= 0.5 * u->prev[c]))
+			if (!u->zero[c] && !probe_cell_clean(y[c], u->prev[c], floor))
 				return 0;
 	}
 	return 1;
@@ -382,123 +392,92 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 		u->ms.converged = 1;
 		return PM_OK;
 	}
-	if (o->method == SOLVER_FULL_DUAL)
-		return maxent_solve(inv, u->active, implied, o, r->cells, &u->ms, err);
 	if (probe && !u->prev && !(u->prev = calloc(inv->n_cells + 1, sizeof *u->prev)))
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	if (o->method == SOLVER_FULL_DUAL)
+		return maxent_solve(inv, u->active, implied, o, r->cells, probe ? u->prev : NULL,
+				    &u->ms, err);
 	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, u->pool, r->cells,
 			      probe ? u->prev : NULL, &u->ms, err);
 }
 
-/* boundary_find into u; the first time, the untouched buckets (which no
- * zero can change) go to the other threads meanwhile. */
-static enum pm_status find_zeros(const struct dataset *ds, const struct knowledge *k,
-				 const struct invariants *inv, const struct solver_options *o,
-				 struct run *u, uint8_t *deferred, unsigned flags,
-				 struct pm_error *err)
+/* The zero search deepened to depth; the first time, the untouched
+ * buckets (which no zero can change) go to the other threads meanwhile. */
+static enum pm_status find_zeros(struct run *u, enum zeros_depth depth,
+				 const struct solver_options *o, struct pm_error *err)
 {
-	size_t chunks = (inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
+	size_t chunks = (u->inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
 	enum pm_status st;
-	double t0;
 
 	if (!u->early)
 		parallel_items_start(u->pool, chunks, untouched_item, u);
-	t0 = now();
-	st = boundary_find(ds, k, inv, o, u->zero, u->implied, deferred, flags, err);
-	u->zeros_s += now() - t0;
+	st = zeros_deepen(&u->z, depth, o, err);
 	if (!u->early)
 		parallel_items_finish(u->pool, chunks, untouched_item, u);
 	u->early = 1;
 	return st;
 }
 
-/*
- * One probe: the forced zeros to a depth (cheap arguments and the small
- * relaxations, or with all of boundary_relax.c's), open components
- * deferred, then the solve, capped at PROBE_ITERATIONS and run to
- * PROBE_VIOLATION. *used
- * counts the iterations of every stage so far; *clean is set when the
- * solve is final (nothing deferred, or no sign of a forced zero).
- */
-static enum pm_status probe_stage(const struct dataset *ds, const struct knowledge *k,
-				  const struct invariants *inv, const struct solver_options *o,
-				  int relax, struct run *u, struct solver_result *r, int *used,
-				  int *clean, struct pm_error *err)
+/* The depth the zero search starts at: the two-level solve costs less
+ * than most relaxations, the full dual more than all of them. */
+static enum zeros_depth first_depth(const struct solver_options *o)
+{
+	return o->method == SOLVER_TWO_LEVEL ? ZEROS_SMALL : ZEROS_RELAXED;
+}
+
+/* A probe's options: capped at PROBE_ITERATIONS (within the caller's
+ * limit: *used so far) and run to PROBE_VIOLATION. */
+static struct solver_options probe_options(const struct solver_options *o, int used)
 {
 	struct solver_options po = *o;
-	enum pm_status st;
-	int defer;
+	int left = o->max_iterations - used;
 
-	memset(u->zero, 0, inv->n_cells);
-	memset(u->implied, 0, inv->n_rows);
-	memset(u->deferred, 0, inv->n_groups);
-	st = find_zeros(ds, k, inv, o, u, u->deferred,
-			relax ? BOUNDARY_RELAX : BOUNDARY_RELAX_SMALL, err);
-	if (st)
-		return st;
-	defer = memchr(u->deferred, 1, inv->n_groups) != NULL;
-	if (defer) {
-		int left = o->max_iterations - *used;
-
-		po.tolerance = fmin(o->tolerance, PROBE_VIOLATION * 1e3);
-		po.max_iterations = left < PROBE_ITERATIONS ? left : PROBE_ITERATIONS;
-	}
-	st = solve_split(ds, inv, &po, defer, u, r, err);
-	u->ms.iterations += *used;
-	*used = u->ms.iterations;
-	*clean = !st && (!defer || probe_clean(inv, u, r->cells));
-	return st;
+	po.tolerance = fmin(o->tolerance, PROBE_VIOLATION * 1e3);
+	po.max_iterations = left < PROBE_ITERATIONS ? left : PROBE_ITERATIONS;
+	return po;
 }
 
 /*
- * Forced zeros and the solve. The full dual keeps the engine's order
- * (boundary.c probes open components with the full dual, then decides
- * them exactly). The two-level method defers open components: its own
- * solve is the probe, first after the cheap arguments and the
- * relaxations of few cells (large ones cost more than most probes), then
- * after every relaxation; only if that one shows a sign of a forced zero
- * as well are the exact zeros found (the interior point method, then if
- * need be the LP), and the problem solved again unless they are the
- * probe's own.
+ * Forced zeros and the solve, for both methods. The zero search goes only
+ * as deep as the solve shows a need: at each depth with components left
+ * undecided the solve is the probe (probe_clean), and a clean one is the
+ * answer; otherwise the search goes one depth further. A depth that adds
+ * no zero leaves the problem as it was, so the last probe's verdict
+ * stands and the search goes on at once; at ZEROS_EXACT such a probe's
+ * converged solve is the answer (cells it left tiny, not a forced zero,
+ * made it look unclean).
  */
-static enum pm_status solve_all(const struct dataset *ds, const struct knowledge *k,
-				const struct invariants *inv, const struct solver_options *o,
-				struct run *u, struct solver_result *r, struct pm_error *err)
+static enum pm_status solve_all(const struct dataset *ds, const struct invariants *inv,
+				const struct solver_options *o, struct run *u,
+				struct solver_result *r, struct pm_error *err)
 {
-	struct solver_options po = *o;
 	enum pm_status st = PM_OK;
-	int used = 0, clean = 0, same;
-	uint8_t *probed;
+	int used = 0, solved = 0;
 
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
-	if (o->method != SOLVER_TWO_LEVEL || !inv->n_knowledge_rows) {
-		if (inv->n_knowledge_rows)
-			st = find_zeros(ds, k, inv, o, u, NULL, BOUNDARY_RELAX | BOUNDARY_PROBE,
-					err);
-		return st ? st : solve_split(ds, inv, o, 0, u, r, err);
-	}
-	for (int relax = 0; relax < 2 && !st && !clean; relax++) {
-		st = probe_stage(ds, k, inv, o, relax, u, r, &used, &clean, err);
-		if (!st && !clean && used >= o->max_iterations)
-			return PM_OK; /* the caller's limit: a best effort, not converged */
-	}
-	if (st || clean)
-		return st;
-	probed = malloc(inv->n_cells + 1);
-	if (!probed)
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	memcpy(probed, u->zero, inv->n_cells);
-	memset(u->zero, 0, inv->n_cells);
-	memset(u->implied, 0, inv->n_rows);
-	st = find_zeros(ds, k, inv, o, u, NULL, BOUNDARY_RELAX, err);
-	/* the exact zeros are the probe's: its converged solve is the answer
-	 * (cells it left tiny, not a forced zero, made it look unclean) */
-	same = !st && u->ms.converged && !memcmp(probed, u->zero, inv->n_cells);
-	free(probed);
-	if (!st && !same) {
-		po.max_iterations = o->max_iterations - used;
-		st = solve_split(ds, inv, &po, 0, u, r, err);
+	if (!inv->n_knowledge_rows)
+		return solve_split(ds, inv, o, 0, u, r, err);
+	for (enum zeros_depth d = first_depth(o); !st && d <= ZEROS_EXACT; d++) {
+		int probe;
+		struct solver_options so;
+
+		st = find_zeros(u, d, o, err);
+		if (st)
+			break;
+		if (solved && !u->z.added && (d < ZEROS_EXACT || u->ms.converged))
+			continue;
+		probe = d < ZEROS_EXACT && u->z.open.n;
+		so = probe ? probe_options(o, used) : *o;
+		if (!probe)
+			so.max_iterations = o->max_iterations - used;
+		st = solve_split(ds, inv, &so, probe, u, r, err);
+		solved = 1;
 		u->ms.iterations += used;
+		used = u->ms.iterations;
+		if (st || !probe || probe_clean(inv, u, r->cells) || used >= o->max_iterations)
+			break; /* the caller's limit: a best effort, not converged */
+		if (d == ZEROS_EXACT)
+			break;
 	}
 	return st;
 }
@@ -645,12 +624,12 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	}
 	/* every cell is written by the split (solve_split) */
 	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
-	st = r->cells ? run_init(&u, ds, inv, o) : PM_ERR_NOMEM;
+	st = r->cells ? run_init(&u, ds, k, inv, o) : PM_ERR_NOMEM;
 	if (st) {
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = solve_all(ds, k, inv, &wo, &u, r, err);
+	st = solve_all(ds, inv, &wo, &u, r, err);
 	if (st == PM_ERR_CANCELLED && dl.expired) {
 		best_point(&u, r->cells);
 		st = error_set(err, PM_OK, "", "%s", ""); /* not a cancel */
@@ -663,7 +642,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	r->metrics_seconds = now() - t1;
-	r->zeros_seconds = u.zeros_s;
+	r->zeros_seconds = u.z.seconds;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
 	/* stopped by the time limit: not converged, whatever its violation
 	 * (SPEC section 3) */

@@ -10,49 +10,6 @@
 
 struct solver_options;
 
-/* ---- boundary.c --------------------------------------------------------- */
-
-/*
- * Finds every cell that is zero in every y >= 0 with A y = c, writing
- * zero[cell] = 1 for those (zero has inv->n_cells entries): rows with
- * right-hand side 0, propagation and per-bucket flows first (exact); with
- * BOUNDARY_RELAX, the per-value relaxations of boundary_relax.c; a
- * component they leave open is probed with the full dual (BOUNDARY_PROBE)
- * and, unless the probe shows no sign of a forced zero, decided by the
- * interior point method of boundary_center.c and, if that does not
- * settle, a linear program. If no y satisfies the rows, returns
- * PM_ERR_INCONSISTENT naming an irreducible set of conflicting rules.
- * o (may be NULL) supplies the probe's options and the progress callback
- * through which a cancel stops the search.
- * implied (n_rows entries, may be NULL) receives the knowledge rows that
- * the zeros make a sum of invariant rows: they need no multiplier.
- * deferred (n_groups entries, may be NULL): open components are neither
- * probed nor decided; their buckets get deferred[b] = 1, and the caller,
- * whose solve serves as the probe, calls again should that solve show a
- * sign of a forced zero (the relaxations run with deferred only if
- * BOUNDARY_RELAX asks for them; BOUNDARY_RELAX_SMALL, those of values
- * whose open rows hold few cells).
- */
-#define BOUNDARY_RELAX	     1u
-#define BOUNDARY_PROBE	     2u
-#define BOUNDARY_RELAX_SMALL 4u
-enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
-			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,
-			     struct pm_error *err);
-
-/* ---- propagate.c -------------------------------------------------------- */
-
-/*
- * Exact forced zeros found without a linear program, to a fixpoint: rows
- * tight at their per-bucket bounds, and a flow argument per bucket. Sets
- * resolved[row] (n_rows entries) for knowledge rows that the zeros make a
- * sum of invariant rows. *infeasible is set when a row or a bucket can
- * hold for no assignment.
- */
-enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
-			       int *infeasible);
-
 /* ---- solver.c ----------------------------------------------------------- */
 
 enum solver_method {
@@ -163,11 +120,13 @@ struct maxent_stats {
  * L-BFGS on the Lagrangian dual (Section 6) over every multiplier of the
  * rows that touch at least one free cell, for the cells with active[cell]
  * set (the rest are fixed by the caller), leaving out rows with skip[row]
- * set (skip may be NULL). y receives the estimate on the active cells.
+ * set (skip may be NULL). y receives the estimate on the active cells;
+ * prev (may be NULL: not kept) the iterate before the last, for a probe
+ * (solver.c).
  */
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    struct maxent_stats *st, struct pm_error *err);
+			    double *prev, struct maxent_stats *st, struct pm_error *err);
 
 /*
  * L-BFGS on a dual, shared by the full dual and the two-level dual: eval
@@ -183,6 +142,9 @@ struct maxent_driver {
 	void *ctx;
 	double (*eval)(void *ctx, const double *u, double *g, double *violation);
 	void (*rebase)(void *ctx, const double *u);
+	/* called at each iterate of L-BFGS, after its point's eval (may be
+	 * NULL) */
+	void (*step)(void *ctx);
 	double violation; /* of the last evaluation */
 	int iterations, cancelled;
 };

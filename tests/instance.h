@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "random_table.h"
-#include "solver_internal.h"
+#include "zeros.h"
 
 /* 3 QI attributes of 2-4 values, SA of 3-6 values, 60-400 records in
  * buckets of 2-6. */
@@ -37,6 +37,21 @@ struct instance {
 struct instance_knobs {
 	size_t rules[2], qi[2];
 };
+
+/* The complete forced zeros (ZEROS_EXACT) and implied rows, into in. */
+static int instance_zeros(struct instance *in, struct pm_error *err)
+{
+	struct zeros z;
+	int ok = zeros_init(&z, in->ds, &in->k, &in->inv) == PM_OK &&
+		 zeros_deepen(&z, ZEROS_EXACT, NULL, err) == PM_OK;
+
+	if (ok) {
+		memcpy(in->zero, z.zero, in->inv.n_cells);
+		memcpy(in->implied, z.implied, in->inv.n_rows);
+	}
+	zeros_finish(&z);
+	return ok;
+}
 
 static int instance_make_k(struct instance *in, uint64_t *rng, const struct instance_knobs *kn)
 {
@@ -68,9 +83,7 @@ static int instance_make_k(struct instance *in, uint64_t *rng, const struct inst
 	in->implied = calloc(in->inv.n_rows + 1, 1);
 	in->coupled = calloc(in->inv.n_groups + 1, 1);
 	in->y = calloc(in->inv.n_cells + 1, sizeof *in->y);
-	if (!in->zero || !in->implied || !in->coupled || !in->y ||
-	    boundary_find(in->ds, &in->k, &in->inv, NULL, in->zero, in->implied, NULL,
-			  BOUNDARY_RELAX, &err))
+	if (!in->zero || !in->implied || !in->coupled || !in->y || !instance_zeros(in, &err))
 		return 0;
 	for (size_t b = 0; b < in->inv.n_groups; b++)
 		for (size_t e = in->inv.kb_off[b]; e < in->inv.kb_off[b + 1]; e++)

@@ -1,6 +1,6 @@
 /*
  * Forced zeros of a whole component by an interior point method, for what
- * propagation and the per-value relaxations leave open (boundary.c). The
+ * propagation and the per-value relaxations leave open (zeros.c). The
  * component's system {y >= 0, A y = c} (its buckets' QI and SA rows, all
  * h of them, and its open knowledge rows) with a zero objective:
  *
@@ -40,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "zeros.h"
 
 #define CENTER_MAX_ITER 80
 /* A cell on the positive side is clearly so when y >= CENTER_GAP s. */
@@ -800,8 +800,8 @@ static enum pm_status iterate(struct center *c, uint8_t *zero, size_t *found, in
  */
 #define CENTER_ROUNDS 4
 
-enum pm_status boundary_center(const struct center_problem *p, uint8_t *zero, size_t *found,
-			       int *settled)
+enum pm_status zeros_center(const struct center_problem *p, uint8_t *zero, size_t *found,
+			    int *settled)
 {
 	struct center c = {.p = p, .inv = p->inv, .nb = p->n_buckets, .nr = p->n_rows};
 	int32_t *local = malloc((p->inv->n_cells + 1) * sizeof *local);

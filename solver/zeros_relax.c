@@ -5,7 +5,7 @@
  * over every t minus P(Prof-specialty | relationship=r, Doctorate) over
  * every r but Other-relative is the count of Prof-specialty among the
  * Doctorate Other-relatives, and that count fills every bucket that holds
- * one (the upper bound of propagate.c's row argument, for a derived row).
+ * one (the upper bound of zeros_propagate.c's row argument, for a derived row).
  *
  * The relaxation for value s keeps the cells x[q,b] of value s in the
  * buckets that s's open rows touch, with l <= x <= u from q's row of the
@@ -18,7 +18,7 @@
  * Tuples of a bucket with the same rows (their "class") only ever appear
  * summed, and so do buckets with the same demand and classes (the sum of
  * m copies of a polytope is m times it): both are merged, exactly, before
- * the program is set up. A small interior point method (boundary_ipm.c)
+ * the program is set up. A small interior point method (zeros_ipm.c)
  * suggests the variables held at a bound and, from its duals, bounds how
  * far any solution can be from them: when that proves every claim (to
  * ZERO_RECORDS), they are used; otherwise a linear program
@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "zeros.h"
 
 /* Per-bucket layout and scratch shared by every value. */
 struct relax {
@@ -269,7 +269,7 @@ static enum pm_status value_program(struct value *v)
 		}
 	}
 	v->u = malloc((nv + 1) * sizeof *v->u);
-	v->xs = malloc((3 * nv + 1) * sizeof *v->xs); /* x, and relax_ipm's two bounds */
+	v->xs = malloc((3 * nv + 1) * sizeof *v->xs); /* x, and zeros_ipm's two bounds */
 	v->group = malloc((nv + 1) * sizeof *v->group);
 	v->var_class = malloc((nv + 1) * sizeof *v->var_class);
 	v->var_off = malloc((nv + 2) * sizeof *v->var_off);
@@ -396,11 +396,11 @@ static void claims_objective(const struct value *v, glp_prob *lp)
  * breaks; returns 1 when all hold, 0 to try again, -1 on failure. */
 static int verify_round(struct value *v, glp_prob *lp, int *first)
 {
-	int ret, held = 1, left = lp_iteration_budget(lp); /* cycling: nothing proved */
+	int ret, held = 1, left = zeros_lp_iteration_budget(lp); /* cycling: nothing proved */
 
 	claims_objective(v, lp);
 	/* tol_bnd: not GLPK's 1e-7, see below; in time slices, for cancels */
-	ret = lp_simplex(lp, v->p.o, *first, ZERO_RECORDS, &left);
+	ret = zeros_lp_simplex(lp, v->p.o, *first, ZERO_RECORDS, &left);
 	*first = 0;
 	if (ret == -2)
 		return -2;
@@ -451,7 +451,7 @@ static int exact_round(struct value *v, glp_prob *lp)
 
 	claims_objective(v, lp);
 	/* cancelled: nothing proved, and boundary_relax stops */
-	if (lp_exact(lp, v->x->o) != 1)
+	if (zeros_lp_exact(lp, v->x->o) != 1)
 		return -1;
 	for (size_t j = 0; j < v->p.n; j++)
 		total += claim_distance(v, lp, j);
@@ -480,7 +480,7 @@ static int exact_rounds(struct value *v, glp_prob *lp)
  * Claims that the optimum breaks are dropped and the rest tried again. */
 static enum pm_status value_verify(struct value *v)
 {
-	glp_prob *lp = lp_create();
+	glp_prob *lp = zeros_lp_create();
 	const struct relax_problem *p = &v->p;
 	int *ia = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ia);
 	int *ja = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ja);
@@ -683,7 +683,7 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 	if (!st && !x->infeasible)
 		st = value_dedupe(&v);
 	if (!st && !x->infeasible && v.p.n)
-		st = relax_ipm(&v.p, v.xs, v.xs + v.p.n, v.xs + 2 * v.p.n, &converged);
+		st = zeros_ipm(&v.p, v.xs, v.xs + v.p.n, v.xs + 2 * v.p.n, &converged);
 	for (size_t j = 0; !st && converged && j < v.p.n; j++) {
 		v.low[j] = v.xs[j] <= RELAX_CLAIM * v.u[j];
 		v.high[j] = v.u[j] - v.xs[j] <= RELAX_CLAIM * v.u[j];
@@ -709,9 +709,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum pm_status boundary_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			      size_t max_cells, const struct solver_options *o,
-			      struct relax_memo *memo, size_t *found, int *infeasible)
+enum pm_status zeros_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
+			   size_t max_cells, const struct solver_options *o,
+			   struct relax_memo *memo, size_t *found, int *infeasible)
 {
 	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero, .o = o};
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;

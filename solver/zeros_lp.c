@@ -1,12 +1,11 @@
 /*
- * Cells that are zero in every solution. With deterministic knowledge the
- * maximum-entropy optimum lies on the boundary of {y >= 0, A y = c}: its
- * multipliers are infinite and L-BFGS crawls. Removing every cell that no
- * feasible y makes positive leaves a problem whose optimum is interior.
+ * GLPK's simplex for the linear programs of the zero search: the
+ * relaxations' proofs (zeros_relax.c), the zero finder of a component
+ * that the interior point method leaves undecided, and the feasibility
+ * tests that name the rules of a conflict.
  *
- * Exact test, one linear program per connected component of buckets linked
- * by knowledge rows (untouched buckets keep the strictly positive closed
- * form): homogenize with t >= 0 and bound z_j <= min(y_j, 1),
+ * The zero finder, one program per component of buckets linked by
+ * knowledge rows: homogenize with t >= 0 and bound z_j <= min(y_j, 1),
  *
  *     max sum_j z_j   s.t.  A y = c t,  z_j <= y_j,  0 <= z_j <= 1,  y >= 0.
  *
@@ -14,25 +13,274 @@
  * cell some solution makes positive and z_j = 0 for the others; every QI
  * row has c > 0, so t = 0 forces y = 0, and an optimum of 0 means that the
  * rows admit no solution at all.
- *
- * Cheaper arguments go first: rows with right-hand side 0 zero their
- * cells, propagate.c settles every component whose knowledge rows are all
- * tight (deterministic knowledge) exactly, boundary_relax.c finds the
- * zeros that combinations of one value's rows force (each proven by a
- * small linear program over that value alone), and a dual probe clears
- * open components that show no sign of a forced zero (component_probe, or
- * the caller's own solve); the program decides the rest.
  */
 #include <glpk.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "zeros.h"
+
+/* Longest stretch of simplex work between two cancel checks. */
+#define LP_SLICE_MS 200
+/* The first, presolved slice of zeros_lp_simplex: the presolver hands back no
+ * partial basis, so its work is lost when it runs out. */
+#define LP_PRESOLVED_MS 1000
+/* A floating-point optimum is clean when no basic variable is beyond its
+ * bounds and no reduced cost improves by more than this. */
+#define LP_CLEAN 1e-9
+/* Iteration budget of a program: LP_ITER_BASE + LP_ITER_PER (rows + cols). */
+#define LP_ITER_BASE 10000
+#define LP_ITER_PER  20
+/* Decimal places of the values that the exact simplex reads as decimals:
+ * 10^9 times a count of a million records is still exact in a double. */
+#define LP_DECIMALS 9
+
+/* 1 optimal (feasible), 0 infeasible, -1 anything else: every program
+ * here has a bounded objective, so "unbounded" is a numerical failure. */
+static int lp_status(struct glp_prob *lp)
+{
+	switch (glp_get_status(lp)) {
+	case GLP_OPT:
+	case GLP_FEAS:
+		return 1;
+	case GLP_NOFEAS:
+		return 0;
+	}
+	return -1;
+}
+
+struct glp_prob *zeros_lp_create(void)
+{
+	glp_term_out(GLP_OFF);
+	return glp_create_prob();
+}
+
+/* Simplex iterations lp may take, in either arithmetic: far more than the
+ * simplex needs (a few times the rows), so only a cycling one runs out. */
+int zeros_lp_iteration_budget(struct glp_prob *lp)
+{
+	double n = LP_ITER_BASE +
+		   LP_ITER_PER * ((double)glp_get_num_rows(lp) + (double)glp_get_num_cols(lp));
+
+	return n < INT_MAX ? (int)n : INT_MAX;
+}
+
+/*
+ * GLPK's simplex in slices of LP_SLICE_MS, between which o's cancel (or
+ * the time limit behind it) is polled, within *left iterations (those it
+ * takes are taken off): GLPK's return code, or -2 when stopped. tol_bnd
+ * 0 keeps GLPK's. The presolver hands back no partial basis, so only the
+ * first slice may use it; a presolved slice that runs out starts the
+ * next from the basis the program had.
+ */
+int zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
+		     double tol_bnd, int *left)
+{
+	glp_smcp p;
+	int ret;
+
+	glp_init_smcp(&p);
+	p.msg_lev = GLP_MSG_OFF;
+	p.presolve = presolve ? GLP_ON : GLP_OFF;
+	if (tol_bnd > 0)
+		p.tol_bnd = tol_bnd;
+	/* a presolved slice that runs out loses its work: it gets longer */
+	p.tm_lim = presolve ? LP_PRESOLVED_MS : LP_SLICE_MS;
+	do {
+		int it0 = glp_get_it_cnt(lp);
+
+		if (*left <= 0)
+			return GLP_EITLIM;
+		p.it_lim = *left;
+		ret = glp_simplex(lp, &p);
+		*left -= glp_get_it_cnt(lp) - it0;
+		p.presolve = GLP_OFF;
+		p.tm_lim = LP_SLICE_MS;
+	} while (ret == GLP_ETMLIM && !solver_stop_asked(o));
+	return ret == GLP_ETMLIM ? -2 : ret;
+}
+
+/* x times 10^k rounded, if it is an integer to double precision. */
+static int decimal_at(double x, int k, double *scaled)
+{
+	double s = x * pow(10, k), r = nearbyint(s);
+
+	*scaled = r;
+	return fabs(s - r) <= 1e-14 * fmax(1, fabs(s));
+}
+
+/* Decimal places (at most LP_DECIMALS) that x has to double precision,
+ * or 0 if it has more. */
+static int decimals(double x)
+{
+	double s;
+
+	for (int k = 0; k <= LP_DECIMALS; k++)
+		if (decimal_at(x, k, &s))
+			return k;
+	return 0;
+}
+
+/* x times 10^k, rounded to the integer it stands for if it is one. */
+static double scale(double x, int k)
+{
+	double s;
+
+	return decimal_at(x, k, &s) ? s : x * pow(10, k);
+}
+
+/*
+ * Scales each row of lp by 10^k, k the most decimal places of its values
+ * (coefficients and bounds, up to LP_DECIMALS), so that they become the
+ * integers they stand for. GLPK's exact simplex reads a double as the
+ * simplest fraction within 1e-10 of it: 0.999999997 becomes
+ * 333333332/333333333, rules of 3e-9 and 0.999999997 on two records then
+ * asked for more than two records, and consistent knowledge (stress seed
+ * 38000668) was found infeasible. Only a help: skipped without memory.
+ */
+static void decimal_rows(struct glp_prob *lp)
+{
+	int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);
+	int *ind = malloc((size_t)(n + 1) * sizeof *ind);
+	double *val = malloc((size_t)(n + 1) * sizeof *val);
+
+	for (int i = 1; ind && val && i <= m; i++) {
+		int len = glp_get_mat_row(lp, i, ind, val), type = glp_get_row_type(lp, i);
+		double lb = glp_get_row_lb(lp, i), ub = glp_get_row_ub(lp, i);
+		int k = decimals(lb), d = decimals(ub);
+
+		k = d > k ? d : k;
+		for (int e = 1; e <= len; e++)
+			k = (d = decimals(val[e])) > k ? d : k;
+		if (!k)
+			continue;
+		for (int e = 1; e <= len; e++)
+			val[e] = scale(val[e], k);
+		glp_set_mat_row(lp, i, len, ind, val);
+		glp_set_row_bnds(lp, i, type, scale(lb, k), scale(ub, k));
+	}
+	free(ind);
+	free(val);
+}
+
+/*
+ * GLPK's exact (rational) simplex from lp's basis, or the standard basis
+ * when that one is singular, within the iteration budget, on lp's rows in
+ * decimal (decimal_rows). Each resume factorizes the basis again in
+ * rational arithmetic, which may take longer than a slice: the slices
+ * double, so that every one gets further than the last.
+ */
+int zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o)
+{
+	glp_smcp p;
+	int ret, left = zeros_lp_iteration_budget(lp), restarted = 0;
+
+	decimal_rows(lp);
+	glp_init_smcp(&p);
+	p.msg_lev = GLP_MSG_OFF;
+	p.tm_lim = LP_SLICE_MS;
+	for (;;) {
+		int it0 = glp_get_it_cnt(lp);
+
+		p.it_lim = left;
+		ret = glp_exact(lp, &p);
+		left -= glp_get_it_cnt(lp) - it0;
+		if ((ret == GLP_EBADB || ret == GLP_ESING) && !restarted++) {
+			glp_std_basis(lp);
+			continue;
+		}
+		if (ret != GLP_ETMLIM || left <= 0)
+			break;
+		if (solver_stop_asked(o))
+			return -2;
+		p.tm_lim = p.tm_lim < INT_MAX / 2 ? 2 * p.tm_lim : INT_MAX;
+	}
+	return ret ? -1 : lp_status(lp);
+}
+
+/* Is variable k of lp (rows 1..m, then columns) clean? (LP_CLEAN) */
+static int var_clean(struct glp_prob *lp, int k, int m, int max)
+{
+	int row = k <= m, i = row ? k : k - m;
+	int stat = row ? glp_get_row_stat(lp, i) : glp_get_col_stat(lp, i);
+	int type = row ? glp_get_row_type(lp, i) : glp_get_col_type(lp, i);
+	double lb = row ? glp_get_row_lb(lp, i) : glp_get_col_lb(lp, i);
+	double ub = row ? glp_get_row_ub(lp, i) : glp_get_col_ub(lp, i);
+	double x = row ? glp_get_row_prim(lp, i) : glp_get_col_prim(lp, i);
+	double d = (row ? glp_get_row_dual(lp, i) : glp_get_col_dual(lp, i)) * (max ? 1 : -1);
+	int has_lb = type == GLP_LO || type == GLP_DB || type == GLP_FX;
+	int has_ub = type == GLP_UP || type == GLP_DB || type == GLP_FX;
+
+	if (stat == GLP_BS)
+		return (!has_lb || x >= lb - LP_CLEAN * (1 + fabs(lb))) &&
+		       (!has_ub || x <= ub + LP_CLEAN * (1 + fabs(ub)));
+	if (stat == GLP_NL)
+		return d <= LP_CLEAN;
+	if (stat == GLP_NU)
+		return d >= -LP_CLEAN;
+	return stat != GLP_NF || fabs(d) <= LP_CLEAN;
+}
+
+/*
+ * Is lp's floating-point optimum clean: every basic variable within its
+ * bounds and no reduced cost improving, to LP_CLEAN? The simplex stops
+ * within its tolerances (1e-7): a cell that only a step of that order
+ * makes positive looks zero at its optimum, and the exact optimum differs.
+ */
+int zeros_lp_clean(struct glp_prob *lp)
+{
+	int m = glp_get_num_rows(lp), n = glp_get_num_cols(lp);
+	int max = glp_get_obj_dir(lp) == GLP_MAX;
+
+	for (int k = 1; k <= m + n; k++)
+		if (!var_clean(lp, k, m, max))
+			return 0;
+	return 1;
+}
+
+/*
+ * GLPK's simplex has no callback, so it runs in slices of LP_SLICE_MS and
+ * resumes from its current basis; between slices a cancel is honoured.
+ * When the floating-point simplex fails, ends "unbounded" (rows of 5e-8
+ * records: the zero finder of a consistent component) or runs out of
+ * iterations (it cycled for ever on rows x = t and x = 0.9999999 t,
+ * "numerical instability" after every refactorization), the exact
+ * simplex takes over from the basis it reached; if that too runs out, the
+ * solve fails rather than hangs. It also decides where the float verdict
+ * rests on GLPK's tolerances: "infeasible", or an optimum that is not
+ * clean (rules that conflict by 1.2e-8 records, stress seed 38102969,
+ * looked consistent, and the full dual ran into its iteration limit).
+ */
+int zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o)
+{
+	int left = zeros_lp_iteration_budget(lp), ret, r;
+
+	/* the program took a while to build: a check before the simplex's
+	 * own slices begin */
+	if (solver_stop_asked(o))
+		return -2;
+	glp_adv_basis(lp, 0);
+	ret = zeros_lp_simplex(lp, o, 0, 0, &left);
+	if (ret != 0 && ret != -2 && ret != GLP_EITLIM) {
+		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
+		ret = zeros_lp_simplex(lp, o, 0, 0, &left);
+	}
+	if (ret == -2)
+		return -2;
+	r = ret ? -1 : lp_status(lp);
+	if (r == 1 && zeros_lp_clean(lp))
+		return 1;
+	ret = zeros_lp_exact(lp, o);
+	return ret == -1 ? r : ret; /* the exact simplex failed: the float verdict */
+}
+
+/* ---- the programs of a component ----------------------------------------- */
 
 /* A component: its buckets and knowledge rows (borrowed from the
- * struct components of boundary_find), with local cell numbers. */
+ * struct components of zeros_lp_conflict), with local cell numbers. */
 struct component {
 	size_t n_buckets, n_krows, m;
 	const uint32_t *buckets, *krows;
@@ -40,7 +288,7 @@ struct component {
 };
 
 /* Invariant rows of each bucket, and components, shared by all LPs. */
-struct boundary {
+struct lp_context {
 	const struct solver_options *o; /* progress callback for cancels; may be NULL */
 	const struct dataset *ds;
 	const struct knowledge *k;
@@ -53,7 +301,7 @@ struct boundary {
 
 /* The invariant rows of each bucket and the local columns, for the linear
  * programs: built when the first one is. */
-static enum pm_status lp_index(struct boundary *bd)
+static enum pm_status lp_index(struct lp_context *bd)
 {
 	const struct invariants *inv = bd->inv;
 	size_t nb = inv->n_groups, ninv = inv->n_qi_rows + inv->n_sa_rows;
@@ -81,7 +329,7 @@ static enum pm_status lp_index(struct boundary *bd)
 	return PM_OK;
 }
 
-static void boundary_finish(struct boundary *bd)
+static void context_finish(struct lp_context *bd)
 {
 	free(bd->brow_off);
 	free(bd->brow);
@@ -94,19 +342,9 @@ static void component_finish(struct component *c)
 	memset(c, 0, sizeof *c);
 }
 
-/* Knowledge rows with right-hand side 0 zero all their cells. */
-static void direct_zeros(struct boundary *bd)
-{
-	const struct invariants *inv = bd->inv;
-
-	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++)
-		for (size_t e = inv->row_off[i]; inv->rhs[i] <= 0 && e < inv->row_off[i + 1]; e++)
-			bd->zero[inv->row_cell[e]] = 1;
-}
-
 /* The touched buckets' components (components.c), every knowledge row
  * linking the buckets it touches; cs holds their lists. */
-static enum pm_status components_split(struct boundary *bd, struct components *cs,
+static enum pm_status components_split(struct lp_context *bd, struct components *cs,
 				       struct component **out, size_t *n_out)
 {
 	const struct invariants *inv = bd->inv;
@@ -139,7 +377,7 @@ static enum pm_status components_split(struct boundary *bd, struct components *c
 
 /* Local columns for the component's cells; with skip_zero, only those not
  * yet known to be zero. */
-static enum pm_status component_cells(struct boundary *bd, struct component *c, int skip_zero)
+static enum pm_status component_cells(struct lp_context *bd, struct component *c, int skip_zero)
 {
 	const struct invariants *inv = bd->inv;
 	size_t m = 0, all = 0;
@@ -198,7 +436,7 @@ static int trip_add(struct triplets *t, int i, int j, double v)
 
 /* Adds inv row `row` as LP row i: its local cells, and -c t when
  * homogenized (column t_col), else the bound c. */
-static int lp_row(struct boundary *bd, glp_prob *lp, struct triplets *t, int i, size_t row,
+static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int i, size_t row,
 		  int t_col)
 {
 	const struct invariants *inv = bd->inv;
@@ -219,10 +457,10 @@ static int lp_row(struct boundary *bd, glp_prob *lp, struct triplets *t, int i, 
 /* The component's LP: homogenized zero finder, or (homog = 0) the plain
  * feasibility problem A y = c, y >= 0 with the knowledge rows in use[]
  * (NULL: all). Returns NULL when out of memory. */
-static glp_prob *lp_build(struct boundary *bd, const struct component *c, const uint8_t *use,
+static glp_prob *lp_build(struct lp_context *bd, const struct component *c, const uint8_t *use,
 			  int homog)
 {
-	glp_prob *lp = lp_create();
+	glp_prob *lp = zeros_lp_create();
 	struct triplets t = {0};
 	int m = (int)c->m, t_col = homog ? 2 * m + 1 : 0, i = 0, bad = 0, rows = 0;
 
@@ -269,7 +507,7 @@ static glp_prob *lp_build(struct boundary *bd, const struct component *c, const 
  * knowledge rows in use[] (NULL: all of them)? Every other knowledge row
  * is set aside as resolved, which propagation skips. 1 yes, 0 no, -1 out
  * of memory. */
-static int proved_infeasible(struct boundary *bd, const struct component *c, const uint8_t *use)
+static int proved_infeasible(struct lp_context *bd, const struct component *c, const uint8_t *use)
 {
 	const struct invariants *inv = bd->inv;
 	uint8_t *zero = calloc(inv->n_cells + 1, 1), *resolved = malloc(inv->n_rows + 1);
@@ -286,7 +524,7 @@ static int proved_infeasible(struct boundary *bd, const struct component *c, con
 			     used && inv->rhs[r] <= 0 && e < inv->row_off[r + 1]; e++)
 				zero[inv->row_cell[e]] = 1;
 		}
-		if (propagate_zeros(inv, zero, resolved, &infeasible))
+		if (zeros_propagate(inv, zero, resolved, &infeasible))
 			infeasible = -1;
 	}
 	free(zero);
@@ -300,7 +538,7 @@ static int proved_infeasible(struct boundary *bd, const struct component *c, con
  * verdict confirmed by the exact simplex (an error path: the cost is
  * no matter, and the rules named must agree with component_solve's exact
  * verdict). */
-static int feasible(struct boundary *bd, const struct component *c, const uint8_t *use)
+static int feasible(struct lp_context *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);
 	glp_prob *lp;
@@ -315,9 +553,9 @@ static int feasible(struct boundary *bd, const struct component *c, const uint8_
 	lp = lp_build(bd, c, use, 0);
 	if (!lp)
 		return -1;
-	r = lp_solve(lp, bd->o);
+	r = zeros_lp_solve(lp, bd->o);
 	if (r == 1) { /* named from exact verdicts, as component_solve's */
-		int e = lp_exact(lp, bd->o);
+		int e = zeros_lp_exact(lp, bd->o);
 
 		r = e == -1 ? r : e;
 	}
@@ -326,7 +564,7 @@ static int feasible(struct boundary *bd, const struct component *c, const uint8_
 }
 
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
-static void describe_row(struct boundary *bd, size_t row, char *msg, size_t len)
+static void describe_row(struct lp_context *bd, size_t row, char *msg, size_t len)
 {
 	size_t r = bd->inv->row_ref[row], used = strlen(msg);
 	char text[512] = "";
@@ -339,7 +577,7 @@ static void describe_row(struct boundary *bd, size_t row, char *msg, size_t len)
 
 /* Deletion filter in shrinking chunks: the rules left form an irreducible
  * infeasible set (each one is needed for the conflict). */
-static enum pm_status conflict_report(struct boundary *bd, struct component *c,
+static enum pm_status conflict_report(struct lp_context *bd, struct component *c,
 				      struct pm_error *err)
 {
 	uint8_t *use = malloc(c->n_krows + 1), *save = malloc(c->n_krows + 1);
@@ -394,12 +632,12 @@ out:
  * simplex stopped at t = 1 with a cell of 1e-8 records (P(cold | age=30)
  * = 0.99999999 on two records: z = 1e-8 < 0.5), which was claimed zero
  * and made the rule look inconsistent; an exact optimum puts z_j = 1 on
- * every cell that some solution makes positive. lp_solve has the exact
+ * every cell that some solution makes positive. zeros_lp_solve has the exact
  * simplex decide where the float optimum is not clean; here also where it
  * claims a cell that is positive there, or finds no solution. A zero then
  * needs both; if the exact simplex fails, the float verdict stands.
  */
-static int zero_claims(const struct boundary *bd, const struct component *c, glp_prob *lp,
+static int zero_claims(const struct lp_context *bd, const struct component *c, glp_prob *lp,
 		       uint8_t *claim)
 {
 	double t = glp_get_col_prim(lp, (int)(2 * c->m + 1));
@@ -411,7 +649,7 @@ static int zero_claims(const struct boundary *bd, const struct component *c, glp
 	}
 	if (!doubt)
 		return 1;
-	r = lp_exact(lp, bd->o);
+	r = zeros_lp_exact(lp, bd->o);
 	if (r != 1)
 		return r == -2 ? -2 : feasible;
 	if (glp_get_obj_val(lp) < 0.5)
@@ -422,7 +660,7 @@ static int zero_claims(const struct boundary *bd, const struct component *c, glp
 }
 
 /* Zero finder LP on one component; conflicts are reported. */
-static enum pm_status component_solve(struct boundary *bd, struct component *c,
+static enum pm_status component_solve(struct lp_context *bd, struct component *c,
 				      struct pm_error *err)
 {
 	glp_prob *lp = NULL;
@@ -438,7 +676,7 @@ static enum pm_status component_solve(struct boundary *bd, struct component *c,
 	claim = malloc(c->m + 1);
 	if (!lp || !claim)
 		goto out;
-	r = lp_solve(lp, bd->o);
+	r = zeros_lp_solve(lp, bd->o);
 	if (r > 0)
 		r = zero_claims(bd, c, lp, claim);
 	for (size_t j = 0; r > 0 && j < c->m; j++)
@@ -458,175 +696,13 @@ out:
 }
 
 /*
- * A knowledge row with no cell at all cannot hold unless its rhs is 0, to
- * ZERO_RECORDS: P(s | Q) = 3e-10 over two records (6e-10 records) holds
- * here as it does where the row has a cell that is zero to 1e-9 records.
- */
-static enum pm_status empty_rows(struct boundary *bd, struct pm_error *err)
-{
-	const struct invariants *inv = bd->inv;
-
-	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
-		char msg[600] = "";
-
-		if (inv->row_off[i] < inv->row_off[i + 1] || inv->rhs[i] <= ZERO_RECORDS)
-			continue;
-		describe_row(bd, i, msg, sizeof msg);
-		return error_set(err, PM_ERR_INCONSISTENT, "rules",
-				 "no distribution satisfies this rule: %s (no bucket holds both a "
-				 "matching record and the sensitive value)",
-				 msg);
-	}
-	return PM_OK;
-}
-
-/*
- * Dual probe of a component propagation left open: solve it to about 1e-7
- * and then 1e-9 records of violation. A cell that some solution makes
- * positive converges to a positive value; a cell forced to zero can only be
- * as large as the violation allows (a small multiple of it), shrinks with
- * it or sits far below it, and often stalls L-BFGS (its multiplier runs to
- * infinity). So a probe that reaches both targets with every cell holding
- * at least half its value and at least PROBE_FLOOR records, 1000 times the
- * final violation, has found no forced zero and the component needs no LP;
- * anything else goes to the exact LP.
- */
-#define PROBE_FLOOR 1e-6
-static enum pm_status component_probe(struct boundary *bd, const struct component *c,
-				      const uint8_t *resolved, const struct solver_options *base,
-				      int *stable, struct pm_error *err)
-{
-	const struct invariants *inv = bd->inv;
-	struct solver_options o = *base;
-	struct maxent_stats st1, st2;
-	uint8_t *active = calloc(inv->n_cells + 1, 1);
-	double *y1 = calloc(inv->n_cells + 1, sizeof *y1),
-	       *y2 = calloc(inv->n_cells + 1, sizeof *y2);
-	enum pm_status ret = PM_ERR_NOMEM;
-
-	*stable = 0;
-	if (!active || !y1 || !y2)
-		goto out;
-	for (size_t k = 0; k < c->n_buckets; k++)
-		for (size_t cell = inv->cell_off[c->buckets[k]];
-		     cell < inv->cell_off[c->buckets[k] + 1]; cell++)
-			active[cell] = !bd->zero[cell];
-	o.max_iterations = base->max_iterations < 3000 ? base->max_iterations : 3000;
-	o.tolerance = 1e-4; /* internal target 1e-7 */
-	ret = maxent_solve(inv, active, resolved, &o, y1, &st1, err);
-	if (ret || st1.max_violation > 1e-6)
-		goto out;
-	o.tolerance = 1e-6; /* internal target 1e-9 */
-	ret = maxent_solve(inv, active, resolved, &o, y2, &st2, err);
-	if (ret || st2.max_violation > 1e-8)
-		goto out;
-	*stable = 1;
-	for (size_t cell = 0; cell < inv->n_cells; cell++)
-		if (active[cell] && !(y2[cell] >= 0.5 * y1[cell] && y2[cell] >= PROBE_FLOOR))
-			*stable = 0;
-out:
-	free(active);
-	free(y1);
-	free(y2);
-	return ret;
-}
-
-/* The interior point method of boundary_center.c on component c:
- * *settled when the zeros it proves are all there are. */
-static enum pm_status component_center(struct boundary *bd, const struct component *c,
-				       const uint8_t *resolved, int *settled, size_t *found,
-				       struct pm_error *err)
-{
-	struct center_problem p = {.inv = bd->inv,
-				   .o = bd->o,
-				   .buckets = c->buckets,
-				   .n_buckets = c->n_buckets,
-				   .zero = bd->zero,
-				   .threads = bd->o ? bd->o->threads : 0};
-	uint32_t *rows = malloc((c->n_krows + 1) * sizeof *rows);
-	size_t n = 0;
-	enum pm_status st;
-
-	*settled = 0;
-	if (!rows)
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	for (size_t k = 0; k < c->n_krows; k++)
-		if (!resolved[c->krows[k]])
-			rows[n++] = c->krows[k];
-	p.rows = rows;
-	p.n_rows = n;
-	st = boundary_center(&p, bd->zero, found, settled);
-	free(rows);
-	if (st == PM_ERR_CANCELLED)
-		return error_set(err, st, "", "the solve was cancelled");
-	return st ? error_set(err, st, "", "out of memory") : PM_OK;
-}
-
-/* Are all knowledge rows of c implied by its buckets' invariants? */
-static int component_resolved(const struct component *c, const uint8_t *resolved)
-{
-	for (size_t k = 0; k < c->n_krows; k++)
-		if (!resolved[c->krows[k]])
-			return 0;
-	return 1;
-}
-
-/* Is some knowledge row with cells not implied by the invariants? */
-static int open_rows(const struct invariants *inv, const uint8_t *resolved)
-{
-	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
-		if (!resolved[r] && inv->row_off[r] < inv->row_off[r + 1])
-			return 1;
-	return 0;
-}
-
-/*
- * The relaxations a first probe runs with (BOUNDARY_RELAX_SMALL): those
- * of values whose open rows hold at most this many free cells, counted
- * once per row (the entries of the relaxation's rows). They cost about
- * 0.3-0.5 us per entry (Adult: 2 ms for 7,237 entries, 12 ms for 23,431),
- * so each costs a few ms at most, less than a probe that fails for want
- * of them. Adult, K+ = K- = 250: with `qi_attributes` 2 the largest value
- * has 7,237 entries, and relaxing it first takes the solve from 13 to 7
- * iterations (30 -> 15 ms); with 1, six values hold 23,000 to 50,000
- * entries and take 290 ms together, the probe that needs none of them 45.
- */
-#define RELAX_SMALL_CELLS 8192
-
-/*
- * Zeros of the per-value relaxations (boundary_relax.c), each round
- * followed by propagation, until a round finds nothing new: what the
- * relaxations force, the rows and flows may carry further, and the other
- * way round. A value is relaxed again only where its buckets have new
- * zeros (struct relax_memo).
- */
-static enum pm_status relax_and_propagate(const struct boundary *bd, uint8_t *resolved,
-					  size_t max_cells, int *infeasible)
-{
-	const struct invariants *inv = bd->inv;
-	uint8_t *zero = bd->zero;
-	struct relax_memo memo = {0};
-	enum pm_status st = PM_OK;
-	size_t found = 1;
-
-	while (!st && found && !*infeasible) {
-		st = boundary_relax(inv, resolved, zero, max_cells, bd->o, &memo, &found,
-				    infeasible);
-		if (!st && found && !*infeasible)
-			st = propagate_zeros(inv, zero, resolved, infeasible);
-	}
-	relax_memo_finish(&memo);
-	return st;
-}
-
-/*
  * Propagation or the relaxations found no solution. A component that
  * propagation alone proves infeasible has its rules named, with no linear
  * program over any component (the zero finder of a consistent one, first
  * in line, once failed numerically and hid the conflict); otherwise (the
  * relaxations' proof) each component's program decides.
  */
-static enum pm_status infeasible_components(struct boundary *bd, struct component *cs, size_t n,
+static enum pm_status infeasible_components(struct lp_context *bd, struct component *cs, size_t n,
 					    struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
@@ -642,80 +718,57 @@ static enum pm_status infeasible_components(struct boundary *bd, struct componen
 	return st;
 }
 
-enum pm_status boundary_find(const struct dataset *ds, const struct knowledge *k,
-			     const struct invariants *inv, const struct solver_options *o,
-			     uint8_t *zero, uint8_t *implied, uint8_t *deferred, unsigned flags,
-			     struct pm_error *err)
+/* The context of z's programs (the invariant rows of each bucket are
+ * indexed when the first program is built). */
+static struct lp_context context_of(const struct zeros *z, const struct solver_options *o)
 {
-	struct boundary bd = {.o = o, .ds = ds, .k = k, .inv = inv, .zero = zero};
+	return (struct lp_context){.o = o, .ds = z->ds, .k = z->k, .inv = z->inv, .zero = z->zero};
+}
+
+enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
+				  const struct solver_options *o, struct pm_error *err)
+{
+	struct lp_context bd = context_of(z, o);
+	struct component c = {.buckets = cs->bucket + cs->b_off[i],
+			      .n_buckets = cs->b_off[i + 1] - cs->b_off[i],
+			      .krows = cs->row + cs->r_off[i],
+			      .n_krows = cs->r_off[i + 1] - cs->r_off[i]};
+	enum pm_status st = component_solve(&bd, &c, err);
+
+	component_finish(&c);
+	context_finish(&bd);
+	return st;
+}
+
+enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o,
+				 struct pm_error *err)
+{
+	struct lp_context bd = context_of(z, o);
 	struct components lists = {0};
 	struct component *cs = NULL;
-	uint8_t *resolved = calloc(inv->n_rows + 1, 1);
-	size_t n = 0, new_zeros = 0;
-	size_t relax_cap = (flags & BOUNDARY_RELAX) || !deferred ? SIZE_MAX
-			   : flags & BOUNDARY_RELAX_SMALL	 ? RELAX_SMALL_CELLS
-								 : 0;
-	int infeasible = 0;
-	enum pm_status st = resolved ? PM_OK : PM_ERR_NOMEM;
+	size_t n = 0;
+	enum pm_status st = components_split(&bd, &lists, &cs, &n);
 
-	if (!st) {
-		direct_zeros(&bd);
-		st = empty_rows(&bd, err);
-	}
 	if (!st)
-		st = propagate_zeros(inv, zero, resolved, &infeasible);
-	/* a first probe goes without the relaxations of many cells, which cost
-	 * more than a probe that needs none of them; the small ones cost less
-	 * than a probe that fails for want of them (RELAX_SMALL_CELLS) */
-	if (!st && relax_cap)
-		st = relax_and_propagate(&bd, resolved, relax_cap, &infeasible);
-	if (!st && (infeasible || open_rows(inv, resolved)))
-		st = components_split(&bd, &lists, &cs, &n);
-	/* the linear program only where propagation left a row open, or to
-	 * name the rules of a conflict */
-	if (!st && infeasible)
 		st = infeasible_components(&bd, cs, n, err);
-	for (size_t i = 0; !st && !infeasible && i < n; i++) {
-		int stable = 0;
-		size_t found = 0;
-
-		if (component_resolved(&cs[i], resolved))
-			continue;
-		if (deferred) { /* the caller's solve is the probe */
-			for (size_t b = 0; b < cs[i].n_buckets; b++)
-				deferred[cs[i].buckets[b]] = 1;
-			continue;
-		}
-		if (o && (flags & BOUNDARY_PROBE))
-			st = component_probe(&bd, &cs[i], resolved, o, &stable, err);
-		/* the interior point method first: simplex takes minutes on
-		 * components of 100,000 cells */
-		if (!st && !stable)
-			st = component_center(&bd, &cs[i], resolved, &stable, &found, err);
-		if (!st && !stable)
-			st = component_solve(&bd, &cs[i], err);
-		new_zeros += found;
-	}
-	/* what the new zeros imply, for the rows' multipliers */
-	if (!st && new_zeros)
-		st = propagate_zeros(inv, zero, resolved, &infeasible);
-	if (!st && infeasible)
-		st = error_set(err, PM_ERR_INTERNAL, "",
-			       "forced-zero propagation and the linear program disagree");
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory finding forced zeros");
-	else if (st == PM_ERR_CANCELLED)
-		error_set(err, st, "", "the solve was cancelled");
 	for (size_t i = 0; i < n; i++)
 		component_finish(&cs[i]);
 	free(cs);
 	components_finish(&lists);
-	if (implied && resolved)
-		memcpy(implied, resolved, inv->n_rows);
-	free(resolved);
-	boundary_finish(&bd);
-	/* GLPK keeps a per-thread environment that would outlive a worker
-	 * thread; every program of this call is deleted, so free it */
-	glp_free_env();
+	context_finish(&bd);
 	return st;
+}
+
+void zeros_describe_row(const struct zeros *z, size_t row, char *msg, size_t len)
+{
+	struct lp_context bd = context_of(z, NULL);
+
+	describe_row(&bd, row, msg, len);
+}
+
+void zeros_lp_release(void)
+{
+	glp_free_env();
 }

@@ -1,6 +1,6 @@
 /*
  * A small primal-dual interior point method (Mehrotra predictor-corrector)
- * for the relaxations of boundary_relax.c:
+ * for the relaxations of zeros_relax.c:
  *
  *     find x with 0 <= x_j <= u_j, sum over group g of x_j = d_g,
  *     and for every row r: sum over j in r of x_j = c_r.
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "zeros.h"
 
 #define IPM_MAX_ITER 80
 
@@ -355,7 +355,7 @@ static int claims_proved(const struct ipm *s, const double *lo_bound, const doub
  * that a linear program (seconds on ten thousand variables) then had to
  * prove, where one or two more steps (milliseconds) prove them.
  */
-enum pm_status relax_ipm(const struct relax_problem *p, double *x, double *lo_bound,
+enum pm_status zeros_ipm(const struct relax_problem *p, double *x, double *lo_bound,
 			 double *up_bound, int *converged)
 {
 	struct ipm s = {.p = p, .n = p->n, .m = p->n_rows, .ng = p->n_groups};

@@ -7,7 +7,7 @@
 #include "check.h"
 #include "random_table.h"
 #include "reference.h"
-#include "solver_internal.h"
+#include "zeros.h"
 
 /* Does our zero[] equal the reference's forced[] cell for cell? */
 static int same_zeros(const struct invariants *inv, const struct reference_system *sys,
@@ -56,9 +56,10 @@ static void direct_zeros(const struct invariants *inv, uint8_t *zero)
 }
 
 /* deterministic: mined rules of confidence 0 or 1 only, propagation
- * alone; otherwise every mined rule through boundary_find, with or without
- * the dual probe. */
-static void random_instance(uint64_t seed, int deterministic, int probe, size_t *unresolved)
+ * alone; otherwise every mined rule through zeros_deepen to ZEROS_EXACT,
+ * at once or (stepwise) through every depth before it, each starting
+ * from what the last one found. */
+static void random_instance(uint64_t seed, int deterministic, int stepwise, size_t *unresolved)
 {
 	struct solver_options o;
 	uint64_t rng = seed;
@@ -80,17 +81,24 @@ static void random_instance(uint64_t seed, int deterministic, int probe, size_t 
 	resolved = calloc(inv.n_rows + 1, 1);
 	if (deterministic) {
 		direct_zeros(&inv, zero);
-		CHECK(propagate_zeros(&inv, zero, resolved, &infeasible) == PM_OK);
+		CHECK(zeros_propagate(&inv, zero, resolved, &infeasible) == PM_OK);
 		CHECK(!infeasible);
 		for (size_t r = inv.n_qi_rows + inv.n_sa_rows; r < inv.n_rows; r++)
 			*unresolved += !resolved[r];
 	} else {
-		CHECK(boundary_find(ds, &k, &inv, &o, zero, NULL, NULL,
-				    BOUNDARY_RELAX | (probe ? BOUNDARY_PROBE : 0), &err) == PM_OK);
+		struct zeros z;
+
+		CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
+		for (enum zeros_depth d = stepwise ? ZEROS_CHEAP : ZEROS_EXACT; d <= ZEROS_EXACT;
+		     d++)
+			CHECK(zeros_deepen(&z, d, &o, &err) == PM_OK && z.depth == d);
+		CHECK(z.open.n == 0);
+		memcpy(zero, z.zero, inv.n_cells);
+		zeros_finish(&z);
 	}
 	if (!same_zeros(&inv, &sys, zero))
 		fprintf(stderr, "zeros differ from the reference, seed %llu (%s)\n",
-			(unsigned long long)seed, deterministic ? "propagation" : "boundary_find");
+			(unsigned long long)seed, deterministic ? "propagation" : "zeros_deepen");
 	CHECK(same_zeros(&inv, &sys, zero));
 	free(zero);
 	free(resolved);
@@ -125,7 +133,7 @@ static void fixture_init(struct fixture *f, uint64_t seed)
 	f->zero = calloc(f->inv.n_cells + 1, 1);
 	f->resolved = calloc(f->inv.n_rows + 1, 1);
 	direct_zeros(&f->inv, f->zero);
-	CHECK(propagate_zeros(&f->inv, f->zero, f->resolved, &infeasible) == PM_OK);
+	CHECK(zeros_propagate(&f->inv, f->zero, f->resolved, &infeasible) == PM_OK);
 	CHECK(!infeasible); /* mined rules hold in the data */
 }
 
@@ -165,36 +173,38 @@ static size_t relax_rounds(struct fixture *f, size_t cap, struct relax_memo *mem
 	int infeasible = 0;
 
 	while (found && !infeasible) {
-		CHECK(boundary_relax(&f->inv, f->resolved, f->zero, cap, NULL, memo, &found,
-				     &infeasible) == PM_OK);
+		CHECK(zeros_relax(&f->inv, f->resolved, f->zero, cap, NULL, memo, &found,
+				  &infeasible) == PM_OK);
 		extra += found;
 		if (found)
-			CHECK(propagate_zeros(&f->inv, f->zero, f->resolved, &infeasible) == PM_OK);
+			CHECK(zeros_propagate(&f->inv, f->zero, f->resolved, &infeasible) == PM_OK);
 	}
 	CHECK(!infeasible);
 	return extra;
 }
 
-/* boundary_find's zeros with deferred components (the two-level probe's
- * call) and flags; how many. */
-static size_t deferred_zeros(const struct fixture *f, unsigned flags, uint8_t *zero)
+/* The zeros of the search to depth (short of ZEROS_EXACT: components
+ * stay open); how many, which z.found and z.added agree with. */
+static size_t depth_zeros(const struct fixture *f, enum zeros_depth depth, uint8_t *zero)
 {
-	uint8_t *deferred = calloc(f->inv.n_groups + 1, 1);
 	struct pm_error err = {0};
+	struct zeros z;
 	size_t n = 0;
 
-	memset(zero, 0, f->inv.n_cells);
-	CHECK(deferred && boundary_find(f->ds, &f->k, &f->inv, NULL, zero, NULL, deferred, flags,
-					&err) == PM_OK);
+	CHECK(zeros_init(&z, f->ds, &f->k, &f->inv) == PM_OK);
+	CHECK(zeros_deepen(&z, depth, NULL, &err) == PM_OK);
+	memcpy(zero, z.zero, f->inv.n_cells);
 	for (size_t c = 0; c < f->inv.n_cells; c++)
 		n += zero[c];
-	free(deferred);
+	CHECK(z.found == n && z.added == n && z.depth == depth);
+	CHECK(zeros_deepen(&z, depth, NULL, &err) == PM_OK && z.added == 0);
+	zeros_finish(&z);
 	return n;
 }
 
-/* The first probe's search (BOUNDARY_RELAX_SMALL) runs the relaxations of
- * small values, here all of them: the zeros of BOUNDARY_RELAX, more than
- * without (*more counts the instances where that shows). */
+/* The first probe's search (ZEROS_SMALL) runs the relaxations of small
+ * values, here all of them: the zeros of ZEROS_RELAXED, more than
+ * ZEROS_CHEAP's (*more counts the instances where that shows). */
 static void small_first(const struct fixture *f, size_t relaxed, size_t *more)
 {
 	uint8_t *all = calloc(f->inv.n_cells + 1, 1), *small = calloc(f->inv.n_cells + 1, 1);
@@ -203,10 +213,10 @@ static void small_first(const struct fixture *f, size_t relaxed, size_t *more)
 	CHECK(all && small);
 	if (!all || !small)
 		goto out;
-	deferred_zeros(f, BOUNDARY_RELAX, all);
-	n_small = deferred_zeros(f, BOUNDARY_RELAX_SMALL, small);
+	depth_zeros(f, ZEROS_RELAXED, all);
+	n_small = depth_zeros(f, ZEROS_SMALL, small);
 	CHECK(memcmp(all, small, f->inv.n_cells) == 0);
-	n_none = deferred_zeros(f, 0, all);
+	n_none = depth_zeros(f, ZEROS_CHEAP, all);
 	CHECK(n_none <= n_small);
 	if (relaxed)
 		CHECK(n_none < n_small);
@@ -266,7 +276,7 @@ static int cancel_now(void *ctx, int iteration, double max_violation)
 }
 
 /*
- * The interior point method of boundary_center.c, after propagation alone,
+ * The interior point method of zeros_center.c, after propagation alone,
  * on every bucket a knowledge row touches (components side by side) with
  * the rows propagation left open: every zero it proves is forced, and when
  * it settles, its zeros are exactly the reference's.
@@ -306,12 +316,12 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 			o.progress = cancel_now;
 			p.o = &o;
 			memcpy(scratch, f.zero, inv->n_cells);
-			CHECK(boundary_center(&p, scratch, &n, &done) == PM_ERR_CANCELLED);
+			CHECK(zeros_center(&p, scratch, &n, &done) == PM_ERR_CANCELLED);
 			CHECK(n == 0 && !done && !memcmp(scratch, f.zero, inv->n_cells));
 			p.o = NULL;
 			free(scratch);
 		}
-		CHECK(boundary_center(&p, f.zero, &n, &done) == PM_OK);
+		CHECK(zeros_center(&p, f.zero, &n, &done) == PM_OK);
 		compare(&f, &wrong, &missed);
 		if (wrong || (done && missed))
 			fprintf(stderr, "center zeros differ, seed %llu: %zu wrong, %zu missed\n",
@@ -370,7 +380,7 @@ static void propagate_one(const struct dataset *ds, const char *qv, const char *
 	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
 	CHECK(inv.n_rows < 16);
 	memset(zero, 0, inv.n_cells);
-	CHECK(propagate_zeros(&inv, zero, resolved, infeasible) == PM_OK);
+	CHECK(zeros_propagate(&inv, zero, resolved, infeasible) == PM_OK);
 	*resolved_rule = resolved[inv.n_rows - 1];
 	invariants_finish(&inv);
 	knowledge_finish(&k);
@@ -415,7 +425,7 @@ static void test_hand_cases(void)
 	dataset_destroy(ds);
 }
 
-/* propagate_zeros stops at a fixpoint: run again on its own result (every
+/* zeros_propagate stops at a fixpoint: run again on its own result (every
  * row and bucket looked at afresh) it adds no zero and resolves no row,
  * however many passes its own run needed. */
 static void fixpoint_instance(uint64_t seed, size_t *zeros)
@@ -434,12 +444,12 @@ static void fixpoint_instance(uint64_t seed, size_t *zeros)
 	zero = calloc(inv.n_cells + 1, 1);
 	resolved = calloc(inv.n_rows + 1, 1);
 	direct_zeros(&inv, zero);
-	CHECK(propagate_zeros(&inv, zero, resolved, &infeasible) == PM_OK);
+	CHECK(zeros_propagate(&inv, zero, resolved, &infeasible) == PM_OK);
 	zero2 = malloc(inv.n_cells + 1);
 	resolved2 = malloc(inv.n_rows + 1);
 	memcpy(zero2, zero, inv.n_cells + 1);
 	memcpy(resolved2, resolved, inv.n_rows + 1);
-	CHECK(propagate_zeros(&inv, zero2, resolved2, &infeasible) == PM_OK);
+	CHECK(zeros_propagate(&inv, zero2, resolved2, &infeasible) == PM_OK);
 	CHECK(!memcmp(zero, zero2, inv.n_cells) && !memcmp(resolved, resolved2, inv.n_rows));
 	for (size_t c = 0; c < inv.n_cells; c++)
 		*zeros += zero[c];
@@ -525,7 +535,7 @@ static glp_prob *zero_finder(int m, int n_rows, const int rows[][4], const doubl
 	return lp;
 }
 
-/* lp_solve on programs that GLPK's floating-point simplex gets wrong. */
+/* zeros_lp_solve on programs that GLPK's floating-point simplex gets wrong. */
 static void test_lp_solve(void)
 {
 	/* one bucket, q1 = (y1, y2), q2 = (y3, y4), value 1 = (y1, y3), and a
@@ -542,24 +552,24 @@ static void test_lp_solve(void)
 
 	glp_term_out(GLP_OFF);
 	lp = zero_finder(4, 4, tiny_rule, tiny_rhs);
-	CHECK(lp_solve(lp, NULL) == 1);
+	CHECK(zeros_lp_solve(lp, NULL) == 1);
 	CHECK(glp_get_obj_val(lp) == 4);
 	glp_delete_prob(lp);
 	/* the same bucket after a false zero on each value (stress seed
 	 * 38106743, before the relaxations' check held claims to 1e-9): rows
 	 * y1 = t, y2 = t twice and a rule y1 = 0.9999999 t admit only t = 0.
 	 * The simplex restarted after "numerical instability" for ever, and
-	 * lp_solve resumed it after every time slice: the solve hung */
+	 * zeros_lp_solve resumed it after every time slice: the solve hung */
 	lp = zero_finder(2, 4, hang_rows, hang_rhs);
-	CHECK(lp_solve(lp, NULL) == 1);
+	CHECK(zeros_lp_solve(lp, NULL) == 1);
 	CHECK(glp_get_obj_val(lp) == 0);
-	CHECK(glp_get_it_cnt(lp) <= lp_iteration_budget(lp) * 2);
+	CHECK(glp_get_it_cnt(lp) <= zeros_lp_iteration_budget(lp) * 2);
 	glp_delete_prob(lp);
 	/* two records, rules of 3e-9 and 0.999999997 on both (stress seed
 	 * 38000668): 6e-9 + 1.999999994 records is all of them, exactly in
 	 * decimal, but GLPK reads 0.999999997 as 333333332/333333333 */
 	lp = zero_finder(2, 3, pair_rows, pair_rhs);
-	CHECK(lp_exact(lp, NULL) == 1);
+	CHECK(zeros_lp_exact(lp, NULL) == 1);
 	CHECK(glp_get_obj_val(lp) == 2);
 	glp_delete_prob(lp);
 	glp_free_env();

@@ -31,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "zeros.h"
 
 /* A row within ZERO_RECORDS of one of its bounds is tight: the zeros that
  * then follow hold no more than that in any solution. Absolute, not a
@@ -556,7 +556,7 @@ static void bucket_step(struct prop *p, struct flow *w, size_t b)
  * buckets, a flow only its bucket's. Every step only adds zeros that hold
  * in every solution, so the fixpoint does not depend on the order.
  */
-enum pm_status propagate_zeros(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
 			       int *infeasible)
 {
 	struct prop p = {.inv = inv, .zero = zero};

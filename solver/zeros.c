@@ -1,0 +1,270 @@
+/*
+ * The search for forced zeros, by depth (zeros.h): the cheap arguments
+ * first (rows with right-hand side 0 zero their cells; zeros_propagate.c
+ * settles every component whose knowledge rows are all tight, as
+ * deterministic knowledge makes them, exactly), then the zeros that
+ * combinations of one value's rows force (zeros_relax.c, each proved),
+ * then, for each component of buckets that open rows still link, the
+ * exact decision: the interior point method of zeros_center.c, and where
+ * that does not settle, the linear program of zeros_lp.c. Untouched
+ * buckets keep the strictly positive closed form and are never looked at.
+ *
+ * The solver deepens only as far as its own solve shows a need
+ * (solver.c): most knowledge bounds are done after the cheap depths.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "zeros.h"
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+enum pm_status zeros_init(struct zeros *z, const struct dataset *ds, const struct knowledge *k,
+			  const struct invariants *inv)
+{
+	memset(z, 0, sizeof *z);
+	z->ds = ds;
+	z->k = k;
+	z->inv = inv;
+	z->zero = calloc(inv->n_cells + 1, 1);
+	z->implied = calloc(inv->n_rows + 1, 1);
+	z->memo = calloc(1, sizeof *z->memo);
+	return z->zero && z->implied && z->memo ? PM_OK : PM_ERR_NOMEM;
+}
+
+void zeros_finish(struct zeros *z)
+{
+	if (!z)
+		return;
+	free(z->zero);
+	free(z->implied);
+	relax_memo_finish(z->memo);
+	free(z->memo);
+	components_finish(&z->open);
+	memset(z, 0, sizeof *z);
+}
+
+/* Knowledge rows with right-hand side 0 zero all their cells. */
+static void direct_zeros(struct zeros *z)
+{
+	const struct invariants *inv = z->inv;
+
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++)
+		for (size_t e = inv->row_off[i]; inv->rhs[i] <= 0 && e < inv->row_off[i + 1]; e++)
+			z->zero[inv->row_cell[e]] = 1;
+}
+
+/*
+ * A knowledge row with no cell at all cannot hold unless its rhs is 0, to
+ * ZERO_RECORDS: P(s | Q) = 3e-10 over two records (6e-10 records) holds
+ * here as it does where the row has a cell that is zero to 1e-9 records.
+ */
+static enum pm_status empty_rows(const struct zeros *z, struct pm_error *err)
+{
+	const struct invariants *inv = z->inv;
+
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++) {
+		char msg[600] = "";
+
+		if (inv->row_off[i] < inv->row_off[i + 1] || inv->rhs[i] <= ZERO_RECORDS)
+			continue;
+		zeros_describe_row(z, i, msg, sizeof msg);
+		return error_set(err, PM_ERR_INCONSISTENT, "rules",
+				 "no distribution satisfies this rule: %s (no bucket holds both a "
+				 "matching record and the sensitive value)",
+				 msg);
+	}
+	return PM_OK;
+}
+
+/* ZEROS_CHEAP: the rows with right-hand side 0, then propagation. */
+static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *err)
+{
+	enum pm_status st;
+
+	direct_zeros(z);
+	st = empty_rows(z, err);
+	return st ? st : zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+}
+
+/*
+ * Zeros of the per-value relaxations (zeros_relax.c) of values whose
+ * open rows hold at most max_cells free cells, each round followed by
+ * propagation, until a round finds nothing new: what the relaxations
+ * force, the rows and flows may carry further, and the other way round.
+ * A value is relaxed again only where its buckets have new zeros (the
+ * memo, kept for the whole search).
+ */
+static enum pm_status relax_and_propagate(struct zeros *z, size_t max_cells,
+					  const struct solver_options *o, int *infeasible)
+{
+	enum pm_status st = PM_OK;
+	size_t found = 1;
+
+	while (!st && found && !*infeasible) {
+		st = zeros_relax(z->inv, z->implied, z->zero, max_cells, o, z->memo, &found,
+				 infeasible);
+		if (!st && found && !*infeasible)
+			st = zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+	}
+	return st;
+}
+
+/* The buckets through which an open row (not implied, with cells) runs
+ * into in (n_groups flags); how many rows are open. */
+static size_t open_buckets(const struct zeros *z, uint8_t *in)
+{
+	const struct invariants *inv = z->inv;
+	size_t n = 0;
+
+	memset(in, 0, inv->n_groups);
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
+		if (z->implied[r] || inv->row_off[r] == inv->row_off[r + 1])
+			continue;
+		n++;
+		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
+			in[inv->cell_group[inv->row_cell[e]]] = 1;
+	}
+	return n;
+}
+
+/* z->open: the components that open rows link (the implied rows, sums of
+ * invariant rows given the zeros, constrain nothing more). */
+static enum pm_status open_components(struct zeros *z)
+{
+	uint8_t *in = malloc(z->inv->n_groups + 1);
+	enum pm_status st = in ? PM_OK : PM_ERR_NOMEM;
+
+	components_finish(&z->open);
+	if (!st && open_buckets(z, in))
+		st = components_build(z->inv, in, z->implied, 0, &z->open);
+	free(in);
+	return st;
+}
+
+/* The interior point method of zeros_center.c on open component i:
+ * *settled when the zeros it proves are all there are. */
+static enum pm_status component_center(struct zeros *z, size_t i, const struct solver_options *o,
+				       int *settled, struct pm_error *err)
+{
+	const struct components *cs = &z->open;
+	struct center_problem p = {.inv = z->inv,
+				   .o = o,
+				   .buckets = cs->bucket + cs->b_off[i],
+				   .n_buckets = cs->b_off[i + 1] - cs->b_off[i],
+				   .rows = cs->row + cs->r_off[i],
+				   .n_rows = cs->r_off[i + 1] - cs->r_off[i],
+				   .zero = z->zero,
+				   .threads = o ? o->threads : 0};
+	size_t found = 0;
+	enum pm_status st = zeros_center(&p, z->zero, &found, settled);
+
+	if (st == PM_ERR_CANCELLED)
+		return error_set(err, st, "", "the solve was cancelled");
+	return st ? error_set(err, st, "", "out of memory") : PM_OK;
+}
+
+/*
+ * ZEROS_EXACT: every open component decided, the interior point method
+ * first (the simplex takes minutes on components of 100,000 cells), the
+ * linear program where it does not settle; then what the new zeros
+ * imply. Only the rows a component's zeros could need are in it: the
+ * open ones.
+ */
+static enum pm_status exact(struct zeros *z, const struct solver_options *o, int *infeasible,
+			    struct pm_error *err)
+{
+	enum pm_status st = PM_OK;
+
+	for (size_t i = 0; !st && i < z->open.n; i++) {
+		int settled = 0;
+
+		st = component_center(z, i, o, &settled, err);
+		if (!st && !settled)
+			st = zeros_lp_component(z, &z->open, i, o, err);
+	}
+	if (!st)
+		st = zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+	if (!st && *infeasible)
+		st = error_set(err, PM_ERR_INTERNAL, "",
+			       "forced-zero propagation and the linear program disagree");
+	return st;
+}
+
+/* The stages from z->depth (exclusive) to depth; *infeasible when
+ * propagation or a relaxation finds that no solution exists. */
+static enum pm_status stages(struct zeros *z, enum zeros_depth depth,
+			     const struct solver_options *o, int *infeasible, struct pm_error *err)
+{
+	enum pm_status st = PM_OK;
+
+	if (z->depth < ZEROS_CHEAP)
+		st = cheap(z, infeasible, err);
+	if (!st && !*infeasible && depth >= ZEROS_SMALL && z->depth < ZEROS_SMALL)
+		st = relax_and_propagate(z, ZEROS_SMALL_CELLS, o, infeasible);
+	if (!st && !*infeasible && depth >= ZEROS_RELAXED && z->depth < ZEROS_RELAXED)
+		st = relax_and_propagate(z, SIZE_MAX, o, infeasible);
+	if (!st && !*infeasible)
+		st = open_components(z);
+	if (!st && !*infeasible && depth >= ZEROS_EXACT && z->open.n) {
+		st = exact(z, o, infeasible, err);
+		if (!st) /* every component decided */
+			components_finish(&z->open);
+	}
+	return st;
+}
+
+static size_t count(const uint8_t *a, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += a[i];
+	return k;
+}
+
+enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const struct solver_options *o,
+			    struct pm_error *err)
+{
+	double t0 = now();
+	int infeasible = 0;
+	enum pm_status st;
+
+	z->added = 0;
+	if (depth <= z->depth)
+		return PM_OK;
+	st = stages(z, depth, o, &infeasible, err);
+	/* propagation or the relaxations found no solution: the rules of the
+	 * conflict named */
+	if (!st && infeasible) {
+		st = zeros_lp_conflict(z, o, err);
+		if (!st)
+			st = error_set(err, PM_ERR_INTERNAL, "",
+				       "forced-zero propagation and the linear program disagree");
+	}
+	if (st == PM_ERR_NOMEM)
+		error_set(err, st, "", "out of memory finding forced zeros");
+	else if (st == PM_ERR_CANCELLED)
+		error_set(err, st, "", "the solve was cancelled");
+	if (!st) {
+		size_t found = count(z->zero, z->inv->n_cells);
+
+		z->added = found - z->found;
+		z->found = found;
+		z->depth = depth;
+	}
+	/* GLPK keeps a per-thread environment that would outlive a worker
+	 * thread; every program of this call is deleted, so free it */
+	zeros_lp_release();
+	z->seconds += now() - t0;
+	return st;
+}
