@@ -44,6 +44,8 @@ struct newton {
 	double *h, *ldl; /* n x n: H formed, and its factorization (or NULL) */
 	double *work;	 /* for the factorization */
 	int dense;	 /* this direction: ldl preconditions, h multiplies */
+	int formed;	 /* H is formed at each step (from the first, or since CG cost more) */
+	long products;	 /* CG's products H v in the last direction */
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -112,7 +114,7 @@ static void setup(struct newton *nw)
 	size_t n = p->n;
 	int first = nl && !nl->known;
 
-	nw->dense = nw->h != NULL;
+	nw->dense = nw->formed;
 	if (!nw->dense) {
 		p->diag(p->ctx, nw->diag);
 		return;
@@ -168,12 +170,14 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	precondition(nw, nw->res, nw->z);
 	memcpy(nw->q, nw->z, n * sizeof *nw->q);
 	rz = dot(nw->res, nw->z, n);
+	nw->products = 0;
 	for (int it = 0; it < max_it; it++) {
 		double qhq, a, rz1;
 
 		if (!nw->dense && stop_asked(nw, iteration, viol))
 			return 1;
 		multiply(nw, nw->q, nw->hq);
+		nw->products += !nw->dense;
 		qhq = dot(nw->q, nw->hq, n);
 		if (!(qhq > 1e-300))
 			break;
@@ -243,6 +247,23 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 	return stop ? -1 : 0;
 }
 
+/* H formed from now on: CG took more products than forming H costs
+ * (p->cg_budget), and the problem made itself ready (p->form). Out of
+ * memory: CG goes on. */
+static void switch_to_formed(struct newton *nw)
+{
+	const struct newton_problem *p = nw->p;
+
+	if (nw->formed || !p->hessian || nw->products <= p->cg_budget)
+		return;
+	if (!nw->h) {
+		nw->h = malloc(p->n * p->n * sizeof *nw->h + 1);
+		nw->ldl = malloc(p->n * p->n * sizeof *nw->ldl + 1);
+		nw->work = malloc(schur_dense_work(p->n) * sizeof *nw->work);
+	}
+	nw->formed = nw->h && nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
+}
+
 static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
 			  double *x, struct maxent_stats *st, int *stalled)
 {
@@ -262,6 +283,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		if (direction(nw, eta, cg_max, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 		moved = line_search(nw, st->iterations, x, &viol, &full);
+		switch_to_formed(nw);
 		if (moved < 0)
 			return PM_ERR_CANCELLED;
 		if (!moved) {
@@ -297,12 +319,13 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	*stalled = 0;
-	if (p->hessian) {
+	nw.formed = p->hessian && p->formed;
+	if (nw.formed) {
 		nw.h = malloc(p->n * p->n * sizeof *nw.h + 1);
 		nw.ldl = malloc(p->n * p->n * sizeof *nw.ldl + 1);
 		nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work);
 	}
-	if (!all || (p->hessian && (!nw.h || !nw.ldl || !nw.work)))
+	if (!all || (nw.formed && (!nw.h || !nw.ldl || !nw.work)))
 		goto out;
 	nw.g = all;
 	nw.d = all + n;

@@ -262,8 +262,15 @@ struct newton_problem {
 	void (*diag)(void *ctx, double *out);		     /* diag(H) */
 	void (*hv)(void *ctx, const double *v, double *out); /* H v */
 	/* H itself (lower triangle, n x n row major), or NULL: then the
-	 * direction comes from products alone */
+	 * direction comes from products alone. Used from the first step
+	 * with `formed`; otherwise from the step after a direction that took
+	 * more than cg_budget products (where forming H would have cost
+	 * less), once form() (may be NULL) made the problem ready for it
+	 * (0; nonzero: stay with products). */
 	void (*hessian)(void *ctx, double *out);
+	int formed;
+	long cg_budget;
+	int (*form)(void *ctx);
 	/* stop (*stalled) on linear convergence, the mark of a minimum at
 	 * infinity: for probes */
 	int linear_stop;
@@ -426,7 +433,8 @@ struct twolevel {
 	 * them); per bucket row (qoff[k] + i) the patterns through its
 	 * cells, each once, with their cells (rpat, rcell from ck_off of the
 	 * row's first cell, rp_n of them) */
-	int dense;
+	int dense, formable;
+	long cg_budget; /* CG products a direction may take before forming H costs less */
 	size_t *lr_off;
 	double hscale;	    /* H's fixed point (fixed_scale) */
 	int clamp_all;	    /* tests: every pair through the clamped conversion */
@@ -488,7 +496,8 @@ double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *vi
  * bucket's M is factored there. */
 void twolevel_prepare(struct twolevel *t, const double *mu);
 /* The outer problem of t for newton_minimize: callbacks, ctx and n; H is
- * offered formed when t->dense and `formed` ask for it. */
+ * offered (with `formed`) where t can form it, from the first step when
+ * t->dense, else once CG has cost more than forming. */
 void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np);
 /* L-BFGS on G from μ = t->mu (the fallback of twolevel_run) until the
  * violation is within target; st->iterations goes on counting. */
@@ -512,9 +521,12 @@ static inline void twolevel_shape(const struct twolevel *t, size_t k, size_t *of
 /* The coupled buckets [*lo, *hi) of part p, balanced by cells. */
 void twolevel_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi);
 
-/* After twolevel_init's setup: whether H can and should be formed, and the
- * structure and scratch for forming it. */
+/* After twolevel_init's setup: whether H can be formed (formable) and
+ * should be from the start (dense), and if so, the structure and scratch
+ * for forming it (twolevel_hessian_enable: the same later, once CG has
+ * shown the cost model too hopeful). */
 enum pm_status twolevel_hessian_init(struct twolevel *t);
+enum pm_status twolevel_hessian_enable(struct twolevel *t);
 /* At the prepared point: H v, diag(H), and H formed (lower triangle of
  * r x r, row major; only if t->dense). */
 void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out);

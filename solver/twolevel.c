@@ -426,6 +426,18 @@ static void nt_hessian(void *ctx, double *out)
 	twolevel_hessian_form(ctx, out);
 }
 
+/* From the next step on, H formed: its structure and scratch, and the
+ * pass that forms it does the base's share too (twolevel_prepare). */
+static int nt_form(void *ctx)
+{
+	struct twolevel *t = ctx;
+
+	if (!t->formable || twolevel_hessian_enable(t))
+		return -1;
+	t->form_base = 1;
+	return 0;
+}
+
 void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 {
 	double records = 0;
@@ -439,7 +451,10 @@ void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 				      .prepare = nt_prepare,
 				      .diag = nt_diag,
 				      .hv = nt_hv,
-				      .hessian = formed && t->dense ? nt_hessian : NULL,
+				      .hessian = formed && t->formable ? nt_hessian : NULL,
+				      .formed = t->dense,
+				      .cg_budget = t->cg_budget,
+				      .form = nt_form,
 				      /* f sums terms of up to the records' size */
 				      .f_noise = 64 * DBL_EPSILON * records,
 				      .pool = t->pool};
@@ -585,6 +600,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations
 					? st->iterations + POLISH_STEPS
 					: o->max_iterations;
+		np.formed = t->dense; /* as the first run left it */
 		ret = newton_minimize(&np, &po, polish, x, st, &stalled);
 		stalled = 0; /* at the target already: no L-BFGS */
 	}

@@ -25,6 +25,7 @@
  * chunks of buckets to whichever thread is free and sums in fixed point,
  * exact in any order.
  */
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -603,17 +604,17 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	       z->rt <= DENSE_SCRATCH && z->inc <= DENSE_SCRATCH;
 }
 
-/* Whether forming and factoring H beats CG on products (the cost model
- * of DENSE_PAIR, DENSE_CELL, DENSE_CG). */
-static int worth_forming(const struct twolevel *t, const struct form_sizes *z)
+/* The CG products that cost as much as forming and factoring H (the cost
+ * model of DENSE_PAIR, DENSE_CELL): forming H beats CG on products when a
+ * direction takes more (DENSE_CG of them, as a rule). */
+static long cg_budget(const struct twolevel *t, const struct form_sizes *z)
 {
 	double r = (double)t->r, cells = (double)t->coff[t->nb];
 	double entries = (double)(t->ck_off[t->coff[t->nb]]);
+	/* factored by panels on the pool (newton.c): half */
+	double factor = r * r * r / 6 * 0.5;
 
-	/* large ones are factored by panels on the pool (newton.c): half */
-	double factor = r * r * r / 6 * (t->r >= 768 ? 0.5 : 1);
-
-	return factor + DENSE_PAIR * z->pairs <= DENSE_CG * DENSE_CELL * (cells + entries);
+	return (long)ceil((factor + DENSE_PAIR * z->pairs) / (DENSE_CELL * (cells + entries)));
 }
 
 /* init_patterns' pass: PATTERN_CHUNK buckets per item, taken by whichever
@@ -702,9 +703,22 @@ enum pm_status twolevel_hessian_init(struct twolevel *t)
 	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
 	if (!t->lr_off)
 		return PM_ERR_NOMEM;
-	t->dense = form_sizes(t, &z) && worth_forming(t, &z);
-	if (!t->dense)
+	t->formable = form_sizes(t, &z);
+	t->cg_budget = t->formable ? cg_budget(t, &z) : LONG_MAX;
+	if (!t->formable || t->cg_budget > DENSE_CG)
 		return PM_OK;
+	return twolevel_hessian_enable(t);
+}
+
+enum pm_status twolevel_hessian_enable(struct twolevel *t)
+{
+	struct form_sizes z;
+
+	if (t->dense)
+		return PM_OK;
+	if (!form_sizes(t, &z))
+		return PM_ERR_INTERNAL;
+	t->dense = 1;
 	if (init_patterns(t, &z))
 		return PM_ERR_NOMEM;
 	fixed_scale(t);

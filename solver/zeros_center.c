@@ -48,8 +48,10 @@
 /* Iterates with mu below this (times the largest count) try to certify. */
 #define CENTER_CERTIFY 1e-8
 /* Open rows up to which the dense Schur complement is formed (r^2
- * doubles: 128 MiB); larger components are left to the caller's LP. */
-#define CENTER_ROWS 4096
+ * doubles per part of the pool, before the dependent rows go: 512 MiB
+ * at most); larger components are left to the caller's LP, which is
+ * slower still. */
+#define CENTER_ROWS 8192
 
 struct center {
 	const struct center_problem *p;
@@ -453,7 +455,7 @@ static void form_part(void *ctx, int p, int parts)
  * in part order) and factored: 0, -1 on failure, 1 if the caller asked to
  * stop in between (forming and factoring take about as long, a quarter
  * of a second each on a thousand open rows and more). */
-static int factor_d(struct center *c)
+static int factor_d(struct center *c, double eps)
 {
 	int failed = 0;
 
@@ -468,7 +470,7 @@ static int factor_d(struct center *c)
 		return -1;
 	if (solver_stop_asked(c->p->o))
 		return 1;
-	schur_dense_factor(c->S, c->nr, SCHUR_PIVOT_EPS, c->scratch, c->pool);
+	schur_dense_factor(c->S, c->nr, eps, c->scratch, c->pool);
 	return 0;
 }
 
@@ -476,7 +478,7 @@ static int factor(struct center *c)
 {
 	for (size_t l = 0; l < c->n; l++)
 		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
-	return factor_d(c);
+	return factor_d(c, SCHUR_PIVOT_EPS);
 }
 
 /* rhs (bucket rows and columns) and dmu (open rows) hold r_p - A v; the
@@ -679,7 +681,7 @@ static int purify(struct center *c)
 
 	for (size_t l = 0; l < c->n; l++)
 		c->d[l] = c->fixed[l] || c->y[l] < c->s[l] ? 0 : 1;
-	if ((f = factor_d(c)))
+	if ((f = factor_d(c, SCHUR_PIVOT_EPS)))
 		return f;
 	for (int pass = 0; pass < 2; pass++) {
 		slacks(c);
@@ -800,41 +802,131 @@ static enum pm_status iterate(struct center *c, uint8_t *zero, size_t *found, in
  */
 #define CENTER_ROUNDS 4
 
+/* The structure of c for p's buckets and rows (local: inv cell ->
+ * local cell, -1 for zeros and cells of other buckets, n_cells entries);
+ * -1 when out of memory. */
+static int center_setup(struct center *c, const struct center_problem *p, int32_t *local)
+{
+	*c = (struct center){.p = p, .inv = p->inv, .nb = p->n_buckets, .nr = p->n_rows};
+	if (layout(c))
+		return -1;
+	for (size_t x = 0; x < p->inv->n_cells; x++)
+		local[x] = -1;
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t c0 = p->inv->cell_off[p->buckets[k]];
+
+		for (size_t l = c->loff[k]; l < c->loff[k + 1]; l++)
+			local[c0 + l - c->loff[k]] = p->zero[c0 + l - c->loff[k]] ? -1 : (int32_t)l;
+	}
+	return row_index(c, local) || center_alloc(c) ? -1 : 0;
+}
+
+/*
+ * The open rows that depend on the others and the invariants (rules on
+ * every value of one attribute with one s sum to that value's SA rows:
+ * half the open rows on Adult, K = 5000, qi_attributes 7): the null
+ * pivots of S at the starting point, where D is the closed form (no cell
+ * near a bound), found with SCHUR_DEPENDENT. They add nothing to the
+ * system but their share of the cubic cost; keep[r] = 0 for them. The
+ * number kept, or -1 (out of memory), -2 (cancelled).
+ */
+static long independent_rows(struct center *c, uint8_t *keep)
+{
+	size_t kept = 0;
+	int f;
+
+	start(c);
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
+	if ((f = factor_d(c, SCHUR_DEPENDENT)))
+		return f > 0 ? -2 : -1;
+	for (size_t r = 0; r < c->nr; r++)
+		kept += (keep[r] = c->S[r * c->nr + r] > 0);
+	return (long)kept;
+}
+
+/* Do the rows left out (keep[r] 0) hold at c's iterate, as rows implied
+ * by the others must (to 1e-6 of the largest count)? If not, their
+ * right-hand sides disagree with the others': no solution exists, and
+ * "settled" stands for nothing (the linear program names the conflict). */
+static int dropped_hold(const struct center *c, const struct center_problem *p, const uint8_t *keep,
+			const int32_t *local)
+{
+	const struct invariants *inv = p->inv;
+	double scale = 1;
+
+	for (size_t l = 0; l < c->n; l++)
+		scale = fmax(scale, c->u[l]);
+	for (size_t r = 0; r < p->n_rows; r++) {
+		size_t row = p->rows[r];
+		double sum = 0;
+
+		for (size_t x = inv->row_off[row]; !keep[r] && x < inv->row_off[row + 1]; x++)
+			if (local[inv->row_cell[x]] >= 0)
+				sum += c->y[local[inv->row_cell[x]]];
+		if (!keep[r] && !(fabs(sum - inv->rhs[row]) <= 1e-6 * scale))
+			return 0;
+	}
+	return 1;
+}
+
+/* The rounds of the method on c (CENTER_ROUNDS). */
+static enum pm_status rounds(struct center *c, uint8_t *zero, size_t *found, int *settled)
+{
+	enum pm_status st = PM_OK;
+
+	for (int round = 0; round < CENTER_ROUNDS; round++) {
+		size_t before = *found;
+
+		start(c); /* the zeros found so far fixed (zero is p->zero) */
+		st = iterate(c, zero, found, settled);
+		if (st || *settled || *found == before || zero != c->p->zero)
+			break;
+	}
+	return st;
+}
+
 enum pm_status zeros_center(const struct center_problem *p, uint8_t *zero, size_t *found,
 			    int *settled)
 {
-	struct center c = {.p = p, .inv = p->inv, .nb = p->n_buckets, .nr = p->n_rows};
+	struct center c = {0};
+	struct center_problem q = *p;
 	int32_t *local = malloc((p->inv->n_cells + 1) * sizeof *local);
+	uint8_t *keep = malloc(p->n_rows + 1);
+	uint32_t *rows = malloc((p->n_rows + 1) * sizeof *rows);
 	enum pm_status st = PM_ERR_NOMEM;
+	long kept;
 
 	*found = 0;
 	*settled = 0;
 	if (p->n_rows > CENTER_ROWS) {
-		free(local);
-		return PM_OK;
-	}
-	if (!local || layout(&c))
+		st = PM_OK;
 		goto out;
-	for (size_t x = 0; x < p->inv->n_cells; x++)
-		local[x] = -1;
-	for (size_t k = 0; k < c.nb; k++) {
-		size_t c0 = p->inv->cell_off[p->buckets[k]];
-
-		for (size_t l = c.loff[k]; l < c.loff[k + 1]; l++)
-			local[c0 + l - c.loff[k]] = p->zero[c0 + l - c.loff[k]] ? -1 : (int32_t)l;
 	}
-	if (row_index(&c, local) || center_alloc(&c))
+	if (!local || !keep || !rows || center_setup(&c, p, local))
 		goto out;
-	for (int round = 0; round < CENTER_ROUNDS; round++) {
-		size_t before = *found;
-
-		start(&c); /* the zeros found so far fixed (zero is p->zero) */
-		st = iterate(&c, zero, found, settled);
-		if (st || *settled || *found == before || zero != p->zero)
-			break;
+	kept = independent_rows(&c, keep);
+	if (kept < 0) {
+		st = kept == -2 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
+		goto out;
 	}
+	if ((size_t)kept < p->n_rows) { /* the same without the dependent rows */
+		q.n_rows = 0;
+		for (size_t r = 0; r < p->n_rows; r++)
+			if (keep[r])
+				rows[q.n_rows++] = p->rows[r];
+		q.rows = rows;
+		center_free(&c);
+		if (center_setup(&c, &q, local))
+			goto out;
+	}
+	st = rounds(&c, zero, found, settled);
+	if (!st && *settled && (size_t)kept < p->n_rows)
+		*settled = dropped_hold(&c, p, keep, local);
 out:
 	free(local);
+	free(keep);
+	free(rows);
 	center_free(&c);
 	return st;
 }
