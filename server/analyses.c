@@ -113,13 +113,14 @@ static int check_keys(const json_t *req, const char *const *keys, size_t n,
 
 static json_t *progress_json(struct http_server *h, const char *id)
 {
-	struct jobs_progress p = {0, NAN, 0};
+	struct jobs_progress p = {{SOLVER_PHASE_SETUP, 0, NAN}, 0};
 	double elapsed = 0;
 
 	if (jobs_progress(h->jobs, id, &p))
 		elapsed = round((pipeline_now() - p.started) * 1e3) / 1e3;
-	return json_pack("{s:i, s:o, s:f}", "iterations", p.iterations, "max_violation",
-			 isnan(p.max_violation) ? json_null() : json_real(p.max_violation),
+	return json_pack("{s:s, s:i, s:o, s:f}", "phase", solver_phase_name(p.now.phase),
+			 "iterations", p.now.iterations, "max_violation",
+			 isnan(p.now.max_violation) ? json_null() : json_real(p.now.max_violation),
 			 "elapsed", elapsed);
 }
 
@@ -498,11 +499,12 @@ static int client_gone(int fd)
 
 /* Stops the solve when the service stops or the client has gone (looked
  * at every 20 ms at most). */
-static int stop_requested(void *ctx, int iteration, double max_violation)
+static int stop_requested(void *ctx, const struct solver_progress *p)
 {
 	struct sync_solve *s = ctx;
 	double now;
 
+	(void)p;
 	if (__atomic_load_n(&s->h->stopping, __ATOMIC_RELAXED))
 		return 1;
 	now = pipeline_now();

@@ -98,18 +98,13 @@ static int can_take(const struct jobs *j)
 	return 1;
 }
 
-static int on_progress(void *ctx, int iteration, double max_violation)
+static int on_progress(void *ctx, const struct solver_progress *p)
 {
 	struct slot *s = ctx;
 	int cancel;
 
 	pthread_mutex_lock(&s->owner->mu);
-	/* the zero search polls with (0, NaN) between its steps: the last
-	 * real report stays what a poll of the analysis shows */
-	if (iteration > 0 || !isnan(max_violation)) {
-		s->p.iterations = iteration;
-		s->p.max_violation = max_violation;
-	}
+	s->p.now = *p;
 	cancel = s->cancel;
 	pthread_mutex_unlock(&s->owner->mu);
 	return cancel;
@@ -254,7 +249,7 @@ static void *worker(void *arg)
 		j->alone_running = alone;
 		s->busy = 1;
 		s->cancel = 0;
-		s->p = (struct jobs_progress){0, NAN, pipeline_now()};
+		s->p = (struct jobs_progress){{SOLVER_PHASE_SETUP, 0, NAN}, pipeline_now()};
 		pthread_mutex_unlock(&j->mu);
 		process(j, s);
 		pthread_mutex_lock(&j->mu);

@@ -28,8 +28,9 @@ struct run_clock {
 static int mining_stopped(void *ctx)
 {
 	struct run_clock *c = ctx;
+	struct solver_progress p = {SOLVER_PHASE_SETUP, 0, NAN};
 
-	if (c->o->progress && c->o->progress(c->o->progress_ctx, 0, NAN))
+	if (c->o->progress && c->o->progress(c->o->progress_ctx, &p))
 		return 1;
 	return c->expired = pipeline_now() >= c->end;
 }

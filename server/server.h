@@ -201,9 +201,8 @@ enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct 
 struct jobs;
 
 struct jobs_progress {
-	int iterations;
-	double max_violation; /* records; NAN before the first iteration */
-	double started;	      /* pipeline_now() when it started */
+	struct solver_progress now; /* the last report of its solve */
+	double started;		    /* pipeline_now() when it started */
 };
 
 struct jobs_stats {

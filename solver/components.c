@@ -199,7 +199,7 @@ static int comp_progress(void *ctx, int iteration, double max_violation)
 	int stop;
 
 	pthread_mutex_lock(&s->mu);
-	stop = s->o->progress(s->o->progress_ctx, iteration, max_violation);
+	stop = s->o->tick(s->o->tick_ctx, iteration, max_violation);
 	s->stopped |= stop != 0;
 	pthread_mutex_unlock(&s->mu);
 	return stop;
@@ -327,9 +327,9 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 		}
 		qsort(s.order, s.cs.n, sizeof *s.order, by_cells);
 		pthread_mutex_init(&s.mu, NULL);
-		if (o->progress) {
-			s.co.progress = comp_progress;
-			s.co.progress_ctx = &s;
+		if (o->tick) {
+			s.co.tick = comp_progress;
+			s.co.tick_ctx = &s;
 		}
 		comp_schedule(&s, pool);
 		pthread_mutex_destroy(&s.mu);

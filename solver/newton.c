@@ -144,7 +144,7 @@ static int stop_asked(const struct newton *nw, int iteration, double viol)
 {
 	const struct solver_options *o = nw->o;
 
-	return o->progress && o->progress(o->progress_ctx, iteration, viol);
+	return o->tick && o->tick(o->tick_ctx, iteration, viol);
 }
 
 /*

@@ -13,6 +13,13 @@
 
 #include "zeros.h"
 
+const char *solver_phase_name(enum solver_phase phase)
+{
+	static const char *const names[] = {"setup", "zeros", "iterate", "metrics"};
+
+	return (unsigned)phase < sizeof names / sizeof *names ? names[phase] : "unknown";
+}
+
 void solver_options_init(struct solver_options *o)
 {
 	memset(o, 0, sizeof *o);
@@ -74,8 +81,12 @@ void solver_pool_destroy(struct solver_pool *p)
 	free(p);
 }
 
+struct deadline;
+
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
+	struct deadline *dl; /* what the caller is told, and the clock */
+	int base;	     /* iterations of the solves that ended */
 	struct zeros z;
 	uint8_t *zero, *implied; /* z's */
 	uint8_t *active, *cpl;
@@ -418,6 +429,8 @@ static enum pm_status find_zeros(struct run *u, enum zeros_depth depth,
 	return st;
 }
 
+static int run_phase(struct run *u, enum solver_phase phase, struct pm_error *err);
+
 /* The depth the zero search starts at: the two-level solve costs less
  * than most relaxations, the full dual more than all of them. */
 static enum zeros_depth first_depth(const struct solver_options *o)
@@ -456,17 +469,24 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
 	if (!inv->n_knowledge_rows)
-		return solve_split(ds, inv, o, 0, u, r, err);
+		return run_phase(u, SOLVER_PHASE_ITERATE, err)
+			   ? PM_ERR_CANCELLED
+			   : solve_split(ds, inv, o, 0, u, r, err);
 	for (enum zeros_depth d = first_depth(o); !st && d <= ZEROS_EXACT; d++) {
 		int probe;
 		struct solver_options so;
 
+		if (run_phase(u, SOLVER_PHASE_ZEROS, err))
+			return PM_ERR_CANCELLED;
 		st = find_zeros(u, d, o, err);
 		if (st)
 			break;
 		if (solved && !u->z.added && (d < ZEROS_EXACT || u->ms.converged))
 			continue;
 		probe = d < ZEROS_EXACT && u->z.open.n;
+		u->base = used; /* the count goes on from the solves before */
+		if (run_phase(u, SOLVER_PHASE_ITERATE, err))
+			return PM_ERR_CANCELLED;
 		so = probe ? probe_options(o, used) : *o;
 		if (!probe)
 			so.max_iterations = o->max_iterations - used;
@@ -496,17 +516,53 @@ struct deadline {
 	double stall;  /* seconds to wait at the first check; 0 once waited */
 	int expired;   /* the time limit stopped the solve */
 	int cancelled; /* the caller did */
+	/* what the caller is told (struct solver_progress): the phase, and
+	 * the iterations of the solves that ended (base) to which the
+	 * running one's count adds */
+	struct solver_progress now;
+	int base;
 };
 
 /* Sleeps of the stall, between which the cancel and the limit are
  * polled. */
 #define STALL_SLEEP 0.005
 
-static int deadline_caller(const struct deadline *d, int iteration, double violation)
+/* The caller's callback, told where the solve is: a report of an
+ * iterate (iteration > 0, or a violation) moves the count on from the
+ * solves before it (base), never back (components report their own
+ * counts, one at a time); a poll (0, NaN) only repeats the phase. */
+static int deadline_caller(struct deadline *d, int iteration, double violation)
 {
 	const struct solver_options *o = d->caller;
 
-	return o->progress && o->progress(o->progress_ctx, iteration, violation);
+	if (iteration > 0 || !isnan(violation)) {
+		int it = d->base + iteration;
+
+		d->now.iterations = it > d->now.iterations ? it : d->now.iterations;
+		d->now.max_violation = violation;
+	}
+	return o->progress && o->progress(o->progress_ctx, &d->now);
+}
+
+/* The phase the caller is told of from now on (and at once, a chance
+ * to cancel): 1 if the solve is to stop. */
+static int deadline_phase(struct deadline *d, enum solver_phase phase, int base)
+{
+	d->now.phase = phase;
+	d->base = base;
+	if (d->expired || d->cancelled)
+		return 1;
+	if ((d->cancelled = deadline_caller(d, 0, NAN)))
+		return 1;
+	return d->expired = now() >= d->end;
+}
+
+static int run_phase(struct run *u, enum solver_phase phase, struct pm_error *err)
+{
+	if (!deadline_phase(u->dl, phase, u->base))
+		return 0;
+	error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
+	return 1;
 }
 
 /* The stall, in small sleeps: 1 when a cancel or the limit ends it. */
@@ -612,16 +668,17 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 {
 	struct run u = {0};
 	double t0 = now(), t1;
-	struct deadline dl = {.caller = o, .end = INFINITY, .stall = o->stall};
+	struct deadline dl = {.caller = o,
+			      .end = o->time_limit > 0 ? t0 + o->time_limit : INFINITY,
+			      .stall = o->stall,
+			      .now = {SOLVER_PHASE_ZEROS, 0, NAN}};
 	struct solver_options wo = *o;
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	if (o->time_limit > 0 || o->stall > 0) {
-		dl.end = o->time_limit > 0 ? t0 + o->time_limit : INFINITY;
-		wo.progress = deadline_progress;
-		wo.progress_ctx = &dl;
-	}
+	wo.tick = deadline_progress;
+	wo.tick_ctx = &dl;
+	u.dl = &dl;
 	/* every cell is written by the split (solve_split) */
 	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
 	st = r->cells ? run_init(&u, ds, k, inv, o) : PM_ERR_NOMEM;
@@ -638,6 +695,10 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		goto out;
 	r->iterations = u.ms.iterations;
 	t1 = now();
+	if (!dl.expired && deadline_phase(&dl, SOLVER_PHASE_METRICS, u.ms.iterations)) {
+		st = error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
+		goto out;
+	}
 	st = metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
 	if (st)
 		goto out;

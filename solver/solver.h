@@ -17,17 +17,44 @@ enum solver_method {
 	SOLVER_FULL_DUAL = 1, /* the paper's method: every multiplier */
 };
 
+/* What a solve (or the pipeline around it) is doing. */
+enum solver_phase {
+	SOLVER_PHASE_SETUP = 0,	  /* before the solve: input, mined rules, rows (the pipeline's) */
+	SOLVER_PHASE_ZEROS = 1,	  /* the search for forced zeros */
+	SOLVER_PHASE_ITERATE = 2, /* the dual's iterations */
+	SOLVER_PHASE_METRICS = 3, /* the posterior and the accuracies */
+};
+
+/* "setup", "zeros", "iterate", "metrics". */
+const char *solver_phase_name(enum solver_phase phase);
+
+/*
+ * Where a solve is. iterations counts every iteration of the solve so
+ * far (the probes' and the final solve's: the zero search may go deeper
+ * after a first solve, which goes on counting) and never goes back;
+ * max_violation (records) is the last iterate's, NaN before the first.
+ */
+struct solver_progress {
+	enum solver_phase phase;
+	int iterations;
+	double max_violation;
+};
+
 struct solver_options {
 	enum solver_method method;
 	double tolerance;   /* max_violation target, records; default 1e-6 */
-	int max_iterations; /* L-BFGS iterations; default 10000 */
-	/* Called after every iteration, between the trials of a long line
-	 * search (with the current iteration count and violation), and with
-	 * iteration 0 and max_violation NaN between the steps of the search
-	 * for forced zeros, which has no iteration to report; a nonzero
+	int max_iterations; /* iterations of the whole solve; default 10000 */
+	/* Called with where the solve is after every iteration, between the
+	 * trials of a long line search and between the steps of the search
+	 * for forced zeros, which has no iteration of its own; a nonzero
 	 * return cancels the solve (PM_ERR_CANCELLED). May be NULL. */
-	int (*progress)(void *ctx, int iteration, double max_violation);
+	int (*progress)(void *ctx, const struct solver_progress *p);
 	void *progress_ctx;
+	/* The solver's parts report to this (iteration, violation; 0 and
+	 * NaN where there is no iteration), set by solver_run in front of
+	 * `progress`: callers of solver_run leave it NULL. */
+	int (*tick)(void *ctx, int iteration, double max_violation);
+	void *tick_ctx;
 	int threads; /* threads of the two-level solve; 0: parallel_cpus() */
 	/* Threads kept across solves (borrowed; NULL: the solve starts its
 	 * own, `threads` of them). One solve at a time per pool. */

@@ -66,15 +66,16 @@ typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
 #endif
 
 /*
- * Has the caller asked the solve to stop? o's progress callback (o may be
- * NULL) with no iteration to report (0, NaN): a cancel, or the time limit
- * that solver.c puts in front of the caller's callback. Polled between
- * the steps of the zero search (relaxations, interior point iterations,
- * LP slices), which have no iterations of their own to report.
+ * Has the caller asked the solve to stop? o's tick (o may be NULL) with no
+ * iteration to report (0, NaN): a cancel, or the time limit, both of
+ * which solver.c's tick checks before it tells the caller where the
+ * solve is. Polled between the steps of the zero search (relaxations,
+ * interior point iterations, LP slices), which have no iterations of
+ * their own to report.
  */
 static inline int solver_stop_asked(const struct solver_options *o)
 {
-	return o && o->progress && o->progress(o->progress_ctx, 0, NAN);
+	return o && o->tick && o->tick(o->tick_ctx, 0, NAN);
 }
 
 /*

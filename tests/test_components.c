@@ -166,8 +166,8 @@ static double check_solve(struct instance *in, struct parallel *pool, struct pro
 	double *y = calloc(in->inv.n_cells + 1, sizeof *y), worst = -1;
 
 	solver_options_init(&o);
-	o.progress = on_progress;
-	o.progress_ctx = pr;
+	o.tick = on_progress;
+	o.tick_ctx = pr;
 	if (y && joint(in, y) &&
 	    twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, pool, in->y,
 			   NULL, &st, &err) == PM_OK &&
@@ -191,8 +191,8 @@ static void check_cancel(struct instance *in, struct parallel *pool)
 	struct progress pr = {.stop_at = 1};
 
 	solver_options_init(&o);
-	o.progress = on_progress;
-	o.progress_ctx = &pr;
+	o.tick = on_progress;
+	o.tick_ctx = &pr;
 	if (twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, pool, in->y,
 			   NULL, &st, &err) == PM_ERR_CANCELLED) {
 		CHECK(pr.calls >= 1);

@@ -56,7 +56,7 @@ static int wait_running(struct jobs *j, const char *id)
 	struct jobs_progress p;
 
 	for (int i = 0; i < 6000; i++) {
-		if (jobs_progress(j, id, &p) && p.iterations > 0)
+		if (jobs_progress(j, id, &p) && p.now.iterations > 0)
 			return 1;
 		usleep(10000);
 	}

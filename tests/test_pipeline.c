@@ -274,8 +274,9 @@ static struct dataset *wide(size_t n_attrs)
 	return ds;
 }
 
-static int cancel_now(void *ctx, int iteration, double violation)
+static int cancel_now(void *ctx, const struct solver_progress *p)
 {
+	(void)ctx, (void)p;
 	return 1;
 }
 

@@ -227,17 +227,17 @@ static void test_conflicts(const struct dataset *ds)
 	knowledge_finish(&k);
 }
 
-static int cancel_at_3(void *ctx, int iteration, double max_violation)
+static int cancel_at_3(void *ctx, const struct solver_progress *p)
 {
 	int *calls = ctx;
 
-	if (isnan(max_violation)) { /* a check of the zero search: no iteration */
-		CHECK(iteration == 0);
+	if (isnan(p->max_violation)) { /* before the first iterate */
+		CHECK(p->iterations == 0 && p->phase != SOLVER_PHASE_METRICS);
 		return 0;
 	}
 	(*calls)++;
-	CHECK(max_violation >= 0);
-	return iteration >= 3;
+	CHECK(p->max_violation >= 0 && p->phase == SOLVER_PHASE_ITERATE);
+	return p->iterations >= 3;
 }
 
 /* The iteration limit gives not_converged with its reason; a progress
@@ -523,11 +523,10 @@ static void limit_case_finish(struct limit_case *lc)
 	knowledge_finish(&lc->k);
 }
 
-/* With a time limit so small that the first check stops the solve: in
- * the zero search (the relaxations check first), the closed form in
- * every bucket, the rules' violation reported; in the full dual's first
- * iteration (a deterministic rule: no search to check in), its iterate
- * scaled to the invariants, the rule met by its zeros. */
+/* With a time limit so small that the first check stops the solve (the
+ * start of the zero search, for either method, deterministic rules
+ * too): the closed form in every bucket, the rules' violation
+ * reported. */
 static void test_time_limit_first_check(const struct dataset *fig)
 {
 	static const char *const then[] = {"Flu", "Breast Cancer", NULL, NULL};
@@ -539,7 +538,6 @@ static void test_time_limit_first_check(const struct dataset *fig)
 		struct solver_result r;
 		struct pm_error err = {0};
 		double *y;
-		int iterate = i == 1;
 
 		limit_case(&lc, i < 2 ? fig : big, then[i], i ? 0 : 0.5);
 		solver_options_init(&o);
@@ -547,11 +545,11 @@ static void test_time_limit_first_check(const struct dataset *fig)
 		o.method = i % 2 ? SOLVER_FULL_DUAL : SOLVER_TWO_LEVEL;
 		CHECK(solver_run(lc.ds, &lc.k, &lc.inv, &o, &r, &err) == PM_OK);
 		check_best_point(lc.ds, &lc.inv, &r);
-		CHECK(r.iterations == iterate);
-		CHECK(iterate ? r.max_violation <= 1e-9 : r.max_violation > 1e-3);
+		CHECK(r.iterations == 0);
+		CHECK(r.max_violation > 1e-3);
 		y = malloc((lc.inv.n_cells + 1) * sizeof *y);
 		closed_cells(lc.ds, &lc.inv, y);
-		for (size_t c = 0; !iterate && c < lc.inv.n_cells; c++)
+		for (size_t c = 0; c < lc.inv.n_cells; c++)
 			CHECK_NEAR(r.cells[c], y[c], 1e-12);
 		free(y);
 		solver_result_finish(&r);
@@ -567,13 +565,12 @@ struct late {
 	int reports;
 };
 
-static int sleep_at_first_iteration(void *ctx, int iteration, double max_violation)
+static int sleep_at_first_iteration(void *ctx, const struct solver_progress *p)
 {
 	struct late *l = ctx;
 	struct timespec ts = {0, (long)(l->sleep * 1e9)};
 
-	(void)iteration;
-	if (!isnan(max_violation) && l->reports++ == 0)
+	if (!isnan(p->max_violation) && l->reports++ == 0)
 		nanosleep(&ts, NULL);
 	return 0;
 }
@@ -612,28 +609,30 @@ static void test_time_limit_iterate(const struct dataset *fig)
 }
 
 /* Sleeps past the limit at the first iteration of a solve that starts
- * over (a report after the zero search's checks, which came after
- * reports): the last report before it was the end of the last solve. */
+ * over (an iterate reported after a zero search that came after
+ * iterates): the last report before it was the end of the last solve. */
 struct restart {
 	double sleep, last, first;
-	int reports, searched, slept;
+	int reports, searched, slept, mark;
 };
 
-static int sleep_at_restart(void *ctx, int iteration, double max_violation)
+static int sleep_at_restart(void *ctx, const struct solver_progress *p)
 {
 	struct restart *s = ctx;
 	struct timespec ts = {0, (long)(s->sleep * 1e9)};
 
-	(void)iteration;
-	if (isnan(max_violation)) {
+	if (p->phase == SOLVER_PHASE_ZEROS) {
 		s->searched |= s->reports > 0;
+		s->mark = p->iterations;
 		return 0;
 	}
+	if (p->phase != SOLVER_PHASE_ITERATE || p->iterations <= s->mark)
+		return 0; /* no new iterate */
 	if (s->searched && !s->slept++) {
-		s->first = max_violation;
+		s->first = p->max_violation;
 		nanosleep(&ts, NULL);
 	}
-	s->last = s->slept ? s->last : max_violation;
+	s->last = s->slept ? s->last : p->max_violation;
 	s->reports++;
 	return 0;
 }
@@ -712,11 +711,11 @@ static void test_time_limit_generous(void)
 }
 
 /* Cancels once it has been called `after` times. */
-static int cancel_after(void *ctx, int iteration, double max_violation)
+static int cancel_after(void *ctx, const struct solver_progress *p)
 {
 	int *left = ctx;
 
-	(void)iteration, (void)max_violation;
+	(void)p;
 	return --*left < 0;
 }
 
@@ -765,6 +764,89 @@ static void test_stall(const struct dataset *ds)
 	knowledge_finish(&k);
 }
 
+/* Every report of a solve, checked as it comes: iterations never go
+ * back, the violation is NaN only before the first iterate, setup is
+ * never the solver's; stop_phase (>= 0) cancels at the first report of
+ * that phase, sleep_phase (>= 0) sleeps at each of its reports (a long
+ * phase, for the time limit). */
+struct phases {
+	int reports[4], last_iterations, stop_phase, sleep_phase, after_stop;
+	double sleep;
+	enum solver_phase last;
+};
+
+static int record_phase(void *ctx, const struct solver_progress *p)
+{
+	struct phases *ph = ctx;
+	struct timespec ts = {0, (long)(ph->sleep * 1e9)};
+
+	CHECK(p->phase >= SOLVER_PHASE_ZEROS && p->phase <= SOLVER_PHASE_METRICS);
+	CHECK(p->iterations >= ph->last_iterations);
+	CHECK(!isnan(p->max_violation) || p->iterations == 0);
+	ph->after_stop += ph->stop_phase >= 0 && ph->reports[ph->stop_phase] > 0;
+	ph->last_iterations = p->iterations;
+	ph->last = p->phase;
+	ph->reports[p->phase]++;
+	if ((int)p->phase == ph->sleep_phase)
+		nanosleep(&ts, NULL);
+	return (int)p->phase == ph->stop_phase;
+}
+
+/*
+ * Progress names its phase and only moves forward, on a random table
+ * whose zero search goes deep (seed of test_time_limit_restart: its
+ * probe is unclean, the search deepens after it, and the solve starts
+ * again); a cancel works in each phase (nothing is reported after it),
+ * and a time limit that runs out while the zero search is long (each of
+ * its polls slow) ends the solve there, with the best point.
+ */
+static void test_progress_phases(void)
+{
+	uint64_t rng = 0x7100000 + 27;
+	struct dataset *ds = random_dataset(&rng);
+	struct knowledge k;
+	struct invariants inv;
+	struct miner_options mo;
+	struct solver_options o;
+	struct solver_result r;
+	struct pm_error err = {0};
+	struct phases ph = {.stop_phase = -1, .sleep_phase = -1};
+
+	knowledge_init(&k);
+	miner_options_init(&mo);
+	mo.positive = rng_in(&rng, 0, 12);
+	mo.negative = rng_in(&rng, 0, 12);
+	mo.min_support = rng_in(&rng, 1, 3);
+	mo.qi_attributes = rng_in(&rng, 0, ds->n_attrs);
+	CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	solver_options_init(&o);
+	o.progress = record_phase;
+	o.progress_ctx = &ph;
+	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK && r.status == SOLVER_CONVERGED);
+	CHECK(ph.reports[SOLVER_PHASE_ZEROS] > 1 && ph.reports[SOLVER_PHASE_ITERATE] > 1);
+	CHECK(ph.reports[SOLVER_PHASE_METRICS] == 1 && ph.last == SOLVER_PHASE_METRICS);
+	CHECK(ph.last_iterations == r.iterations);
+	solver_result_finish(&r);
+	for (int stop = SOLVER_PHASE_ZEROS; stop <= SOLVER_PHASE_METRICS; stop++) {
+		ph = (struct phases){.stop_phase = stop, .sleep_phase = -1};
+		CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_ERR_CANCELLED);
+		CHECK_CONTAINS(err.message, "cancelled");
+		CHECK(ph.reports[stop] == 1 && ph.after_stop == 0);
+		solver_result_finish(&r);
+	}
+	ph = (struct phases){.stop_phase = -1, .sleep_phase = SOLVER_PHASE_ZEROS, .sleep = 0.02};
+	o.time_limit = 0.1;
+	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK);
+	CHECK(r.status == SOLVER_NOT_CONVERGED && !strcmp(r.reason, "time_limit"));
+	CHECK(r.seconds < 0.1 + 0.05 && ph.reports[SOLVER_PHASE_ITERATE] == 0);
+	check_best_point(ds, &inv, &r);
+	solver_result_finish(&r);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	struct dataset *ds = load_csv("figure1.csv");
@@ -782,5 +864,6 @@ int main(void)
 	test_pool();
 	test_time_limit_generous();
 	test_time_limit_restart();
+	test_progress_phases();
 	return check_done();
 }

@@ -313,7 +313,7 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 			uint8_t *scratch = malloc(inv->n_cells + 1);
 
 			solver_options_init(&o);
-			o.progress = cancel_now;
+			o.tick = cancel_now;
 			p.o = &o;
 			memcpy(scratch, f.zero, inv->n_cells);
 			CHECK(zeros_center(&p, scratch, &n, &done) == PM_ERR_CANCELLED);

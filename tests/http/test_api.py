@@ -499,17 +499,26 @@ def test_cancel_queued_and_running_and_503(make_server, spec):
     # cancel the queued one
     r = c.delete("/v1/analyses/" + queued["id"])
     assert r.status == 200 and r.json()["status"] == "cancelled", r
-    # progress moves while it runs (after mining and building), then cancel
-    # it: the worker stops within a second
+    # progress moves while it runs (after mining and building), only
+    # forward, naming its phase; then cancel it: the worker stops within a
+    # second
     deadline = time.monotonic() + 30 * SLOW
+    order = ["setup", "zeros", "iterate", "metrics"]
+    last = None
     while True:
         a = c.get("/v1/analyses/" + running["id"]).json()
         assert a["status"] == "running", a
-        if a["progress"]["iterations"] > 0:
+        p = a["progress"]
+        assert p["phase"] in order, a
+        assert last is None or p["iterations"] >= last["iterations"], (last, p)
+        assert last is None or p["phase"] != "setup" or last["phase"] == "setup", (last, p)
+        last = p
+        if p["iterations"] > 0:
             break
         assert time.monotonic() < deadline, a
         time.sleep(0.05)
-    assert a["progress"]["max_violation"] is not None and a["progress"]["elapsed"] > 0, a
+    assert p["phase"] in ("zeros", "iterate"), a
+    assert p["max_violation"] is not None and p["elapsed"] > 0, a
     t0 = time.monotonic()
     r = c.delete("/v1/analyses/" + running["id"])
     assert r.status == 200 and r.json()["status"] == "cancelled", r

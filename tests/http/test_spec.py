@@ -359,7 +359,7 @@ def test_analysis_schema_ties_status_to_its_parts(cli_results):
             "attempts": 1, "request": {"knowledge": None, "solver": None}}
     problem = {"type": "about:blank", "title": "Unprocessable Content", "status": 422,
                "detail": "rules[0] and rules[1] conflict", "field": "knowledge.rules"}
-    progress = {"iterations": 3, "max_violation": None, "elapsed": 0.2}
+    progress = {"phase": "zeros", "iterations": 3, "max_violation": None, "elapsed": 0.2}
     valid(dict(base, status="queued"), "Analysis")
     valid(dict(base, status="running", progress=progress), "Analysis")
     valid(dict(base, status="succeeded", result=res), "Analysis")
@@ -369,6 +369,9 @@ def test_analysis_schema_ties_status_to_its_parts(cli_results):
     invalid(dict(base, status="failed"), "Analysis")
     invalid(dict(base, status="queued", result=res), "Analysis")
     invalid(dict(base, status="succeeded", result=res, progress=progress), "Analysis")
+    invalid(dict(base, status="running", progress=dict(progress, phase="probe")), "Analysis")
+    invalid(dict(base, status="running",
+                 progress={k: v for k, v in progress.items() if k != "phase"}), "Analysis")
     invalid(dict(base, status="done"), "Analysis")
     invalid(dict(base, status="queued", created="yesterday"), "Analysis")
     invalid(dict(base, status="queued", id="a1"), "Analysis")
