@@ -32,8 +32,9 @@
 
 #include "solver_internal.h"
 
-/* Open rows up to which H may be formed (r^2 doubles per part). */
-#define DENSE_ROWS 2048
+/* Open rows up to which H may be formed (r^2 doubles per part, and two
+ * more for newton.c's copy and factors: 128 MiB each at most). */
+#define DENSE_ROWS 4096
 /* Cap (doubles) on a part's per-bucket scratch for forming H. */
 #define DENSE_SCRATCH ((size_t)1 << 22)
 /*

@@ -152,21 +152,28 @@ static enum pm_status open_components(struct zeros *z)
 }
 
 /* The interior point method of zeros_center.c on open component i:
- * *settled when the zeros it proves are all there are. */
+ * *settled when the zeros it proves are all there are; then the rows it
+ * found dependent on the others (and saw hold) are implied. */
 static enum pm_status component_center(struct zeros *z, size_t i, const struct solver_options *o,
 				       int *settled, struct pm_error *err)
 {
 	const struct components *cs = &z->open;
+	size_t n_rows = cs->r_off[i + 1] - cs->r_off[i];
 	struct center_problem p = {.inv = z->inv,
 				   .o = o,
 				   .buckets = cs->bucket + cs->b_off[i],
 				   .n_buckets = cs->b_off[i + 1] - cs->b_off[i],
 				   .rows = cs->row + cs->r_off[i],
-				   .n_rows = cs->r_off[i + 1] - cs->r_off[i],
+				   .n_rows = n_rows,
 				   .zero = z->zero,
-				   .threads = o ? o->threads : 0};
+				   .threads = o ? o->threads : 0,
+				   .dependent = calloc(n_rows + 1, 1)};
 	size_t found = 0;
-	enum pm_status st = zeros_center(&p, z->zero, &found, settled);
+	enum pm_status st = p.dependent ? zeros_center(&p, z->zero, &found, settled) : PM_ERR_NOMEM;
+
+	for (size_t r = 0; !st && *settled && r < p.n_rows; r++)
+		z->implied[p.rows[r]] |= p.dependent[r];
+	free(p.dependent);
 
 	if (st == PM_ERR_CANCELLED)
 		return error_set(err, st, "", "the solve was cancelled");

@@ -280,6 +280,10 @@ struct center_problem {
 	size_t n_buckets, n_rows;
 	const uint8_t *zero;
 	int threads; /* of the pool forming the Schur complement (<= 0: all) */
+	/* out (n_rows flags, may be NULL): the rows that depend on the
+	 * others and the invariants, left out of the method; with *settled,
+	 * each holds at its end (implied: no multiplier needed) */
+	uint8_t *dependent;
 };
 
 /* Forced zeros of the component by an interior point method: every cell

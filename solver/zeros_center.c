@@ -923,6 +923,8 @@ enum pm_status zeros_center(const struct center_problem *p, uint8_t *zero, size_
 	st = rounds(&c, zero, found, settled);
 	if (!st && *settled && (size_t)kept < p->n_rows)
 		*settled = dropped_hold(&c, p, keep, local);
+	for (size_t r = 0; !st && p->dependent && r < p->n_rows; r++)
+		p->dependent[r] = !keep[r];
 out:
 	free(local);
 	free(keep);
