@@ -7,7 +7,7 @@
  *
  * so the gradient is exactly the constraint violation in records and the
  * stopping test is max |∇D| <= tolerance, never liblbfgs's own tests.
- * The caller has removed every cell forced to zero (boundary.c): then the
+ * The caller has removed every cell forced to zero (zeros.c): then the
  * optimum is interior and the multipliers are finite.
  *
  * Variables are scaled, λ_i = u_i / sqrt(w_i) with w_i the row's

@@ -4,7 +4,7 @@
  * free cells with row sums n(q,b) and column sums n(s,b): the I-projection
  * of the uniform vector onto the bucket's invariants with its forced zeros
  * (Theorem 5 is the case without zeros, a_q c_s = n(q,b) n(s,b) / n(b)).
- * Every free cell is positive in some solution (boundary.c removed all
+ * Every free cell is positive in some solution (zeros.c removed all
  * others), so the pattern has total support and the scaling exists.
  *
  * scaling_solve does Newton steps on the log-scalings (a, b) with the

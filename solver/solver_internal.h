@@ -84,7 +84,7 @@ static inline int solver_stop_asked(const struct solver_options *o)
  * in it (the relaxations' and the interior point method's certificates),
  * a knowledge row at one of its bounds within this is tight
  * (propagation), and a rule whose row has no cell holds when it asks for
- * no more (boundary.c). One bound, so that the decisions agree: a cell of
+ * no more (zeros.c). One bound, so that the decisions agree: a cell of
  * 3e-9 records zeroed by a looser one made the accuracy infinite.
  */
 #define ZERO_RECORDS 1e-9

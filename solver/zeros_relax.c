@@ -450,7 +450,7 @@ static int exact_round(struct value *v, glp_prob *lp)
 	double total = 0;
 
 	claims_objective(v, lp);
-	/* cancelled: nothing proved, and boundary_relax stops */
+	/* cancelled: nothing proved, and zeros_relax stops */
 	if (zeros_lp_exact(lp, v->x->o) != 1)
 		return -1;
 	for (size_t j = 0; j < v->p.n; j++)
