@@ -13,7 +13,6 @@
  * (solver.c): most knowledge bounds are done after the cheap depths.
  */
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -151,30 +150,147 @@ static enum pm_status open_components(struct zeros *z)
 	return st;
 }
 
-/* The interior point method of zeros_center.c on open component i:
- * *settled when the zeros it proves are all there are; then the rows it
+/* Open component i as the interior point method's problem: its buckets
+ * as blocks (rows the QI counts, columns the SA counts), its open rows
+ * over their cells, the zeros so far (zero); cells numbered bucket by
+ * bucket, in the component's order. */
+struct component_problem {
+	struct ipm_problem p;
+	size_t *cell_off, *sum_off, *row_off;
+	uint32_t *h, *row_cell;
+	double *sums, *rhs;
+	uint8_t *zero, *dependent;
+};
+
+static void component_problem_finish(struct component_problem *cp)
+{
+	free(cp->cell_off), free(cp->sum_off), free(cp->row_off), free(cp->h);
+	free(cp->row_cell), free(cp->sums), free(cp->rhs), free(cp->zero), free(cp->dependent);
+}
+
+/* The blocks: cells, sums and known zeros. */
+static void component_blocks(const struct zeros *z, const struct components *cs, size_t i,
+			     struct component_problem *cp)
+{
+	const struct invariants *inv = z->inv;
+
+	for (size_t k = 0; k < cp->p.n_blocks; k++) {
+		size_t b = cs->bucket[cs->b_off[i] + k],
+		       n = inv->cell_off[b + 1] - inv->cell_off[b];
+		size_t h = inv->bucket_h[b], g = n / h;
+
+		cp->h[k] = (uint32_t)h;
+		memcpy(cp->zero + cp->cell_off[k], z->zero + inv->cell_off[b], n);
+		for (size_t x = 0; x < g; x++)
+			cp->sums[cp->sum_off[k] + x] = invariants_qi_count(inv, b, x);
+		for (size_t j = 0; j < h; j++)
+			cp->sums[cp->sum_off[k] + g + j] = invariants_sa_count(inv, b, j);
+	}
+}
+
+/* The open rows, over the component's own cell numbers (cs->pos: each
+ * bucket's place in it). */
+static void component_rows(const struct zeros *z, const struct components *cs, size_t i,
+			   struct component_problem *cp)
+{
+	const struct invariants *inv = z->inv;
+	size_t n = 0;
+
+	for (size_t r = 0; r < cp->p.n_rows; r++) {
+		size_t row = cs->row[cs->r_off[i] + r];
+
+		cp->rhs[r] = inv->rhs[row];
+		for (size_t e = inv->row_off[row]; e < inv->row_off[row + 1]; e++) {
+			size_t c = inv->row_cell[e], b = inv->cell_group[c];
+
+			cp->row_cell[n++] =
+			    (uint32_t)(cp->cell_off[cs->pos[b]] + c - inv->cell_off[b]);
+		}
+		cp->row_off[r + 1] = n;
+	}
+}
+
+static enum pm_status component_problem(const struct zeros *z, size_t i,
+					const struct solver_options *o,
+					struct component_problem *cp)
+{
+	const struct invariants *inv = z->inv;
+	const struct components *cs = &z->open;
+	size_t nb = cs->b_off[i + 1] - cs->b_off[i], nr = cs->r_off[i + 1] - cs->r_off[i];
+	size_t cells = 0, sums = 0, entries = 0;
+
+	memset(cp, 0, sizeof *cp);
+	for (size_t k = 0; k < nb; k++) {
+		size_t b = cs->bucket[cs->b_off[i] + k],
+		       n = inv->cell_off[b + 1] - inv->cell_off[b];
+
+		cells += n;
+		sums += n / inv->bucket_h[b] + inv->bucket_h[b];
+	}
+	for (size_t r = 0; r < nr; r++)
+		entries += inv->row_off[cs->row[cs->r_off[i] + r] + 1] -
+			   inv->row_off[cs->row[cs->r_off[i] + r]];
+	cp->cell_off = malloc((nb + 1) * sizeof *cp->cell_off);
+	cp->sum_off = malloc((nb + 1) * sizeof *cp->sum_off);
+	cp->row_off = calloc(nr + 1, sizeof *cp->row_off);
+	cp->h = malloc((nb + 1) * sizeof *cp->h);
+	cp->row_cell = malloc((entries + 1) * sizeof *cp->row_cell);
+	cp->sums = malloc((sums + 1) * sizeof *cp->sums);
+	cp->rhs = malloc((nr + 1) * sizeof *cp->rhs);
+	cp->zero = malloc(cells + 1);
+	cp->dependent = calloc(nr + 1, 1);
+	if (!cp->cell_off || !cp->sum_off || !cp->row_off || !cp->h || !cp->row_cell || !cp->sums ||
+	    !cp->rhs || !cp->zero || !cp->dependent)
+		return PM_ERR_NOMEM;
+	cp->cell_off[0] = cp->sum_off[0] = 0;
+	for (size_t k = 0; k < nb; k++) {
+		size_t b = cs->bucket[cs->b_off[i] + k],
+		       n = inv->cell_off[b + 1] - inv->cell_off[b];
+
+		cp->cell_off[k + 1] = cp->cell_off[k] + n;
+		cp->sum_off[k + 1] = cp->sum_off[k] + n / inv->bucket_h[b] + inv->bucket_h[b];
+	}
+	cp->p = (struct ipm_problem){.n_blocks = nb,
+				     .n_rows = nr,
+				     .cell_off = cp->cell_off,
+				     .sum_off = cp->sum_off,
+				     .row_off = cp->row_off,
+				     .h = cp->h,
+				     .row_cell = cp->row_cell,
+				     .sums = cp->sums,
+				     .rhs = cp->rhs,
+				     .o = o,
+				     .threads = o ? o->threads : 0,
+				     .dependent = cp->dependent};
+	component_blocks(z, cs, i, cp);
+	component_rows(z, cs, i, cp);
+	return PM_OK;
+}
+
+/* The interior point method (zeros_ipm.c) on open component i: the zeros
+ * it proves; *settled when they are all there are, and then the rows it
  * found dependent on the others (and saw hold) are implied. */
 static enum pm_status component_center(struct zeros *z, size_t i, const struct solver_options *o,
 				       int *settled, struct pm_error *err)
 {
+	const struct invariants *inv = z->inv;
 	const struct components *cs = &z->open;
-	size_t n_rows = cs->r_off[i + 1] - cs->r_off[i];
-	struct center_problem p = {.inv = z->inv,
-				   .o = o,
-				   .buckets = cs->bucket + cs->b_off[i],
-				   .n_buckets = cs->b_off[i + 1] - cs->b_off[i],
-				   .rows = cs->row + cs->r_off[i],
-				   .n_rows = n_rows,
-				   .zero = z->zero,
-				   .threads = o ? o->threads : 0,
-				   .dependent = calloc(n_rows + 1, 1)};
+	struct component_problem cp;
 	size_t found = 0;
-	enum pm_status st = p.dependent ? zeros_center(&p, z->zero, &found, settled) : PM_ERR_NOMEM;
+	enum pm_status st = component_problem(z, i, o, &cp);
 
-	for (size_t r = 0; !st && *settled && r < p.n_rows; r++)
-		z->implied[p.rows[r]] |= p.dependent[r];
-	free(p.dependent);
+	*settled = 0;
+	if (!st)
+		st = zeros_ipm(&cp.p, cp.zero, &found, settled);
+	for (size_t k = 0; (!st || st == PM_ERR_CANCELLED) && k < cp.p.n_blocks; k++) {
+		size_t b = cs->bucket[cs->b_off[i] + k];
 
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
+			z->zero[c] |= cp.zero[cp.cell_off[k] + c - inv->cell_off[b]];
+	}
+	for (size_t r = 0; !st && *settled && r < cp.p.n_rows; r++)
+		z->implied[cs->row[cs->r_off[i] + r]] |= cp.dependent[r];
+	component_problem_finish(&cp);
 	if (st == PM_ERR_CANCELLED)
 		return error_set(err, st, "", "the solve was cancelled");
 	return st ? error_set(err, st, "", "out of memory") : PM_OK;

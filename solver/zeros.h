@@ -10,8 +10,8 @@
  *   zeros.c            the entry point: the depths, in order
  *   zeros_propagate.c  rows tight at their bounds, per-bucket flows
  *   zeros_relax.c      the per-value relaxations
- *   zeros_ipm.c        the interior point method of the relaxations
- *   zeros_center.c     the interior point method of a whole component
+ *   zeros_ipm.c        the interior point method, for a relaxation and
+ *                      for a whole component alike
  *   zeros_lp.c         GLPK: the last word on a component, and conflicts
  *
  * Every zero written is proved (to ZERO_RECORDS): zeros are only ever
@@ -34,7 +34,7 @@ enum zeros_depth {
 	ZEROS_SMALL,
 	/* every per-value relaxation */
 	ZEROS_RELAXED,
-	/* every component with an open row decided (zeros_center.c, else
+	/* every component with an open row decided (zeros_ipm.c, else
 	 * zeros_lp.c): the zeros are complete */
 	ZEROS_EXACT,
 };
@@ -140,7 +140,7 @@ struct relax_memo {
 };
 void relax_memo_finish(struct relax_memo *m);
 
-/* ---- zeros_ipm.c ----------------------------------------------------- */
+/* ---- zeros_relax.c's program ------------------------------------------- */
 
 /*
  * x with 0 <= x_j <= u_j, sum of x over each group = d, and for each row
@@ -158,24 +158,111 @@ struct relax_problem {
 	const struct solver_options *o; /* for cancels (may be NULL) */
 };
 
-/* A variable of the last iterate within this fraction of its range from
- * a bound is claimed to be held there (zeros_relax.c proves it). */
-#define RELAX_CLAIM 1e-6
+/* ---- zeros_ipm.c -------------------------------------------------------- */
 
-/* Interior point iterates toward the relative interior of the feasible
- * set (zero objective), until the duals prove every claim (RELAX_CLAIM)
- * or the steps stop lowering the gap: x (n entries) receives the last iterate and
- * *converged whether residuals and complementarity reached rounding
- * (PM_ERR_CANCELLED when p->o asks to stop).
- * Then lo_bound[j] and up_bound[j] (n entries each) bound x_j and u_j -
- * x_j in every feasible x, from the duals of the last iterate (a claim
- * with a bound at rounding level is proved; INFINITY: no bound). */
-enum pm_status zeros_ipm(const struct relax_problem *p, double *x, double *lo_bound,
-			 double *up_bound, int *converged);
+/*
+ * The feasibility problem of the interior point method: cells y >= 0 in
+ * blocks, block k's cells cell_off[k] .. cell_off[k + 1] forming
+ * g_k x h[k] (row-major), its rows summing to sums[sum_off[k] ..
+ * sum_off[k] + g_k) and its columns to the h[k] after them; and the
+ * knowledge rows, row r the sum of the cells row_cell[row_off[r] ..
+ * row_off[r + 1]) equal to rhs[r]. An open component of zeros.c (its
+ * buckets with their QI and SA counts, its open rows) and a value's
+ * relaxation (zeros_relax.c: a block per group, each variable and its
+ * distance to its bound a row of two cells) are both of this form. All
+ * borrowed.
+ */
+struct ipm_problem {
+	size_t n_blocks, n_rows;
+	const size_t *cell_off, *sum_off, *row_off;
+	const uint32_t *h, *row_cell;
+	const double *sums, *rhs;
+	const struct solver_options *o; /* for cancels (may be NULL) */
+	int threads;			/* of the pool forming the Schur complement (<= 0: all) */
+	/* stop once every cell on the zero side is proved, whether or not
+	 * the others are clearly positive (a relaxation claims no more) */
+	int claims_only;
+	/* out (n_rows flags, may be NULL): the rows that depend on the
+	 * others and the blocks, left out of the method; with *settled, each
+	 * holds at its end (implied: no multiplier needed) */
+	uint8_t *dependent;
+	/* out (per cell, may be NULL): the cells on the zero side of the last
+	 * iterate, proved or not (what a linear program may check) */
+	uint8_t *side;
+};
+
+/* Forced zeros of the problem by an interior point method: every cell
+ * it proves zero (below ZERO_RECORDS in every solution) is set in zero
+ * (per cell, in: the cells known to be zero), *found counts them.
+ * *settled when the method converged to the centre and proved every
+ * cell it puts on the zero side: then the others are positive there,
+ * and the zeros are complete. PM_ERR_CANCELLED when p->o asks to stop
+ * (the cells proved so far are set). */
+enum pm_status zeros_ipm(const struct ipm_problem *p, uint8_t *zero, size_t *found, int *settled);
+
+/* ---- zeros_ipm.c, zeros_ipm_normal.c: the method's state --------------- */
+
+/* One problem's iterate, its normal equations and their scratch (the
+ * cells of block k: loff[k] .. loff[k + 1], row-major g x h). */
+struct ipm_state {
+	const struct ipm_problem *p;
+	const uint32_t *rows; /* local row -> the problem's row */
+	size_t nb, nr, n;
+	size_t *loff, *qoff, *foff; /* per bucket: cells, rows + columns, factorization */
+	size_t *ck_off;		    /* per local cell: its open rows ck[..] */
+	uint32_t *ck;
+	uint8_t *fixed; /* local cell known to be zero */
+	/* per cell: iterate, D = y / s, scratch, dual residual, step,
+	 * Mehrotra's second-order term, bound */
+	double *y, *s, *d, *v, *rd, *dy, *ds, *corr, *u;
+	double *w, *dw, *rp, *rhs; /* per bucket row or column */
+	double *mu, *dmu, *rk, *rhsk;
+	double *w0, *mu0; /* the iterate's dual while purify changes it */
+	int proved;	  /* the last certify proved every zero-side cell */
+	double *fac, *S, *scratch;
+	double *tw;   /* 2 (g + h) of the widest bucket */
+	size_t width; /* g + h of the widest bucket */
+	struct parallel *pool;
+	int parts;
+	struct ipm_part *part;
+};
+
+/* Forming S on one part of the pool: its share of S (part 0: c->S), and
+ * per bucket its distinct rows, their sums and solves. */
+struct ipm_part {
+	double *S;
+	uint32_t *loc, *rows;
+	uint64_t *stamp, tick;
+	double *pq, *ab; /* per row of the bucket: P, and per pattern M^+ P */
+	size_t cap;
+	uint32_t *pat, *first; /* per row its pattern; per pattern its first row */
+	double *key, *t;       /* per pattern Σ P; the patterns' P . M^+ P' */
+	size_t tcap;
+	int failed;
+};
+
+static inline size_t bucket_g(const struct ipm_state *c, size_t k)
+{
+	return (c->loff[k + 1] - c->loff[k]) / c->p->h[k];
+}
+
+static inline size_t bucket_h(const struct ipm_state *c, size_t k)
+{
+	return c->p->h[k];
+}
+
+/* D = c->d: every block's M factored, S formed (the parts' shares added
+ * in part order) and factored with pivot threshold eps: 0, -1 on
+ * failure, 1 if the caller asked to stop in between. */
+int zeros_ipm_factor(struct ipm_state *c, double eps);
+/* Solves A D A^T (dw, dmu) = (rhs, dmu) in place: the blocks' rows and
+ * columns in c->rhs, the knowledge rows in c->dmu; the solution in c->dw
+ * and c->dmu. */
+void zeros_ipm_solve(struct ipm_state *c);
 
 /*
  * A sum with a bound on its rounding, for the certificates of
- * zeros_ipm.c and zeros_center.c: sums of duals in the thousands
+ * zeros_ipm.c: sums of duals in the thousands
  * that come out near zero. Compensated (Ogita, Rump and Oishi's Sum2, a
  * product split exactly by fma), so the error is about eps times the
  * result plus (n eps)^2 times the terms' sizes: cells whose sum is zero
@@ -267,31 +354,5 @@ enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o
 				 struct pm_error *err);
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
 void zeros_describe_row(const struct zeros *z, size_t row, char *msg, size_t len);
-
-/* ---- zeros_center.c -------------------------------------------------- */
-
-/* An open component (zeros.c): its buckets, its open knowledge rows (inv
- * rows) and the zeros known so far (zero, inv cells); o for cancels (may
- * be NULL). All borrowed. */
-struct center_problem {
-	const struct invariants *inv;
-	const struct solver_options *o;
-	const uint32_t *buckets, *rows;
-	size_t n_buckets, n_rows;
-	const uint8_t *zero;
-	int threads; /* of the pool forming the Schur complement (<= 0: all) */
-	/* out (n_rows flags, may be NULL): the rows that depend on the
-	 * others and the invariants, left out of the method; with *settled,
-	 * each holds at its end (implied: no multiplier needed) */
-	uint8_t *dependent;
-};
-
-/* Forced zeros of the component by an interior point method: every cell
- * it proves zero (below 1e-9 records in every solution) is set in
- * zero_out (may be p->zero), *found counts them. *settled when the method
- * converged to the centre and proved every cell it puts on the zero side:
- * then the others are positive there, and the zeros are complete. */
-enum pm_status zeros_center(const struct center_problem *p, uint8_t *zero_out, size_t *found,
-			    int *settled);
 
 #endif

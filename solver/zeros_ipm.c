@@ -1,20 +1,37 @@
 /*
- * A small primal-dual interior point method (Mehrotra predictor-corrector)
- * for the relaxations of zeros_relax.c:
+ * Forced zeros by an interior point method, of a problem in blocks
+ * (struct ipm_problem): a whole component that propagation and the
+ * relaxations leave open (zeros.c), or one value's relaxation
+ * (zeros_relax.c). The system {y >= 0, A y = c} (each block's rows and
+ * columns, all of them, and the knowledge rows) with a zero objective:
  *
- *     find x with 0 <= x_j <= u_j, sum over group g of x_j = d_g,
- *     and for every row r: sum over j in r of x_j = c_r.
+ *     min 0  s.t.  A y = c, y >= 0;     max c^T w  s.t.  A^T w + s = 0, s >= 0.
  *
- * With a zero objective the iterates converge to the relative interior of
- * the feasible set (a strictly complementary pair), so a variable that
- * every solution holds at a bound ends up within rounding of it while the
- * others stay well inside. That is only a classification: the caller
- * proves every claim with a linear program before using it.
+ * Every feasible y is optimal, so a path-following primal-dual method
+ * converges to a strictly complementary pair: y positive exactly on the
+ * cells some solution makes positive, s = -A^T w positive exactly on the
+ * forced zeros. That s is also the proof: for every feasible y,
  *
- * The groups are disjoint, so the normal equations reduce to a dense
- * Schur complement over the rows, factored as L D L^T (schur.c); rows
- * that depend on others show up as vanishing pivots and are dropped
- * (their equations still count in the residuals).
+ *     Σ_j s_j y_j = -w^T A y = -c^T w,
+ *
+ * so with s >= 0 every cell obeys y_j <= -c^T w / s_j. Rounding leaves
+ * some s_j slightly negative; with u_j >= y_j (the smaller of its row and
+ * column sums) the bound becomes y_j <= (-c^T w + Σ_{s_k < 0} -s_k u_k) / s_j,
+ * and a cell is claimed only when that is below ZERO_RECORDS (a
+ * solve without it then differs by no more than that). Both -c^T w and
+ * each s_j are sums whose terms grow with w while the sums stay small:
+ * they are summed with compensation and carry their rounding bounds
+ * (struct csum), -c^T w taken at its largest, s_k at its smallest.
+ * Without that, one iterate proved ten cells zero whose largest value is
+ * 5e-6 records, and consistent knowledge was reported inconsistent.
+ * Each iterate's w is a certificate of its own, once purified (purify:
+ * projected so that s vanishes on the positive side, whose Σ s_k y_k of
+ * about n mu would otherwise dominate -c^T w). When every cell on the
+ * zero side (y < s) is proved and every other is clearly positive
+ * (y >= CENTER_GAP s) at a feasible iterate, the zeros are complete
+ * ("settled"); otherwise the caller's linear program decides.
+ *
+ * The normal equations A D A^T Δw = r (D = y / s) are zeros_ipm_normal.c's.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,392 +39,631 @@
 
 #include "zeros.h"
 
-#define IPM_MAX_ITER 80
+#define CENTER_MAX_ITER 80
+/* A cell on the positive side is clearly so when y >= CENTER_GAP s. */
+#define CENTER_GAP 1e6
+/* Iterates with mu below this (times the largest count) try to certify. */
+#define CENTER_CERTIFY 1e-8
+/* Open rows up to which the dense Schur complement is formed (r^2
+ * doubles per part of the pool, before the dependent rows go: 512 MiB
+ * at most); larger components are left to the caller's LP, which is
+ * slower still. */
+#define CENTER_ROWS 8192
 
-struct ipm {
-	const struct relax_problem *p;
-	size_t n, m, ng; /* variables, rows, groups */
-	double *x, *z, *w, *yg, *yr;
-	double *theta, *rho, *dx, *dz, *dw, *dyg, *dyr, *rg, *rr, *rc;
-	double *ax, *az, *aw; /* affine (predictor) directions */
-	double *M, *dg, *v;   /* Schur complement, group sums of theta, scratch */
-	double *work;	      /* the factorization's */
-	uint8_t *dead;	      /* rows dropped as dependent */
-	uint8_t *seen;	      /* rows in touched (schur_form) */
-	size_t *touched;
-};
-
-static void ipm_free(struct ipm *s)
+static void center_free(struct ipm_state *c)
 {
-	double *all[] = {s->x,	s->z,  s->w,  s->yg,  s->yr,  s->theta, s->rho,
-			 s->dx, s->dz, s->dw, s->dyg, s->dyr, s->rg,	s->rr,
-			 s->rc, s->ax, s->az, s->aw,  s->M,   s->dg,	s->v};
+	void *all[] = {c->loff, c->qoff,    c->foff, c->ck_off, c->ck,	c->fixed, c->y,	   c->s,
+		       c->d,	c->v,	    c->rd,   c->dy,	c->ds,	c->corr,  c->u,	   c->w,
+		       c->dw,	c->rp,	    c->rhs,  c->mu,	c->dmu, c->rk,	  c->rhsk, c->fac,
+		       c->S,	c->scratch, c->tw,   c->w0,	c->mu0};
 
 	for (size_t i = 0; i < sizeof all / sizeof *all; i++)
 		free(all[i]);
-	free(s->dead);
-	free(s->work);
-	free(s->seen);
-	free(s->touched);
+	for (int p = 0; c->part && p < c->parts; p++) {
+		struct ipm_part *pt = &c->part[p];
+
+		if (p > 0)
+			free(pt->S);
+		free(pt->loc);
+		free(pt->rows);
+		free(pt->stamp);
+		free(pt->pq);
+		free(pt->ab);
+		free(pt->pat);
+		free(pt->first);
+		free(pt->key);
+		free(pt->t);
+	}
+	free(c->part);
+	parallel_destroy(c->pool);
 }
 
-static int ipm_alloc(struct ipm *s)
+/* Offsets of every block's cells, rows + columns and factorization. */
+static int layout(struct ipm_state *c)
 {
-	size_t n = s->n + 1, m = s->m + 1, g = s->ng + 1;
-	double **vn[] = {&s->x,	 &s->z,	 &s->w,	 &s->theta, &s->rho, &s->dx,
-			 &s->dz, &s->dw, &s->rc, &s->ax,    &s->az,  &s->aw};
-	double **vm[] = {&s->yr, &s->dyr, &s->rr, &s->v};
-	double **vg[] = {&s->yg, &s->dyg, &s->rg, &s->dg};
+	const struct ipm_problem *p = c->p;
+
+	c->loff = malloc((c->nb + 1) * sizeof *c->loff);
+	c->qoff = malloc((c->nb + 1) * sizeof *c->qoff);
+	c->foff = malloc((c->nb + 1) * sizeof *c->foff);
+	if (!c->loff || !c->qoff || !c->foff)
+		return -1;
+	c->loff[0] = c->qoff[0] = c->foff[0] = 0;
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t h = p->h[k], g = (p->cell_off[k + 1] - p->cell_off[k]) / h;
+
+		c->loff[k + 1] = c->loff[k] + g * h;
+		c->qoff[k + 1] = c->qoff[k] + g + h;
+		c->foff[k + 1] = c->foff[k] + schur_size(g, h);
+		c->width = g + h > c->width ? g + h : c->width;
+	}
+	c->n = c->loff[c->nb];
+	return 0;
+}
+
+/* Per cell, the rows through it (local numbers), known zeros left out. */
+static int row_index(struct ipm_state *c, const uint8_t *zero)
+{
+	const struct ipm_problem *p = c->p;
+
+	c->ck_off = calloc(c->n + 2, sizeof *c->ck_off);
+	if (!c->ck_off)
+		return -1;
+	for (size_t r = 0; r < c->nr; r++)
+		for (size_t x = p->row_off[c->rows[r]]; x < p->row_off[c->rows[r] + 1]; x++)
+			c->ck_off[p->row_cell[x] + 2] += !zero[p->row_cell[x]];
+	for (size_t j = 0; j < c->n; j++)
+		c->ck_off[j + 2] += c->ck_off[j + 1];
+	c->ck = malloc((c->ck_off[c->n + 1] + 1) * sizeof *c->ck);
+	if (!c->ck)
+		return -1;
+	for (size_t r = 0; r < c->nr; r++)
+		for (size_t x = p->row_off[c->rows[r]]; x < p->row_off[c->rows[r] + 1]; x++)
+			if (!zero[p->row_cell[x]])
+				c->ck[c->ck_off[p->row_cell[x] + 1]++] = (uint32_t)r;
+	return 0;
+}
+
+static int center_alloc(struct ipm_state *c)
+{
+	size_t n = c->n + 1, q = c->qoff[c->nb] + 1, r = c->nr + 1;
+	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->corr, &c->u};
+	double **vq[] = {&c->w, &c->dw, &c->rp, &c->rhs, &c->w0};
+	double **vr[] = {&c->mu, &c->dmu, &c->rk, &c->rhsk, &c->mu0};
 	int ok = 1;
 
 	for (size_t i = 0; i < sizeof vn / sizeof *vn; i++)
 		ok &= (*vn[i] = calloc(n, sizeof(double))) != NULL;
-	for (size_t i = 0; i < sizeof vm / sizeof *vm; i++)
-		ok &= (*vm[i] = calloc(m, sizeof(double))) != NULL;
-	for (size_t i = 0; i < sizeof vg / sizeof *vg; i++)
-		ok &= (*vg[i] = calloc(g, sizeof(double))) != NULL;
-	s->M = calloc(m * m, sizeof(double));
-	s->work = malloc(schur_dense_work(m) * sizeof(double));
-	s->dead = calloc(m, 1);
-	s->seen = calloc(m, 1);
-	s->touched = calloc(m, sizeof(size_t));
-	return ok && s->M && s->work && s->dead && s->seen && s->touched;
+	for (size_t i = 0; i < sizeof vq / sizeof *vq; i++)
+		ok &= (*vq[i] = calloc(q, sizeof(double))) != NULL;
+	for (size_t i = 0; i < sizeof vr / sizeof *vr; i++)
+		ok &= (*vr[i] = calloc(r, sizeof(double))) != NULL;
+	c->fixed = calloc(n, 1);
+	c->fac = malloc((c->foff[c->nb] + 1) * sizeof *c->fac);
+	c->S = malloc(r * r * sizeof *c->S);
+	c->scratch = malloc(schur_dense_work(c->nr) * sizeof *c->scratch);
+	c->tw = malloc((2 * c->width + 1) * sizeof *c->tw);
+	if (!ok || !c->tw || !c->fixed || !c->fac || !c->S ||
+	    parallel_create(c->p->threads, &c->pool))
+		return -1;
+	c->parts = parallel_parts(c->pool);
+	c->part = calloc((size_t)c->parts, sizeof *c->part);
+	for (int p = 0; c->part && p < c->parts; p++) {
+		struct ipm_part *pt = &c->part[p];
+
+		pt->S = p ? malloc(r * r * sizeof *pt->S) : c->S;
+		pt->loc = malloc(r * sizeof *pt->loc);
+		pt->rows = malloc(r * sizeof *pt->rows);
+		pt->stamp = calloc(r, sizeof *pt->stamp);
+		pt->pat = malloc(r * sizeof *pt->pat);
+		pt->first = malloc(r * sizeof *pt->first);
+		pt->key = malloc(r * sizeof *pt->key);
+		if (!pt->S || !pt->loc || !pt->rows || !pt->stamp || !pt->pat || !pt->first ||
+		    !pt->key)
+			return -1;
+	}
+	return c->part ? 0 : -1;
 }
 
-/* Residuals rg = d - B x, rr = c - K x, rc = -(A^T y + z - w); returns
- * the largest primal one. */
-static double residuals(struct ipm *s)
+/* Block k's row i sum, and column j's. */
+static double row_sum(const struct ipm_state *c, size_t k, size_t i)
 {
-	const struct relax_problem *p = s->p;
+	return c->p->sums[c->p->sum_off[k] + i];
+}
+
+static double col_sum(const struct ipm_state *c, size_t k, size_t j)
+{
+	return c->p->sums[c->p->sum_off[k] + bucket_g(c, k) + j];
+}
+
+/* Starting point: the closed form of each block on its free cells,
+ * y = r_i c_j / n, s = 1; u_j the smaller of the cell's row and column
+ * sums. zero: the cells known to be zero, and those of a row or column
+ * that sums to 0 (no y >= 0 puts anything there). */
+static void start(struct ipm_state *c, uint8_t *zero)
+{
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+		double n = 0;
+
+		for (size_t i = 0; i < g; i++)
+			n += row_sum(c, k, i);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double r = row_sum(c, k, i), cs = col_sum(c, k, j);
+
+				zero[l] |= !(r > 0) || !(cs > 0);
+				c->fixed[l] = zero[l];
+				c->u[l] = fmin(r, cs);
+				c->y[l] = c->fixed[l] ? 0 : r * cs / n;
+				c->s[l] = c->fixed[l] ? 0 : 1;
+			}
+	}
+}
+
+/* A^T w at local cell l of bucket k (row i, column j), w = (bw, mw). */
+static double at_w(const struct ipm_state *c, size_t k, size_t i, size_t j, const double *bw,
+		   const double *mw)
+{
+	size_t l = c->loff[k] + i * bucket_h(c, k) + j;
+	double t = bw[c->qoff[k] + i] + bw[c->qoff[k] + bucket_g(c, k) + j];
+
+	for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+		t += mw[c->ck[x]];
+	return t;
+}
+
+/* rp, rk = c - A y (the caller's vector v instead of y when given), rd =
+ * -A^T w - s; returns the largest primal residual. */
+static double residuals(struct ipm_state *c, const double *v, double *rp, double *rk)
+{
 	double worst = 0;
 
-	memcpy(s->rg, p->d, s->ng * sizeof(double));
-	memcpy(s->rr, p->c, s->m * sizeof(double));
-	for (size_t j = 0; j < s->n; j++) {
-		double aty = s->yg[p->group[j]];
+	for (size_t r = 0; r < c->nr; r++)
+		rk[r] = v ? 0 : c->p->rhs[c->rows[r]];
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+		double *rq = rp + c->qoff[k];
 
-		s->rg[p->group[j]] -= s->x[j];
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++) {
-			s->rr[p->var_row[e]] -= s->x[j];
-			aty += s->yr[p->var_row[e]];
-		}
-		s->rc[j] = -(aty + s->z[j] - s->w[j]);
+		for (size_t i = 0; i < g; i++)
+			rq[i] = v ? 0 : row_sum(c, k, i);
+		for (size_t j = 0; j < h; j++)
+			rq[g + j] = v ? 0 : col_sum(c, k, j);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double x = v ? v[l] : c->y[l];
+
+				if (c->fixed[l])
+					continue;
+				rq[i] -= x;
+				rq[g + j] -= x;
+				for (size_t e = c->ck_off[l]; e < c->ck_off[l + 1]; e++)
+					rk[c->ck[e]] -= x;
+				if (!v)
+					c->rd[l] = -at_w(c, k, i, j, c->w, c->mu) - c->s[l];
+			}
 	}
-	for (size_t g = 0; g < s->ng; g++)
-		worst = fmax(worst, fabs(s->rg[g]));
-	for (size_t r = 0; r < s->m; r++)
-		worst = fmax(worst, fabs(s->rr[r]));
+	for (size_t q = 0; !v && q < c->qoff[c->nb]; q++)
+		worst = fmax(worst, fabs(rp[q]));
+	for (size_t r = 0; !v && r < c->nr; r++)
+		worst = fmax(worst, fabs(rk[r]));
 	return worst;
 }
 
-/* M = K T K^T - sum_g (K T b_g)(K T b_g)^T / (b_g^T T b_g), T = diag(theta). */
-static void schur_form(struct ipm *s)
+/* D = y / s, the normal equations formed and factored: zeros_ipm_factor's
+ * return codes. */
+static int factor(struct ipm_state *c)
 {
-	const struct relax_problem *p = s->p;
-	size_t m = s->m;
-
-	memset(s->M, 0, m * m * sizeof(double));
-	memset(s->dg, 0, s->ng * sizeof(double));
-	for (size_t j = 0; j < s->n; j++) {
-		s->dg[p->group[j]] += s->theta[j];
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			for (size_t f = p->var_off[j]; f < p->var_off[j + 1]; f++)
-				s->M[p->var_row[e] * m + p->var_row[f]] += s->theta[j];
-	}
-	/* variables of a group are contiguous (relax_problem contract) */
-	for (size_t j = 0; j < s->n;) {
-		size_t g = p->group[j], nt = 0;
-
-		for (; j < s->n && p->group[j] == g; j++)
-			for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++) {
-				size_t r = p->var_row[e];
-
-				/* a flag, not v[r] == 0: theta may be 0, and a row
-				 * listed twice overran touched */
-				if (!s->seen[r]) {
-					s->seen[r] = 1;
-					s->touched[nt++] = r;
-				}
-				s->v[r] += s->theta[j];
-			}
-		for (size_t a = 0; a < nt; a++)
-			for (size_t b = 0; b < nt; b++)
-				s->M[s->touched[a] * m + s->touched[b]] -=
-				    s->v[s->touched[a]] * s->v[s->touched[b]] / s->dg[g];
-		for (size_t a = 0; a < nt; a++) {
-			s->v[s->touched[a]] = 0;
-			s->seen[s->touched[a]] = 0;
-		}
-	}
-}
-
-/* M factored as L D L^T (schur.c), the rows found dependent at the first
- * factorization (dead: pivots up to SCHUR_DEPENDENT of the diagonal)
- * dropped ever after, as zero rows. */
-static void factor(struct ipm *s, int first)
-{
-	size_t m = s->m;
-
-	for (size_t k = 0; k < m; k++) {
-		if (!s->dead[k])
-			continue;
-		memset(s->M + k * m, 0, (k + 1) * sizeof *s->M);
-		for (size_t i = k + 1; i < m; i++)
-			s->M[i * m + k] = 0;
-	}
-	schur_dense_factor(s->M, m, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, s->work, NULL);
-	for (size_t k = 0; first && k < m; k++)
-		s->dead[k] = !(s->M[k * m + k] > 0);
-}
-
-/* Solves A T A^T dy = rhs (rg, rr parts given in dyg, dyr on entry). */
-static void normal_solve(struct ipm *s)
-{
-	const struct relax_problem *p = s->p;
-
-	/* eliminate the groups: rr -= K T B^T D^-1 rg */
-	for (size_t j = 0; j < s->n; j++) {
-		double t = s->theta[j] * s->dyg[p->group[j]] / s->dg[p->group[j]];
-
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			s->dyr[p->var_row[e]] -= t;
-	}
-	schur_dense_solve(s->M, s->m, s->dyr);
-	/* dyg = D^-1 (rg - B T K^T dyr) */
-	for (size_t j = 0; j < s->n; j++) {
-		double t = 0;
-
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			t += s->dyr[p->var_row[e]];
-		s->dyg[p->group[j]] -= s->theta[j] * t;
-	}
-	for (size_t g = 0; g < s->ng; g++)
-		s->dyg[g] /= s->dg[g];
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
+	return zeros_ipm_factor(c, SCHUR_PIVOT_EPS);
 }
 
 /*
- * One direction for complementarity targets t1 (x z) and t2 (s w), given
- * as per-variable values by the callback-free form: t1[j] = a + b1[j],
- * t2[j] = a + b2[j] (b NULL: 0). Writes dx, dz, dw, dyg, dyr.
+ * The Newton direction for complementarity targets y_j s_j = a - corr_j
+ * (corr NULL: 0): v = r_c / s - D r_d, then A D A^T Δw = r_p - A v by
+ * eliminating each bucket's block, Δy = v + D A^T Δw,
+ * Δs = r_d - A^T Δw.
  */
-static void direction(struct ipm *s, double a, const double *b1, const double *b2)
+static void direction(struct ipm_state *c, double a, const double *corr)
 {
-	const struct relax_problem *p = s->p;
+	size_t nq = c->qoff[c->nb];
 
-	for (size_t j = 0; j < s->n; j++) {
-		double x = s->x[j], sl = p->u[j] - x;
-		double t1 = a + (b1 ? b1[j] : 0), t2 = a + (b2 ? b2[j] : 0);
+	for (size_t l = 0; l < c->n; l++)
+		c->v[l] = c->fixed[l] ? 0
+				      : (a - c->y[l] * c->s[l] - (corr ? corr[l] : 0)) / c->s[l] -
+					    c->d[l] * c->rd[l];
+	residuals(c, c->v, c->rhs, c->rhsk);
+	for (size_t q = 0; q < nq; q++)
+		c->rhs[q] += c->rp[q];
+	for (size_t r = 0; r < c->nr; r++)
+		c->dmu[r] = c->rhsk[r] + c->rk[r];
+	zeros_ipm_solve(c);
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
 
-		s->rho[j] = s->rc[j] - (t1 - x * s->z[j]) / x + (t2 - sl * s->w[j]) / sl;
-	}
-	/* rhs: r + A T rho */
-	memcpy(s->dyg, s->rg, s->ng * sizeof(double));
-	memcpy(s->dyr, s->rr, s->m * sizeof(double));
-	for (size_t j = 0; j < s->n; j++) {
-		double t = s->theta[j] * s->rho[j];
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++) {
+				size_t l = c->loff[k] + i * h + j;
+				double t = at_w(c, k, i, j, c->dw, c->dmu);
 
-		s->dyg[p->group[j]] += t;
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			s->dyr[p->var_row[e]] += t;
-	}
-	normal_solve(s);
-	for (size_t j = 0; j < s->n; j++) {
-		double x = s->x[j], sl = p->u[j] - x, aty = s->dyg[p->group[j]];
-		double t1 = a + (b1 ? b1[j] : 0), t2 = a + (b2 ? b2[j] : 0);
-
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			aty += s->dyr[p->var_row[e]];
-		s->dx[j] = s->theta[j] * (aty - s->rho[j]);
-		s->dz[j] = (t1 - x * s->z[j] - s->z[j] * s->dx[j]) / x;
-		s->dw[j] = (t2 - sl * s->w[j] + s->w[j] * s->dx[j]) / sl;
+				c->dy[l] = c->fixed[l] ? 0 : c->v[l] + c->d[l] * t;
+				c->ds[l] = c->fixed[l] ? 0 : c->rd[l] - t;
+			}
 	}
 }
 
-/* Largest steps keeping 0 < x < u and z, w > 0. */
-static void max_steps(const struct ipm *s, double *ap, double *ad)
+/* Largest steps in (0, 1] keeping y and s positive. */
+static void max_steps(const struct ipm_state *c, double *ap, double *ad)
 {
 	*ap = *ad = 1;
-	for (size_t j = 0; j < s->n; j++) {
-		double x = s->x[j], sl = s->p->u[j] - x;
-
-		if (s->dx[j] < 0)
-			*ap = fmin(*ap, -x / s->dx[j]);
-		if (s->dx[j] > 0)
-			*ap = fmin(*ap, sl / s->dx[j]);
-		if (s->dz[j] < 0)
-			*ad = fmin(*ad, -s->z[j] / s->dz[j]);
-		if (s->dw[j] < 0)
-			*ad = fmin(*ad, -s->w[j] / s->dw[j]);
+	for (size_t l = 0; l < c->n; l++) {
+		if (c->dy[l] < 0)
+			*ap = fmin(*ap, -c->y[l] / c->dy[l]);
+		if (c->ds[l] < 0)
+			*ad = fmin(*ad, -c->s[l] / c->ds[l]);
 	}
 }
 
-static double mu_at(const struct ipm *s, double ap, double ad)
+static double mu_at(const struct ipm_state *c, double ap, double ad, size_t free)
 {
 	double sum = 0;
 
-	for (size_t j = 0; j < s->n; j++) {
-		double x = s->x[j] + ap * s->dx[j], sl = s->p->u[j] - x;
-
-		sum += x * (s->z[j] + ad * s->dz[j]) + sl * (s->w[j] + ad * s->dw[j]);
-	}
-	return sum / (2.0 * (double)s->n);
+	for (size_t l = 0; l < c->n; l++)
+		sum += (c->y[l] + ap * c->dy[l]) * (c->s[l] + ad * c->ds[l]);
+	return free ? sum / (double)free : 0;
 }
 
-/* One predictor-corrector step; returns the new mu. */
-static double ipm_step(struct ipm *s, int first)
+/* One Mehrotra predictor-corrector step: the affine direction, then the
+ * corrector toward sigma mu with the second-order term dy ds. factor's
+ * return codes. */
+static int step(struct ipm_state *c, size_t free)
 {
-	double ap, ad, mu = mu_at(s, 0, 0), mua, sigma;
+	double ap, ad, mu = mu_at(c, 0, 0, free), sigma;
+	int f = factor(c);
 
-	for (size_t j = 0; j < s->n; j++) {
-		double sl = s->p->u[j] - s->x[j];
-
-		s->theta[j] = 1 / (s->z[j] / s->x[j] + s->w[j] / sl);
-	}
-	schur_form(s);
-	factor(s, first);
-	direction(s, 0, NULL, NULL);
-	max_steps(s, &ap, &ad);
-	mua = mu_at(s, ap, ad);
-	sigma = pow(mua / mu, 3);
+	if (f)
+		return f;
+	direction(c, 0, NULL);
+	max_steps(c, &ap, &ad);
+	sigma = pow(mu_at(c, ap, ad, free) / mu, 3);
 	sigma = sigma > 1 ? 1 : sigma;
-	/* second-order terms: x z gets -dx dz, s w gets +dx dw (ds = -dx) */
-	for (size_t j = 0; j < s->n; j++) {
-		s->ax[j] = -s->dx[j] * s->dz[j];
-		s->aw[j] = s->dx[j] * s->dw[j];
-	}
-	direction(s, sigma * mu, s->ax, s->aw);
-	max_steps(s, &ap, &ad);
+	for (size_t l = 0; l < c->n; l++)
+		c->corr[l] = c->dy[l] * c->ds[l];
+	direction(c, sigma * mu, c->corr);
+	max_steps(c, &ap, &ad);
 	ap = fmin(1, 0.995 * ap);
 	ad = fmin(1, 0.995 * ad);
-	for (size_t j = 0; j < s->n; j++) {
-		s->x[j] += ap * s->dx[j];
-		s->z[j] += ad * s->dz[j];
-		s->w[j] += ad * s->dw[j];
+	for (size_t l = 0; l < c->n; l++) {
+		c->y[l] += ap * c->dy[l];
+		c->s[l] += ad * c->ds[l];
 	}
-	for (size_t g = 0; g < s->ng; g++)
-		s->yg[g] += ad * s->dyg[g];
-	for (size_t r = 0; r < s->m; r++)
-		s->yr[r] += ad * s->dyr[r];
-	return mu_at(s, 0, 0);
+	for (size_t q = 0; q < c->qoff[c->nb]; q++)
+		c->w[q] += ad * c->dw[q];
+	for (size_t r = 0; r < c->nr; r++)
+		c->mu[r] += ad * c->dmu[r];
+	return 0;
+}
+
+/* s_l = -A^T w at local cell l (bucket k, row i, column j) into c->v,
+ * its rounding bound into c->corr (scratch between steps). */
+static void slack(struct ipm_state *c, size_t k, size_t i, size_t j)
+{
+	size_t l = c->loff[k] + i * bucket_h(c, k) + j;
+	struct csum t = {0};
+
+	csum_add(&t, -c->w[c->qoff[k] + i]);
+	csum_add(&t, -c->w[c->qoff[k] + bucket_g(c, k) + j]);
+	for (size_t x = c->ck_off[l]; x < c->ck_off[l + 1]; x++)
+		csum_add(&t, -c->mu[c->ck[x]]);
+	c->v[l] = csum_value(&t);
+	c->corr[l] = csum_error(&t);
+}
+
+/* -c^T w plus its rounding bound (the largest it can be), s = -A^T w into
+ * c->v and the bounds of its entries into c->corr. */
+static double dual_value(struct ipm_state *c)
+{
+	struct csum sum = {0};
+
+	for (size_t r = 0; r < c->nr; r++)
+		csum_mul(&sum, -c->p->rhs[c->rows[r]], c->mu[r]);
+	for (size_t k = 0; k < c->nb; k++) {
+		size_t g = bucket_g(c, k), h = bucket_h(c, k);
+
+		for (size_t i = 0; i < g; i++)
+			csum_mul(&sum, -row_sum(c, k, i), c->w[c->qoff[k] + i]);
+		for (size_t j = 0; j < h; j++)
+			csum_mul(&sum, -col_sum(c, k, j), c->w[c->qoff[k] + g + j]);
+		for (size_t i = 0; i < g; i++)
+			for (size_t j = 0; j < h; j++)
+				slack(c, k, i, j);
+	}
+	return csum_value(&sum) + csum_error(&sum);
+}
+
+/* s = -A^T w into c->v (c->corr its rounding bounds), every cell. */
+static void slacks(struct ipm_state *c)
+{
+	for (size_t k = 0; k < c->nb; k++)
+		for (size_t i = 0; i < bucket_g(c, k); i++)
+			for (size_t j = 0; j < bucket_h(c, k); j++)
+				slack(c, k, i, j);
 }
 
 /*
- * The certificate of a claim (see solver_internal.h): with t = -A^T y for
- * the duals y of the last iterate, z = max(t, 0) and w = max(-t, 0) make
- * A^T y + z - w = 0 exactly, so every feasible x has
- *     Σ z_j x_j + Σ w_j (u_j - x_j) = -(d . yg + c . yr) + Σ w_j u_j = E,
- * each term >= 0: x_j <= E / z_j and u_j - x_j <= E / w_j. E and every t_j
- * are computed sums of large duals: E is taken at its largest and each
- * t_j at its least favourable by their rounding bounds (struct csum).
- * theta and dx are scratch once the iterations are over: t and its
- * bound.
+ * The iterate's dual w as a certificate is only as good as Σ s_k y_k over
+ * the cells on the positive side (y >= s), about n mu: with 10^5 cells
+ * at the end of what double precision allows, 10^-8 records, where the
+ * claims need 10^-9. Projecting w so that s = -A^T w vanishes on them,
+ * w += z with A_P A_P^T z = A_P s_P (P the positive side, whose s_P =
+ * -A_P^T w lies in A_P^T's range), removes that term: the normal
+ * equations with D = 1 on P and 0 elsewhere, well conditioned where the
+ * iterate's D spans 26 orders of magnitude. Twice, the second pass on
+ * what rounding left of the first. The caller restores w.
  */
-static void certificate(const struct ipm *s, double *lo_bound, double *up_bound)
+static int purify(struct ipm_state *c)
 {
-	const struct relax_problem *p = s->p;
-	struct csum sum = {0};
-	double e;
+	size_t nq = c->qoff[c->nb];
+	int f;
 
-	for (size_t g = 0; g < s->ng; g++)
-		csum_mul(&sum, -p->d[g], s->yg[g]);
-	for (size_t r = 0; r < s->m; r++)
-		csum_mul(&sum, -p->c[r], s->yr[r]);
-	e = csum_value(&sum) + csum_error(&sum);
-	for (size_t j = 0; j < s->n; j++) {
-		struct csum t = {0};
-
-		csum_add(&t, -s->yg[p->group[j]]);
-		for (size_t k = p->var_off[j]; k < p->var_off[j + 1]; k++)
-			csum_add(&t, -s->yr[p->var_row[k]]);
-		s->theta[j] = csum_value(&t);
-		s->dx[j] = csum_error(&t);
-		/* w_j at its largest: t_j at its smallest */
-		e += fmax(s->dx[j] - s->theta[j], 0) * p->u[j];
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] || c->y[l] < c->s[l] ? 0 : 1;
+	if ((f = zeros_ipm_factor(c, SCHUR_PIVOT_EPS)))
+		return f;
+	for (int pass = 0; pass < 2; pass++) {
+		slacks(c);
+		for (size_t l = 0; l < c->n; l++)
+			c->v[l] = c->d[l] > 0 ? -c->v[l] : 0;
+		residuals(c, c->v, c->rhs, c->dmu); /* A_P s_P */
+		zeros_ipm_solve(c);
+		for (size_t q = 0; q < nq; q++)
+			c->w[q] += c->dw[q];
+		for (size_t r = 0; r < c->nr; r++)
+			c->mu[r] += c->dmu[r];
 	}
-	e = fmax(e, 0);
-	for (size_t j = 0; j < s->n; j++) {
-		double lo = s->theta[j] - s->dx[j], up = -s->theta[j] - s->dx[j];
-
-		lo_bound[j] = lo > 0 ? e / lo : INFINITY;
-		up_bound[j] = up > 0 ? e / up : INFINITY;
-	}
+	return 0;
 }
 
-/* Does the certificate prove every claim of the iterate (RELAX_CLAIM)? */
-static int claims_proved(const struct ipm *s, const double *lo_bound, const double *up_bound)
+/* Claims the cells the iterate puts on the zero side (y < s) whose bound
+ * from the certificate is below ZERO_RECORDS, and fixes them at 0 (the
+ * iterations go on without them: their D is what spans the orders of
+ * magnitude); returns how many it newly claims, *all whether every
+ * zero-side cell is proved and every other one clearly positive,
+ * *proved the first half of that. */
+static size_t certify(struct ipm_state *c, uint8_t *zero, int *all, int *proved)
 {
-	const double *u = s->p->u;
+	double e = dual_value(c);
+	size_t n = 0;
 
-	for (size_t j = 0; j < s->n; j++) {
-		if (s->x[j] <= RELAX_CLAIM * u[j] && !(lo_bound[j] <= ZERO_RECORDS))
-			return 0;
-		if (u[j] - s->x[j] <= RELAX_CLAIM * u[j] && !(up_bound[j] <= ZERO_RECORDS))
+	*all = *proved = 1;
+	for (size_t l = 0; l < c->n; l++) /* s_l at its smallest: v - corr */
+		if (!c->fixed[l] && c->v[l] - c->corr[l] < 0)
+			e += (c->corr[l] - c->v[l]) * c->u[l];
+	e = fmax(e, 0);
+	for (size_t k = 0; k < c->nb; k++) {
+		uint8_t *z = zero;
+
+		for (size_t l = c->loff[k]; l < c->loff[k + 1]; l++) {
+			if (c->fixed[l])
+				continue;
+			if (!(c->y[l] < c->s[l])) {
+				*all &= c->y[l] >= CENTER_GAP * c->s[l];
+				continue;
+			}
+			if (!(c->v[l] - c->corr[l] > 0) ||
+			    !(e <= ZERO_RECORDS * (c->v[l] - c->corr[l]))) {
+				*proved &= z[l];
+				continue;
+			}
+			n += !z[l];
+			z[l] = 1;
+			c->fixed[l] = 1;
+			c->y[l] = 0;
+			c->s[l] = 0;
+		}
+	}
+	*all &= *proved;
+	return n;
+}
+
+/* certify with the iterate's dual purified (purify), which is then
+ * restored for the next step: factor's return codes. */
+static int certify_purified(struct ipm_state *c, uint8_t *zero, size_t *found, int *all,
+			    int *proved)
+{
+	size_t nq = c->qoff[c->nb];
+	int f;
+
+	memcpy(c->w0, c->w, nq * sizeof *c->w);
+	memcpy(c->mu0, c->mu, c->nr * sizeof *c->mu);
+	f = purify(c);
+	if (!f)
+		*found += certify(c, zero, all, proved);
+	memcpy(c->w, c->w0, nq * sizeof *c->w);
+	memcpy(c->mu, c->mu0, c->nr * sizeof *c->mu);
+	return f;
+}
+
+/*
+ * Iterates until settled or converged. Every w is a certificate of its
+ * own (only the primal side of "settled" needs a feasible y), so each
+ * iterate of the endgame (mu below CENTER_CERTIFY) claims what it
+ * proves. The endgame ends where rounding takes over: once the residual
+ * grows a thousandfold over the best, the directions are noise.
+ */
+static enum pm_status iterate(struct ipm_state *c, uint8_t *zero, size_t *found, int *settled)
+{
+	double scale = 1, best = INFINITY;
+
+	for (size_t l = 0; l < c->n; l++)
+		scale = fmax(scale, c->u[l]);
+	for (int it = 0; it < CENTER_MAX_ITER; it++) {
+		double viol = residuals(c, NULL, c->rp, c->rk), mu;
+		size_t free = 0;
+		int f = 0, all = 0, proved = 0;
+
+		for (size_t l = 0; l < c->n; l++)
+			free += !c->fixed[l];
+		mu = mu_at(c, 0, 0, free);
+		if (viol > 1e3 * fmax(best, 1e-12 * scale))
+			break;
+		best = fmin(best, viol);
+		if (mu <= CENTER_CERTIFY * scale && viol <= 1e-6 * scale)
+			f = certify_purified(c, zero, found, &all, &proved);
+		*settled = all && viol <= 1e-9 * scale;
+		c->proved = proved;
+		if (c->p->claims_only && proved)
+			break;
+		if (!f && !*settled && !(viol <= 1e-10 * scale && mu <= 1e-14 * scale)) {
+			if (solver_stop_asked(c->p->o))
+				return PM_ERR_CANCELLED;
+			f = step(c, free);
+		}
+		if (f)
+			return f > 0 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
+		if (*settled || !isfinite(mu_at(c, 0, 0, free)) ||
+		    (viol <= 1e-10 * scale && mu <= 1e-14 * scale))
+			break;
+	}
+	return PM_OK;
+}
+
+/*
+ * An iterate may prove only some of its zero-side cells before rounding
+ * ends the endgame; those are fixed, and the method starts again on what
+ * is left, at most CENTER_ROUNDS times while each round proves more.
+ */
+#define CENTER_ROUNDS 4
+
+/* The structure of c for p's blocks and the rows rows[0 .. nr) of p,
+ * the cells known to be zero (zero) left out; -1 when out of memory. */
+static int center_setup(struct ipm_state *c, const struct ipm_problem *p, const uint32_t *rows,
+			size_t nr, const uint8_t *zero)
+{
+	*c = (struct ipm_state){.p = p, .rows = rows, .nb = p->n_blocks, .nr = nr};
+	return layout(c) || row_index(c, zero) || center_alloc(c) ? -1 : 0;
+}
+
+/*
+ * The open rows that depend on the others and the invariants (rules on
+ * every value of one attribute with one s sum to that value's SA rows:
+ * half the open rows on Adult, K = 5000, qi_attributes 7): the null
+ * pivots of S at the starting point, where D is the closed form (no cell
+ * near a bound), found with SCHUR_DEPENDENT. They add nothing to the
+ * system but their share of the cubic cost; keep[r] = 0 for them. The
+ * number kept, or -1 (out of memory), -2 (cancelled).
+ */
+static long independent_rows(struct ipm_state *c, uint8_t *zero, uint8_t *keep)
+{
+	size_t kept = 0;
+	int f;
+
+	start(c, zero);
+	for (size_t l = 0; l < c->n; l++)
+		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
+	if ((f = zeros_ipm_factor(c, SCHUR_DEPENDENT)))
+		return f > 0 ? -2 : -1;
+	for (size_t r = 0; r < c->nr; r++)
+		kept += (keep[r] = c->S[r * c->nr + r] > 0);
+	return (long)kept;
+}
+
+/* Do the rows left out (keep[r] 0) hold at c's iterate, as rows implied
+ * by the others must (to 1e-6 of the largest sum)? If not, their
+ * right-hand sides disagree with the others': no solution exists, and
+ * "settled" stands for nothing (the linear program names the conflict). */
+static int dropped_hold(const struct ipm_state *c, const struct ipm_problem *p, const uint8_t *keep)
+{
+	double scale = 1;
+
+	for (size_t l = 0; l < c->n; l++)
+		scale = fmax(scale, c->u[l]);
+	for (size_t r = 0; r < p->n_rows; r++) {
+		double sum = 0;
+
+		for (size_t x = p->row_off[r]; !keep[r] && x < p->row_off[r + 1]; x++)
+			sum += c->y[p->row_cell[x]];
+		if (!keep[r] && !(fabs(sum - p->rhs[r]) <= 1e-6 * scale))
 			return 0;
 	}
 	return 1;
 }
 
-/*
- * Iterates until the duals prove every claim of the iterate (from mu at
- * rounding level, 1e-13 of the largest demand, on): the certificate
- * rests on the duals alone, so it holds whatever the primal residual. A
- * stopping test on the iterate alone (residuals 1e-10) stopped at the
- * first converged iterate, whose bounds (about n mu over the dual, 1e-8
- * records) a linear program then had to prove where a step or two more
- * prove them; and where dependent rows keep the primal residual at 1e-8
- * (17,764 variables, 143 rows), it never passed, and the method ran on
- * for 70 steps into NaN. So the iterations also end where the primal
- * residual has stopped falling (STALL_STEPS steps without halving)
- * once mu is at rounding level, and, once the iterate converged, where
- * mu stops falling: *converged says whether the claims are proved, or
- * the iterate converged.
- */
-#define STALL_STEPS 4
-
-enum pm_status zeros_ipm(const struct relax_problem *p, double *x, double *lo_bound,
-			 double *up_bound, int *converged)
+/* The rounds of the method on c (CENTER_ROUNDS), each starting with the
+ * zeros found so far fixed. */
+static enum pm_status rounds(struct ipm_state *c, uint8_t *zero, size_t *found, int *settled)
 {
-	struct ipm s = {.p = p, .n = p->n, .m = p->n_rows, .ng = p->n_groups};
-	double scale = 1, mu = 1, viol = INFINITY, best = INFINITY;
-	enum pm_status st = PM_ERR_NOMEM;
-	int stalled = 0;
+	enum pm_status st = PM_OK;
 
-	*converged = 0;
-	if (!ipm_alloc(&s))
-		goto out;
-	for (size_t g = 0; g < s.ng; g++)
-		scale = fmax(scale, fabs(p->d[g]));
-	for (size_t j = 0; j < s.n; j++) {
-		s.x[j] = p->u[j] / 2;
-		s.z[j] = s.w[j] = 1;
-	}
-	for (int it = 0; it < IPM_MAX_ITER; it++) {
-		double next;
+	for (int round = 0; round < CENTER_ROUNDS; round++) {
+		size_t before = *found;
 
-		viol = residuals(&s);
-		stalled = viol <= 0.5 * best ? 0 : stalled + 1;
-		best = fmin(best, viol);
-		if (mu <= 1e-13 * scale) {
-			int proved;
-
-			certificate(&s, lo_bound, up_bound);
-			proved = claims_proved(&s, lo_bound, up_bound);
-			*converged = proved || viol <= 1e-10 * scale;
-			if (proved || stalled >= STALL_STEPS)
-				break;
-		}
-		if (solver_stop_asked(p->o)) {
-			st = PM_ERR_CANCELLED;
-			goto out;
-		}
-		next = ipm_step(&s, it == 0);
-		if (!isfinite(next) || (*converged && !(next < mu)))
+		start(c, zero);
+		c->proved = 0;
+		st = iterate(c, zero, found, settled);
+		if (st || *settled || *found == before || (c->p->claims_only && c->proved))
 			break;
-		mu = next;
 	}
-	memcpy(x, s.x, s.n * sizeof(double));
-	st = PM_OK;
+	return st;
+}
+
+/* The cells clearly on the zero side of c's last iterate (fixed, or
+ * y < s and within SIDE_CLAIM of the smaller of the cell's sums) into
+ * side (may be NULL): what a linear program may then check, not a cell
+ * that an iterate short of convergence leaves merely small. */
+#define SIDE_CLAIM 1e-6
+
+static void zero_side(const struct ipm_state *c, uint8_t *side)
+{
+	for (size_t l = 0; side && l < c->n; l++)
+		side[l] = c->fixed[l] || (c->y[l] < c->s[l] && c->y[l] <= SIDE_CLAIM * c->u[l]);
+}
+
+enum pm_status zeros_ipm(const struct ipm_problem *p, uint8_t *zero, size_t *found, int *settled)
+{
+	struct ipm_state c = {0};
+	uint8_t *keep = malloc(p->n_rows + 1);
+	uint32_t *rows = malloc((p->n_rows + 1) * sizeof *rows);
+	enum pm_status st = PM_ERR_NOMEM;
+	size_t nr = 0;
+	long kept;
+
+	*found = 0;
+	*settled = 0;
+	if (p->n_rows > CENTER_ROWS) {
+		st = PM_OK;
+		goto out;
+	}
+	for (size_t r = 0; rows && r < p->n_rows; r++)
+		rows[r] = (uint32_t)r;
+	if (!keep || !rows || center_setup(&c, p, rows, p->n_rows, zero))
+		goto out;
+	kept = independent_rows(&c, zero, keep);
+	if (kept < 0) {
+		st = kept == -2 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
+		goto out;
+	}
+	for (size_t r = 0; r < p->n_rows; r++)
+		if (keep[r])
+			rows[nr++] = (uint32_t)r;
+	if (nr < p->n_rows) { /* the same without the dependent rows */
+		center_free(&c);
+		if (center_setup(&c, p, rows, nr, zero))
+			goto out;
+	}
+	st = rounds(&c, zero, found, settled);
+	if (!st && *settled && nr < p->n_rows)
+		*settled = dropped_hold(&c, p, keep);
+	for (size_t r = 0; !st && p->dependent && r < p->n_rows; r++)
+		p->dependent[r] = !keep[r];
+	if (!st)
+		zero_side(&c, p->side);
 out:
-	ipm_free(&s);
+	free(keep);
+	free(rows);
+	center_free(&c);
 	return st;
 }

@@ -18,10 +18,11 @@
  * Tuples of a bucket with the same rows (their "class") only ever appear
  * summed, and so do buckets with the same demand and classes (the sum of
  * m copies of a polytope is m times it): both are merged, exactly, before
- * the program is set up. A small interior point method (zeros_ipm.c)
- * suggests the variables held at a bound and, from its duals, bounds how
- * far any solution can be from them: when that proves every claim (to
- * ZERO_RECORDS), they are used; otherwise a linear program
+ * the program is set up. The interior point method of zeros_ipm.c (the
+ * one that decides whole components, the program recast as its blocks:
+ * relax_ipm) suggests the variables held at a bound and, from its duals,
+ * proves how far any solution can be from them: when that proves every
+ * claim (to ZERO_RECORDS), they are used; otherwise a linear program
  * (GLPK's simplex) maximises the distance from those bounds and only the
  * claims it holds at 0 are used.
  */
@@ -83,7 +84,7 @@ struct value {
 	int32_t empty;
 	/* the program: variables per type, then rows */
 	struct relax_problem p;
-	double *u, *d, *c, *xs;
+	double *u, *d, *c;
 	uint32_t *group, *var_row, *var_class;
 	size_t *var_off, *type_var; /* type -> first variable, n_types + 1 */
 	uint8_t *low, *high;
@@ -269,7 +270,6 @@ static enum pm_status value_program(struct value *v)
 		}
 	}
 	v->u = malloc((nv + 1) * sizeof *v->u);
-	v->xs = malloc((3 * nv + 1) * sizeof *v->xs); /* x, and zeros_ipm's two bounds */
 	v->group = malloc((nv + 1) * sizeof *v->group);
 	v->var_class = malloc((nv + 1) * sizeof *v->var_class);
 	v->var_off = malloc((nv + 2) * sizeof *v->var_off);
@@ -279,8 +279,8 @@ static enum pm_status value_program(struct value *v)
 	v->c = malloc((v->nr + 1) * sizeof *v->c);
 	v->low = calloc(nv + 1, 1);
 	v->high = calloc(nv + 1, 1);
-	if (!v->u || !v->xs || !v->group || !v->var_class || !v->var_off || !v->var_row ||
-	    !v->type_var || !v->d || !v->c || !v->low || !v->high)
+	if (!v->u || !v->group || !v->var_class || !v->var_off || !v->var_row || !v->type_var ||
+	    !v->d || !v->c || !v->low || !v->high)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < v->nr; k++)
 		v->c[k] = v->x->inv->rhs[v->rows[k]];
@@ -585,7 +585,7 @@ static void value_free(struct value *v)
 	free(v->toff);
 	intern_free(&v->classes);
 	intern_free(&v->types);
-	free(v->u), free(v->d), free(v->c), free(v->xs), free(v->group), free(v->var_row);
+	free(v->u), free(v->d), free(v->c), free(v->group), free(v->var_row);
 	free(v->var_class), free(v->var_off), free(v->type_var), free(v->low), free(v->high);
 }
 
@@ -662,6 +662,109 @@ static int row_cells_within(const struct relax *x, const uint32_t *rows, size_t 
 	return n <= max;
 }
 
+/* The arrays of relax_ipm's problem. */
+struct relax_ipm {
+	struct ipm_problem p;
+	size_t *cell_off, *sum_off, *row_off;
+	uint32_t *h, *row_cell;
+	double *sums;
+	uint8_t *zero, *side;
+};
+
+static void relax_ipm_finish(struct relax_ipm *r)
+{
+	free(r->cell_off), free(r->sum_off), free(r->row_off), free(r->h), free(r->row_cell);
+	free(r->sums), free(r->zero), free(r->side);
+}
+
+/* Builds r from v's program (see relax_ipm); -1 when out of memory. */
+static int relax_ipm_build(const struct value *v, struct relax_ipm *r)
+{
+	const struct relax_problem *p = &v->p;
+	size_t n = p->n, ng = p->n_groups, nr = p->n_rows, k = 0;
+
+	memset(r, 0, sizeof *r);
+	r->cell_off = malloc((ng + 1) * sizeof *r->cell_off);
+	r->sum_off = malloc((ng + 1) * sizeof *r->sum_off);
+	r->row_off = calloc(nr + 2, sizeof *r->row_off);
+	r->h = malloc((ng + 1) * sizeof *r->h);
+	r->row_cell = malloc((p->var_off[n] + 1) * sizeof *r->row_cell);
+	r->sums = malloc((n + 2 * ng + 1) * sizeof *r->sums);
+	r->zero = calloc(2 * n + 1, 1);
+	r->side = calloc(2 * n + 1, 1);
+	if (!r->cell_off || !r->sum_off || !r->row_off || !r->h || !r->row_cell || !r->sums ||
+	    !r->zero || !r->side)
+		return -1;
+	r->cell_off[0] = r->sum_off[0] = 0;
+	for (size_t j = 0; j < n; k++) { /* a group's variables are contiguous */
+		size_t j0 = j, g = p->group[j];
+		double all = 0;
+
+		for (; j < n && p->group[j] == g; j++) {
+			r->sums[r->sum_off[k] + j - j0] = p->u[j];
+			all += p->u[j];
+			r->zero[2 * j] = r->zero[2 * j + 1] = !(p->u[j] > 0);
+		}
+		r->h[k] = 2;
+		r->sums[r->sum_off[k] + j - j0] = p->d[g];
+		r->sums[r->sum_off[k] + j - j0 + 1] = fmax(all - p->d[g], 0);
+		r->cell_off[k + 1] = 2 * j;
+		r->sum_off[k + 1] = r->sum_off[k] + j - j0 + 2;
+	}
+	for (size_t e = 0; e < p->var_off[n]; e++)
+		r->row_off[p->var_row[e] + 2]++;
+	for (size_t x = 0; x < nr; x++)
+		r->row_off[x + 2] += r->row_off[x + 1];
+	for (size_t j = 0; j < n; j++)
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			r->row_cell[r->row_off[p->var_row[e] + 1]++] = (uint32_t)(2 * j);
+	r->p = (struct ipm_problem){.n_blocks = k,
+				    .n_rows = nr,
+				    .cell_off = r->cell_off,
+				    .sum_off = r->sum_off,
+				    .row_off = r->row_off,
+				    .h = r->h,
+				    .row_cell = r->row_cell,
+				    .sums = r->sums,
+				    .rhs = p->c,
+				    .o = p->o,
+				    .threads = 1,
+				    .claims_only = 1,
+				    .side = r->side};
+	return 0;
+}
+
+/*
+ * The relaxation as the interior point method's problem (zeros_ipm.c,
+ * the one that decides whole components too): each group a block of
+ * g x 2 cells, its row j the variable x_j and its distance u_j - x_j to
+ * its bound (summing to u_j), its columns summing to the group's demand
+ * and the rest; each of the value's rows over its variables' first
+ * cells. The claims are what the method's last iterate puts on the zero
+ * side: a first cell (x_j held at 0: low[j]) or a second (held at u_j:
+ * high[j]); *proved when the method's certificate proved every one.
+ */
+static enum pm_status relax_ipm(struct value *v, int *claims, int *proved)
+{
+	struct relax_ipm r;
+	size_t found = 0;
+	int settled = 0;
+	enum pm_status st = relax_ipm_build(v, &r) ? PM_ERR_NOMEM : PM_OK;
+
+	*claims = 0;
+	*proved = 1;
+	if (!st)
+		st = zeros_ipm(&r.p, r.zero, &found, &settled);
+	for (size_t j = 0; !st && j < v->p.n; j++) {
+		v->low[j] = r.side[2 * j];
+		v->high[j] = r.side[2 * j + 1];
+		*claims |= v->low[j] | v->high[j];
+		*proved &= (!v->low[j] || r.zero[2 * j]) && (!v->high[j] || r.zero[2 * j + 1]);
+	}
+	relax_ipm_finish(&r);
+	return st;
+}
+
 /* The relaxation of value s, whose open rows are rows[0..nr), unless
  * they hold more than max_cells free cells (counted once per row). */
 static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t s, size_t max_cells,
@@ -669,7 +772,7 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 {
 	struct value v = {.x = x, .rows = rows, .nr = nr};
 	enum pm_status st;
-	int converged = 0, claims = 0, proved = 1;
+	int claims = 0, proved = 1;
 
 	if (memo_unchanged(m, x, s) || !row_cells_within(x, rows, nr, max_cells))
 		return PM_OK;
@@ -683,14 +786,7 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 	if (!st && !x->infeasible)
 		st = value_dedupe(&v);
 	if (!st && !x->infeasible && v.p.n)
-		st = zeros_ipm(&v.p, v.xs, v.xs + v.p.n, v.xs + 2 * v.p.n, &converged);
-	for (size_t j = 0; !st && converged && j < v.p.n; j++) {
-		v.low[j] = v.xs[j] <= RELAX_CLAIM * v.u[j];
-		v.high[j] = v.u[j] - v.xs[j] <= RELAX_CLAIM * v.u[j];
-		claims |= v.low[j] | v.high[j];
-		proved &= !v.low[j] || v.xs[v.p.n + j] <= ZERO_RECORDS;
-		proved &= !v.high[j] || v.xs[2 * v.p.n + j] <= ZERO_RECORDS;
-	}
+		st = relax_ipm(&v, &claims, &proved);
 	/* the interior point method's own certificate, else the simplex */
 	if (!st && claims && !proved && !x->infeasible)
 		st = value_verify(&v);

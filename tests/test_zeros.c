@@ -275,9 +275,88 @@ static int cancel_now(void *ctx, int iteration, double max_violation)
 	return 1;
 }
 
+/* The buckets nb of bucket[] and the rows row[0 .. nr) of inv as the
+ * interior point method's problem, every cell of those buckets numbered
+ * in order (the rows' cells must lie in them); arrays freed by
+ * ipm_arrays_free. */
+struct ipm_arrays {
+	struct ipm_problem p;
+	size_t *cell_off, *sum_off, *row_off;
+	uint32_t *h, *row_cell;
+	double *sums, *rhs;
+	int32_t *local;
+};
+
+static void ipm_arrays_make(struct ipm_arrays *a, const struct invariants *inv,
+			    const uint32_t *bucket, size_t nb, const uint32_t *row, size_t nr)
+{
+	size_t n = 0;
+
+	a->cell_off = calloc(nb + 1, sizeof *a->cell_off);
+	a->sum_off = calloc(nb + 1, sizeof *a->sum_off);
+	a->row_off = calloc(nr + 1, sizeof *a->row_off);
+	a->h = calloc(nb + 1, sizeof *a->h);
+	a->row_cell = calloc(inv->row_off[inv->n_rows] + 1, sizeof *a->row_cell);
+	a->sums = calloc(inv->n_cells + 2 * inv->n_groups + 1, sizeof *a->sums);
+	a->rhs = calloc(nr + 1, sizeof *a->rhs);
+	a->local = malloc((inv->n_cells + 1) * sizeof *a->local);
+	for (size_t c = 0; c < inv->n_cells; c++)
+		a->local[c] = -1;
+	for (size_t k = 0; k < nb; k++) {
+		size_t b = bucket[k], h = inv->bucket_h[b];
+		size_t g = (inv->cell_off[b + 1] - inv->cell_off[b]) / h;
+
+		a->h[k] = (uint32_t)h;
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
+			a->local[c] = (int32_t)(a->cell_off[k] + c - inv->cell_off[b]);
+		for (size_t i = 0; i < g; i++)
+			a->sums[a->sum_off[k] + i] = invariants_qi_count(inv, b, i);
+		for (size_t j = 0; j < h; j++)
+			a->sums[a->sum_off[k] + g + j] = invariants_sa_count(inv, b, j);
+		a->cell_off[k + 1] = a->cell_off[k] + g * h;
+		a->sum_off[k + 1] = a->sum_off[k] + g + h;
+	}
+	for (size_t r = 0; r < nr; r++) {
+		a->rhs[r] = inv->rhs[row[r]];
+		for (size_t e = inv->row_off[row[r]]; e < inv->row_off[row[r] + 1]; e++) {
+			CHECK(a->local[inv->row_cell[e]] >= 0);
+			a->row_cell[n++] = (uint32_t)a->local[inv->row_cell[e]];
+		}
+		a->row_off[r + 1] = n;
+	}
+	a->p = (struct ipm_problem){.n_blocks = nb,
+				    .n_rows = nr,
+				    .cell_off = a->cell_off,
+				    .sum_off = a->sum_off,
+				    .row_off = a->row_off,
+				    .h = a->h,
+				    .row_cell = a->row_cell,
+				    .sums = a->sums,
+				    .rhs = a->rhs,
+				    .threads = 2};
+}
+
+static void ipm_arrays_free(struct ipm_arrays *a)
+{
+	free(a->cell_off), free(a->sum_off), free(a->row_off), free(a->h), free(a->row_cell);
+	free(a->sums), free(a->rhs), free(a->local);
+}
+
+/* zero's cells (inv numbering) to the problem's, or back (with `back`:
+ * only setting). */
+static void ipm_zeros(const struct ipm_arrays *a, const struct invariants *inv, uint8_t *zero,
+		      uint8_t *local, int back)
+{
+	for (size_t c = 0; c < inv->n_cells; c++)
+		if (a->local[c] >= 0 && back)
+			zero[c] |= local[a->local[c]];
+		else if (a->local[c] >= 0)
+			local[a->local[c]] = zero[c];
+}
+
 /*
- * The interior point method of zeros_center.c, after propagation alone,
- * on every bucket a knowledge row touches (components side by side) with
+ * The interior point method of zeros_ipm.c, after propagation alone, on
+ * every bucket a knowledge row touches (components side by side) with
  * the rows propagation left open: every zero it proves is forced, and when
  * it settles, its zeros are exactly the reference's.
  */
@@ -300,28 +379,24 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 		if (!f.resolved[r] && inv->row_off[r] < inv->row_off[r + 1])
 			rows[nr++] = (uint32_t)r;
 	if (nr) {
-		struct center_problem p = {.inv = inv,
-					   .buckets = buckets,
-					   .n_buckets = nb,
-					   .rows = rows,
-					   .n_rows = nr,
-					   .zero = f.zero,
-					   .threads = 2};
+		struct ipm_arrays a;
+		uint8_t *local = calloc(inv->n_cells + 1, 1), *before = malloc(inv->n_cells + 1);
 
-		if (*runs == 0) { /* a cancel stops it, claiming nothing */
+		ipm_arrays_make(&a, inv, buckets, nb, rows, nr);
+		ipm_zeros(&a, inv, f.zero, local, 0);
+		memcpy(before, local, inv->n_cells);
+		if (*runs == 0) { /* a cancel stops it at once, claiming nothing */
 			struct solver_options o;
-			uint8_t *scratch = malloc(inv->n_cells + 1);
 
 			solver_options_init(&o);
 			o.tick = cancel_now;
-			p.o = &o;
-			memcpy(scratch, f.zero, inv->n_cells);
-			CHECK(zeros_center(&p, scratch, &n, &done) == PM_ERR_CANCELLED);
-			CHECK(n == 0 && !done && !memcmp(scratch, f.zero, inv->n_cells));
-			p.o = NULL;
-			free(scratch);
+			a.p.o = &o;
+			CHECK(zeros_ipm(&a.p, local, &n, &done) == PM_ERR_CANCELLED);
+			CHECK(n == 0 && !done && !memcmp(local, before, inv->n_cells));
+			a.p.o = NULL;
 		}
-		CHECK(zeros_center(&p, f.zero, &n, &done) == PM_OK);
+		CHECK(zeros_ipm(&a.p, local, &n, &done) == PM_OK);
+		ipm_zeros(&a, inv, f.zero, local, 1);
 		compare(&f, &wrong, &missed);
 		if (wrong || (done && missed))
 			fprintf(stderr, "center zeros differ, seed %llu: %zu wrong, %zu missed\n",
@@ -331,6 +406,9 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 		*found += n;
 		*settled += (size_t)done;
 		*runs += 1;
+		ipm_arrays_free(&a);
+		free(local);
+		free(before);
 	}
 	free(buckets);
 	free(rows);
