@@ -252,9 +252,9 @@ static inline size_t bucket_h(const struct ipm_state *c, size_t k)
 }
 
 /* D = c->d: every block's M factored, S formed (the parts' shares added
- * in part order) and factored with pivot threshold eps: 0, -1 on
- * failure, 1 if the caller asked to stop in between. */
-int zeros_ipm_factor(struct ipm_state *c, double eps);
+ * in part order) and factored with pivot threshold eps; PM_ERR_NOMEM,
+ * or PM_ERR_CANCELLED if the caller asked to stop in between. */
+enum pm_status zeros_ipm_factor(struct ipm_state *c, double eps);
 /* Solves A D A^T (dw, dmu) = (rhs, dmu) in place: the blocks' rows and
  * columns in c->rhs, the knowledge rows in c->dmu; the solution in c->dw
  * and c->dmu. */
@@ -310,18 +310,19 @@ struct glp_prob; /* glpk.h's glp_prob */
 
 /* Solves GLPK problem lp (whose objective must be bounded) from an
  * advanced basis, with the floating-point simplex and, where that fails or
- * runs out of iterations, the exact one: 1 optimal (feasible), 0
- * infeasible, -1 solver failure (the exact simplex too failed or ran out),
- * -2 cancelled (o's progress callback, may be NULL). */
-int zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o);
+ * runs out of iterations, the exact one: *feasible 1 optimal (feasible),
+ * 0 infeasible; PM_ERR_INTERNAL solver failure (the exact simplex too
+ * failed or ran out), PM_ERR_CANCELLED (o's tick, may be NULL). */
+enum pm_status zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o, int *feasible);
 /* GLPK's simplex in time slices, o's cancel polled between them, within
- * *left iterations (taken off): GLPK's return code, -2 when stopped.
- * presolve for the first slice only; tol_bnd 0 keeps GLPK's. */
-int zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
-		     double tol_bnd, int *left);
+ * *left iterations (taken off): *glpk gets GLPK's return code;
+ * PM_ERR_CANCELLED when stopped. presolve for the first slice only;
+ * tol_bnd 0 keeps GLPK's. */
+enum pm_status zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
+				double tol_bnd, int *left, int *glpk);
 /* GLPK's exact simplex alone, from lp's basis (from a floating-point
- * optimum, to confirm it): zeros_lp_solve's return codes. */
-int zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o);
+ * optimum, to confirm it): zeros_lp_solve's results. */
+enum pm_status zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o, int *feasible);
 /* Is lp's floating-point optimum clean, with no basic variable beyond its
  * bounds and no improving reduced cost (both to 1e-9), so that GLPK's
  * tolerances played no part in it? */

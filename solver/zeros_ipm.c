@@ -252,9 +252,9 @@ static double residuals(struct ipm_state *c, const double *v, double *rp, double
 	return worst;
 }
 
-/* D = y / s, the normal equations formed and factored: zeros_ipm_factor's
- * return codes. */
-static int factor(struct ipm_state *c)
+/* D = y / s, the normal equations formed and factored
+ * (zeros_ipm_factor). */
+static enum pm_status factor(struct ipm_state *c)
 {
 	for (size_t l = 0; l < c->n; l++)
 		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
@@ -317,12 +317,11 @@ static double mu_at(const struct ipm_state *c, double ap, double ad, size_t free
 }
 
 /* One Mehrotra predictor-corrector step: the affine direction, then the
- * corrector toward sigma mu with the second-order term dy ds. factor's
- * return codes. */
-static int step(struct ipm_state *c, size_t free)
+ * corrector toward sigma mu with the second-order term dy ds. */
+static enum pm_status step(struct ipm_state *c, size_t free)
 {
 	double ap, ad, mu = mu_at(c, 0, 0, free), sigma;
-	int f = factor(c);
+	enum pm_status f = factor(c);
 
 	if (f)
 		return f;
@@ -344,7 +343,7 @@ static int step(struct ipm_state *c, size_t free)
 		c->w[q] += ad * c->dw[q];
 	for (size_t r = 0; r < c->nr; r++)
 		c->mu[r] += ad * c->dmu[r];
-	return 0;
+	return PM_OK;
 }
 
 /* s_l = -A^T w at local cell l (bucket k, row i, column j) into c->v,
@@ -404,10 +403,10 @@ static void slacks(struct ipm_state *c)
  * iterate's D spans 26 orders of magnitude. Twice, the second pass on
  * what rounding left of the first. The caller restores w.
  */
-static int purify(struct ipm_state *c)
+static enum pm_status purify(struct ipm_state *c)
 {
 	size_t nq = c->qoff[c->nb];
-	int f;
+	enum pm_status f;
 
 	for (size_t l = 0; l < c->n; l++)
 		c->d[l] = c->fixed[l] || c->y[l] < c->s[l] ? 0 : 1;
@@ -424,7 +423,7 @@ static int purify(struct ipm_state *c)
 		for (size_t r = 0; r < c->nr; r++)
 			c->mu[r] += c->dmu[r];
 	}
-	return 0;
+	return PM_OK;
 }
 
 /* Claims the cells the iterate puts on the zero side (y < s) whose bound
@@ -470,12 +469,12 @@ static size_t certify(struct ipm_state *c, uint8_t *zero, int *all, int *proved)
 }
 
 /* certify with the iterate's dual purified (purify), which is then
- * restored for the next step: factor's return codes. */
-static int certify_purified(struct ipm_state *c, uint8_t *zero, size_t *found, int *all,
-			    int *proved)
+ * restored for the next step. */
+static enum pm_status certify_purified(struct ipm_state *c, uint8_t *zero, size_t *found, int *all,
+				       int *proved)
 {
 	size_t nq = c->qoff[c->nb];
-	int f;
+	enum pm_status f;
 
 	memcpy(c->w0, c->w, nq * sizeof *c->w);
 	memcpy(c->mu0, c->mu, c->nr * sizeof *c->mu);
@@ -503,7 +502,8 @@ static enum pm_status iterate(struct ipm_state *c, uint8_t *zero, size_t *found,
 	for (int it = 0; it < CENTER_MAX_ITER; it++) {
 		double viol = residuals(c, NULL, c->rp, c->rk), mu;
 		size_t free = 0;
-		int f = 0, all = 0, proved = 0;
+		enum pm_status f = PM_OK;
+		int all = 0, proved = 0;
 
 		for (size_t l = 0; l < c->n; l++)
 			free += !c->fixed[l];
@@ -523,7 +523,7 @@ static enum pm_status iterate(struct ipm_state *c, uint8_t *zero, size_t *found,
 			f = step(c, free);
 		}
 		if (f)
-			return f > 0 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
+			return f;
 		if (*settled || !isfinite(mu_at(c, 0, 0, free)) ||
 		    (viol <= 1e-10 * scale && mu <= 1e-14 * scale))
 			break;
@@ -553,22 +553,23 @@ static int center_setup(struct ipm_state *c, const struct ipm_problem *p, const 
  * half the open rows on Adult, K = 5000, qi_attributes 7): the null
  * pivots of S at the starting point, where D is the closed form (no cell
  * near a bound), found with SCHUR_DEPENDENT. They add nothing to the
- * system but their share of the cubic cost; keep[r] = 0 for them. The
- * number kept, or -1 (out of memory), -2 (cancelled).
+ * system but their share of the cubic cost; keep[r] = 0 for them, *kept
+ * the others.
  */
-static long independent_rows(struct ipm_state *c, uint8_t *zero, uint8_t *keep)
+static enum pm_status independent_rows(struct ipm_state *c, uint8_t *zero, uint8_t *keep,
+				       size_t *kept)
 {
-	size_t kept = 0;
-	int f;
+	enum pm_status f;
 
+	*kept = 0;
 	start(c, zero);
 	for (size_t l = 0; l < c->n; l++)
 		c->d[l] = c->fixed[l] ? 0 : c->y[l] / c->s[l];
 	if ((f = zeros_ipm_factor(c, SCHUR_DEPENDENT)))
-		return f > 0 ? -2 : -1;
+		return f;
 	for (size_t r = 0; r < c->nr; r++)
-		kept += (keep[r] = c->S[r * c->nr + r] > 0);
-	return (long)kept;
+		*kept += (keep[r] = c->S[r * c->nr + r] > 0);
+	return PM_OK;
 }
 
 /* Do the rows left out (keep[r] 0) hold at c's iterate, as rows implied
@@ -628,8 +629,7 @@ enum pm_status zeros_ipm(const struct ipm_problem *p, uint8_t *zero, size_t *fou
 	uint8_t *keep = malloc(p->n_rows + 1);
 	uint32_t *rows = malloc((p->n_rows + 1) * sizeof *rows);
 	enum pm_status st = PM_ERR_NOMEM;
-	size_t nr = 0;
-	long kept;
+	size_t nr = 0, kept;
 
 	*found = 0;
 	*settled = 0;
@@ -641,11 +641,10 @@ enum pm_status zeros_ipm(const struct ipm_problem *p, uint8_t *zero, size_t *fou
 		rows[r] = (uint32_t)r;
 	if (!keep || !rows || center_setup(&c, p, rows, p->n_rows, zero))
 		goto out;
-	kept = independent_rows(&c, zero, keep);
-	if (kept < 0) {
-		st = kept == -2 ? PM_ERR_CANCELLED : PM_ERR_NOMEM;
+	st = independent_rows(&c, zero, keep, &kept);
+	if (st)
 		goto out;
-	}
+	st = PM_ERR_NOMEM;
 	for (size_t r = 0; r < p->n_rows; r++)
 		if (keep[r])
 			rows[nr++] = (uint32_t)r;

@@ -173,11 +173,11 @@ static void form_part(void *ctx, int p, int parts)
 	}
 }
 
-/* D = y / s, every bucket's M factored, S formed (the parts' shares added
- * in part order) and factored: 0, -1 on failure, 1 if the caller asked to
- * stop in between (forming and factoring take about as long, a quarter
- * of a second each on a thousand open rows and more). */
-int zeros_ipm_factor(struct ipm_state *c, double eps)
+/* D = c->d, every block's M factored, S formed (the parts' shares added
+ * in part order) and factored (forming and factoring take about as long,
+ * a quarter of a second each on a thousand open rows and more: the
+ * caller's stop is polled in between). */
+enum pm_status zeros_ipm_factor(struct ipm_state *c, double eps)
 {
 	int failed = 0;
 
@@ -189,11 +189,11 @@ int zeros_ipm_factor(struct ipm_state *c, double eps)
 			for (size_t j = 0; j <= i; j++)
 				c->S[i * c->nr + j] += c->part[p].S[i * c->nr + j];
 	if (failed)
-		return -1;
+		return PM_ERR_NOMEM;
 	if (solver_stop_asked(c->p->o))
-		return 1;
+		return PM_ERR_CANCELLED;
 	schur_dense_factor(c->S, c->nr, eps, c->scratch, c->pool);
-	return 0;
+	return PM_OK;
 }
 
 /* rhs (bucket rows and columns) and dmu (open rows) hold r_p - A v; the

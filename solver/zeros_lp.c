@@ -71,13 +71,13 @@ int zeros_lp_iteration_budget(struct glp_prob *lp)
 /*
  * GLPK's simplex in slices of LP_SLICE_MS, between which o's cancel (or
  * the time limit behind it) is polled, within *left iterations (those it
- * takes are taken off): GLPK's return code, or -2 when stopped. tol_bnd
- * 0 keeps GLPK's. The presolver hands back no partial basis, so only the
- * first slice may use it; a presolved slice that runs out starts the
- * next from the basis the program had.
+ * takes are taken off): *glpk gets GLPK's return code; PM_ERR_CANCELLED
+ * when stopped. tol_bnd 0 keeps GLPK's. The presolver hands back no
+ * partial basis, so only the first slice may use it; a presolved slice
+ * that runs out starts the next from the basis the program had.
  */
-int zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
-		     double tol_bnd, int *left)
+enum pm_status zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
+				double tol_bnd, int *left, int *glpk)
 {
 	glp_smcp p;
 	int ret;
@@ -92,15 +92,18 @@ int zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int pr
 	do {
 		int it0 = glp_get_it_cnt(lp);
 
-		if (*left <= 0)
-			return GLP_EITLIM;
+		if (*left <= 0) {
+			*glpk = GLP_EITLIM;
+			return PM_OK;
+		}
 		p.it_lim = *left;
 		ret = glp_simplex(lp, &p);
 		*left -= glp_get_it_cnt(lp) - it0;
 		p.presolve = GLP_OFF;
 		p.tm_lim = LP_SLICE_MS;
 	} while (ret == GLP_ETMLIM && !solver_stop_asked(o));
-	return ret == GLP_ETMLIM ? -2 : ret;
+	*glpk = ret;
+	return ret == GLP_ETMLIM ? PM_ERR_CANCELLED : PM_OK;
 }
 
 /* x times 10^k rounded, if it is an integer to double precision. */
@@ -173,7 +176,7 @@ static void decimal_rows(struct glp_prob *lp)
  * rational arithmetic, which may take longer than a slice: the slices
  * double, so that every one gets further than the last.
  */
-int zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o)
+enum pm_status zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o, int *feasible)
 {
 	glp_smcp p;
 	int ret, left = zeros_lp_iteration_budget(lp), restarted = 0;
@@ -195,10 +198,11 @@ int zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o)
 		if (ret != GLP_ETMLIM || left <= 0)
 			break;
 		if (solver_stop_asked(o))
-			return -2;
+			return PM_ERR_CANCELLED;
 		p.tm_lim = p.tm_lim < INT_MAX / 2 ? 2 * p.tm_lim : INT_MAX;
 	}
-	return ret ? -1 : lp_status(lp);
+	*feasible = ret ? -1 : lp_status(lp);
+	return *feasible < 0 ? PM_ERR_INTERNAL : PM_OK;
 }
 
 /* Is variable k of lp (rows 1..m, then columns) clean? (LP_CLEAN) */
@@ -254,27 +258,32 @@ int zeros_lp_clean(struct glp_prob *lp)
  * clean (rules that conflict by 1.2e-8 records, stress seed 38102969,
  * looked consistent, and the full dual ran into its iteration limit).
  */
-int zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o)
+enum pm_status zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o, int *feasible)
 {
-	int left = zeros_lp_iteration_budget(lp), ret, r;
+	int left = zeros_lp_iteration_budget(lp), ret, r, e;
+	enum pm_status st;
 
 	/* the program took a while to build: a check before the simplex's
 	 * own slices begin */
 	if (solver_stop_asked(o))
-		return -2;
+		return PM_ERR_CANCELLED;
 	glp_adv_basis(lp, 0);
-	ret = zeros_lp_simplex(lp, o, 0, 0, &left);
-	if (ret != 0 && ret != -2 && ret != GLP_EITLIM) {
+	st = zeros_lp_simplex(lp, o, 0, 0, &left, &ret);
+	if (!st && ret != 0 && ret != GLP_EITLIM) {
 		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
-		ret = zeros_lp_simplex(lp, o, 0, 0, &left);
+		st = zeros_lp_simplex(lp, o, 0, 0, &left, &ret);
 	}
-	if (ret == -2)
-		return -2;
+	if (st)
+		return st;
 	r = ret ? -1 : lp_status(lp);
+	*feasible = r;
 	if (r == 1 && zeros_lp_clean(lp))
-		return 1;
-	ret = zeros_lp_exact(lp, o);
-	return ret == -1 ? r : ret; /* the exact simplex failed: the float verdict */
+		return PM_OK;
+	st = zeros_lp_exact(lp, o, &e);
+	if (st == PM_ERR_CANCELLED)
+		return st;
+	*feasible = st ? r : e; /* the exact simplex failed: the float verdict */
+	return *feasible < 0 ? PM_ERR_INTERNAL : PM_OK;
 }
 
 /* ---- the programs of a component ----------------------------------------- */
@@ -542,6 +551,7 @@ static int feasible(struct lp_context *bd, const struct component *c, const uint
 {
 	int proved = proved_infeasible(bd, c, use);
 	glp_prob *lp;
+	enum pm_status st;
 	int r;
 
 	if (proved)
@@ -553,14 +563,16 @@ static int feasible(struct lp_context *bd, const struct component *c, const uint
 	lp = lp_build(bd, c, use, 0);
 	if (!lp)
 		return -1;
-	r = zeros_lp_solve(lp, bd->o);
-	if (r == 1) { /* named from exact verdicts, as component_solve's */
-		int e = zeros_lp_exact(lp, bd->o);
+	st = zeros_lp_solve(lp, bd->o, &r);
+	if (!st && r == 1) { /* named from exact verdicts, as component_solve's */
+		int e;
+		enum pm_status ex = zeros_lp_exact(lp, bd->o, &e);
 
-		r = e == -1 ? r : e;
+		st = ex == PM_ERR_CANCELLED ? ex : PM_OK;
+		r = ex ? r : e;
 	}
 	glp_delete_prob(lp);
-	return r;
+	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : r;
 }
 
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
@@ -642,6 +654,7 @@ static int zero_claims(const struct lp_context *bd, const struct component *c, g
 {
 	double t = glp_get_col_prim(lp, (int)(2 * c->m + 1));
 	int feasible = glp_get_obj_val(lp) >= 0.5, doubt = !feasible, r;
+	enum pm_status st;
 
 	for (size_t j = 0; j < c->m; j++) {
 		claim[j] = glp_get_col_prim(lp, (int)(c->m + j + 1)) < 0.5;
@@ -649,9 +662,9 @@ static int zero_claims(const struct lp_context *bd, const struct component *c, g
 	}
 	if (!doubt)
 		return 1;
-	r = zeros_lp_exact(lp, bd->o);
-	if (r != 1)
-		return r == -2 ? -2 : feasible;
+	st = zeros_lp_exact(lp, bd->o, &r);
+	if (st || r != 1)
+		return st == PM_ERR_CANCELLED ? -2 : feasible;
 	if (glp_get_obj_val(lp) < 0.5)
 		return 0;
 	for (size_t j = 0; j < c->m; j++)
@@ -666,6 +679,7 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 	glp_prob *lp = NULL;
 	uint8_t *claim = NULL;
 	int r = -3; /* out of memory */
+	enum pm_status st;
 
 	/* every cell, those known to be zero too: some are zero only to 1e-9
 	 * records (the certificates), and without them an exact program may
@@ -676,7 +690,9 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 	claim = malloc(c->m + 1);
 	if (!lp || !claim)
 		goto out;
-	r = zeros_lp_solve(lp, bd->o);
+	st = zeros_lp_solve(lp, bd->o, &r);
+	if (st)
+		r = st == PM_ERR_CANCELLED ? -2 : -1;
 	if (r > 0)
 		r = zero_claims(bd, c, lp, claim);
 	for (size_t j = 0; r > 0 && j < c->m; j++)

@@ -397,12 +397,13 @@ static void claims_objective(const struct value *v, glp_prob *lp)
 static int verify_round(struct value *v, glp_prob *lp, int *first)
 {
 	int ret, held = 1, left = zeros_lp_iteration_budget(lp); /* cycling: nothing proved */
+	enum pm_status st;
 
 	claims_objective(v, lp);
 	/* tol_bnd: not GLPK's 1e-7, see below; in time slices, for cancels */
-	ret = zeros_lp_simplex(lp, v->p.o, *first, ZERO_RECORDS, &left);
+	st = zeros_lp_simplex(lp, v->p.o, *first, ZERO_RECORDS, &left, &ret);
 	*first = 0;
-	if (ret == -2)
+	if (st)
 		return -2;
 	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {
 		v->x->infeasible = 1;
@@ -448,10 +449,11 @@ static double claim_distance(const struct value *v, glp_prob *lp, size_t j)
 static int exact_round(struct value *v, glp_prob *lp)
 {
 	double total = 0;
+	int feasible;
 
 	claims_objective(v, lp);
 	/* cancelled: nothing proved, and zeros_relax stops */
-	if (zeros_lp_exact(lp, v->x->o) != 1)
+	if (zeros_lp_exact(lp, v->x->o, &feasible) || feasible != 1)
 		return -1;
 	for (size_t j = 0; j < v->p.n; j++)
 		total += claim_distance(v, lp, j);

@@ -618,7 +618,7 @@ static void test_lp_solve(void)
 {
 	/* one bucket, q1 = (y1, y2), q2 = (y3, y4), value 1 = (y1, y3), and a
 	 * rule of 5e-8 records on y1: every cell can be positive. The simplex
-	 * ended "unbounded" and boundary.c reported a solver failure (stress
+	 * ended "unbounded" and the zero search reported a solver failure (stress
 	 * seed 38113402, where another component held the conflict). */
 	static const int tiny_rule[][4] = {{1, 2}, {3, 4}, {1, 3}, {1}};
 	static const double tiny_rhs[] = {1, 1, 1, 5e-8};
@@ -627,10 +627,11 @@ static void test_lp_solve(void)
 	static const int pair_rows[][4] = {{1, 2}, {1}, {2}};
 	static const double pair_rhs[] = {2, 2 * 3e-9, 2 * 0.999999997};
 	glp_prob *lp;
+	int feasible = -1;
 
 	glp_term_out(GLP_OFF);
 	lp = zero_finder(4, 4, tiny_rule, tiny_rhs);
-	CHECK(zeros_lp_solve(lp, NULL) == 1);
+	CHECK(zeros_lp_solve(lp, NULL, &feasible) == PM_OK && feasible == 1);
 	CHECK(glp_get_obj_val(lp) == 4);
 	glp_delete_prob(lp);
 	/* the same bucket after a false zero on each value (stress seed
@@ -639,7 +640,8 @@ static void test_lp_solve(void)
 	 * The simplex restarted after "numerical instability" for ever, and
 	 * zeros_lp_solve resumed it after every time slice: the solve hung */
 	lp = zero_finder(2, 4, hang_rows, hang_rhs);
-	CHECK(zeros_lp_solve(lp, NULL) == 1);
+	feasible = -1;
+	CHECK(zeros_lp_solve(lp, NULL, &feasible) == PM_OK && feasible == 1);
 	CHECK(glp_get_obj_val(lp) == 0);
 	CHECK(glp_get_it_cnt(lp) <= zeros_lp_iteration_budget(lp) * 2);
 	glp_delete_prob(lp);
@@ -647,7 +649,8 @@ static void test_lp_solve(void)
 	 * 38000668): 6e-9 + 1.999999994 records is all of them, exactly in
 	 * decimal, but GLPK reads 0.999999997 as 333333332/333333333 */
 	lp = zero_finder(2, 3, pair_rows, pair_rhs);
-	CHECK(zeros_lp_exact(lp, NULL) == 1);
+	feasible = -1;
+	CHECK(zeros_lp_exact(lp, NULL, &feasible) == PM_OK && feasible == 1);
 	CHECK(glp_get_obj_val(lp) == 2);
 	glp_delete_prob(lp);
 	glp_free_env();
