@@ -637,43 +637,62 @@ static int sleep_at_restart(void *ctx, const struct solver_progress *p)
 	return 0;
 }
 
-/* A second probe starts over from mu = 0: stopped at its first iteration,
- * the answer is where the first probe ended, not that iterate. A random
- * table (seed found by search) whose solve has three stages. */
-static void test_time_limit_restart(void)
-{
-	uint64_t rng = 0x7100000 + 27;
-	struct dataset *ds = random_dataset(&rng);
-	struct restart late = {.sleep = 0.25};
+/* A random table (seed found by search) whose solve goes deep: its first
+ * probe is unclean, the zero search deepens after it, and the solve
+ * starts again. Caller frees with deep_finish. */
+struct deep {
+	struct dataset *ds;
 	struct knowledge k;
 	struct invariants inv;
+};
+
+static void deep_make(struct deep *d)
+{
+	uint64_t rng = 0x7100000 + 27;
 	struct miner_options mo;
-	struct solver_options o;
-	struct solver_result r;
 	struct pm_error err = {0};
 
-	knowledge_init(&k);
+	d->ds = random_dataset(&rng);
+	knowledge_init(&d->k);
 	miner_options_init(&mo);
 	mo.positive = rng_in(&rng, 0, 12);
 	mo.negative = rng_in(&rng, 0, 12);
 	mo.min_support = rng_in(&rng, 1, 3);
-	mo.qi_attributes = rng_in(&rng, 0, ds->n_attrs);
-	CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
-	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	mo.qi_attributes = rng_in(&rng, 0, d->ds->n_attrs);
+	CHECK(miner_run(d->ds, &mo, &d->k, &err) == PM_OK);
+	CHECK(invariants_build(d->ds, &d->k, &d->inv, &err) == PM_OK);
+}
+
+static void deep_finish(struct deep *d)
+{
+	invariants_finish(&d->inv);
+	knowledge_finish(&d->k);
+	dataset_destroy(d->ds);
+}
+
+/* A second probe starts over from mu = 0: stopped at its first iteration,
+ * the answer is where the first probe ended, not that iterate. */
+static void test_time_limit_restart(void)
+{
+	struct restart late = {.sleep = 0.25};
+	struct deep d;
+	struct solver_options o;
+	struct solver_result r;
+	struct pm_error err = {0};
+
+	deep_make(&d);
 	solver_options_init(&o);
 	o.time_limit = 0.2;
 	o.progress = sleep_at_restart;
 	o.progress_ctx = &late;
-	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK);
-	check_best_point(ds, &inv, &r);
+	CHECK(solver_run(d.ds, &d.k, &d.inv, &o, &r, &err) == PM_OK);
+	check_best_point(d.ds, &d.inv, &r);
 	CHECK(late.slept == 1);
 	/* the first probe ended at or below its last report (one more step,
 	 * the one that stopped it, is not reported); the second was far */
 	CHECK(r.max_violation <= late.last && r.max_violation < 0.5 * late.first);
 	solver_result_finish(&r);
-	invariants_finish(&inv);
-	knowledge_finish(&k);
-	dataset_destroy(ds);
+	deep_finish(&d);
 }
 
 /* A generous limit changes nothing: the same result, bit for bit. */
@@ -793,58 +812,45 @@ static int record_phase(void *ctx, const struct solver_progress *p)
 }
 
 /*
- * Progress names its phase and only moves forward, on a random table
- * whose zero search goes deep (seed of test_time_limit_restart: its
- * probe is unclean, the search deepens after it, and the solve starts
- * again); a cancel works in each phase (nothing is reported after it),
- * and a time limit that runs out while the zero search is long (each of
- * its polls slow) ends the solve there, with the best point.
+ * Progress names its phase and only moves forward, on the table whose
+ * zero search goes deep (struct deep); a cancel works in each phase
+ * (nothing is reported after it), and a time limit that runs out while
+ * the zero search is long (each of its polls slow) ends the solve there,
+ * with the best point.
  */
 static void test_progress_phases(void)
 {
-	uint64_t rng = 0x7100000 + 27;
-	struct dataset *ds = random_dataset(&rng);
-	struct knowledge k;
-	struct invariants inv;
-	struct miner_options mo;
+	struct deep d;
 	struct solver_options o;
 	struct solver_result r;
 	struct pm_error err = {0};
 	struct phases ph = {.stop_phase = -1, .sleep_phase = -1};
 
-	knowledge_init(&k);
-	miner_options_init(&mo);
-	mo.positive = rng_in(&rng, 0, 12);
-	mo.negative = rng_in(&rng, 0, 12);
-	mo.min_support = rng_in(&rng, 1, 3);
-	mo.qi_attributes = rng_in(&rng, 0, ds->n_attrs);
-	CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
-	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	deep_make(&d);
 	solver_options_init(&o);
 	o.progress = record_phase;
 	o.progress_ctx = &ph;
-	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK && r.status == SOLVER_CONVERGED);
+	CHECK(solver_run(d.ds, &d.k, &d.inv, &o, &r, &err) == PM_OK &&
+	      r.status == SOLVER_CONVERGED);
 	CHECK(ph.reports[SOLVER_PHASE_ZEROS] > 1 && ph.reports[SOLVER_PHASE_ITERATE] > 1);
 	CHECK(ph.reports[SOLVER_PHASE_METRICS] == 1 && ph.last == SOLVER_PHASE_METRICS);
 	CHECK(ph.last_iterations == r.iterations);
 	solver_result_finish(&r);
 	for (int stop = SOLVER_PHASE_ZEROS; stop <= SOLVER_PHASE_METRICS; stop++) {
 		ph = (struct phases){.stop_phase = stop, .sleep_phase = -1};
-		CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_ERR_CANCELLED);
+		CHECK(solver_run(d.ds, &d.k, &d.inv, &o, &r, &err) == PM_ERR_CANCELLED);
 		CHECK_CONTAINS(err.message, "cancelled");
 		CHECK(ph.reports[stop] == 1 && ph.after_stop == 0);
 		solver_result_finish(&r);
 	}
 	ph = (struct phases){.stop_phase = -1, .sleep_phase = SOLVER_PHASE_ZEROS, .sleep = 0.02};
 	o.time_limit = 0.1;
-	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK);
+	CHECK(solver_run(d.ds, &d.k, &d.inv, &o, &r, &err) == PM_OK);
 	CHECK(r.status == SOLVER_NOT_CONVERGED && !strcmp(r.reason, "time_limit"));
 	CHECK(r.seconds < 0.1 + 0.05 && ph.reports[SOLVER_PHASE_ITERATE] == 0);
-	check_best_point(ds, &inv, &r);
+	check_best_point(d.ds, &d.inv, &r);
 	solver_result_finish(&r);
-	invariants_finish(&inv);
-	knowledge_finish(&k);
-	dataset_destroy(ds);
+	deep_finish(&d);
 }
 
 int main(void)
