@@ -200,6 +200,27 @@ struct ipm_problem {
  * (the cells proved so far are set). */
 enum pm_status zeros_ipm(const struct ipm_problem *p, uint8_t *zero, size_t *found, int *settled);
 
+/*
+ * Bounded variables in groups (struct relax_problem: 0 <= x_j <= u_j,
+ * each group summing to its demand, and rows over the variables) as a
+ * problem in blocks: each group a block of g x 2 cells, its row j the
+ * variable x_j and its distance u_j - x_j to its bound (summing to u_j),
+ * its columns summing to the demand and the rest; each row over its
+ * variables' first cells. Variable j's cells are 2j and 2j + 1; zero
+ * marks those of a variable with no room (u_j = 0), side receives the
+ * zero side (claims_only). Caller frees with zeros_ipm_bounded_finish,
+ * also after a failure.
+ */
+struct ipm_bounded {
+	struct ipm_problem p;
+	size_t *cell_off, *sum_off, *row_off;
+	uint32_t *h, *row_cell;
+	double *sums;
+	uint8_t *zero, *side;
+};
+enum pm_status zeros_ipm_bounded(const struct relax_problem *p, struct ipm_bounded *b);
+void zeros_ipm_bounded_finish(struct ipm_bounded *b);
+
 /* ---- zeros_ipm.c, zeros_ipm_normal.c: the method's state --------------- */
 
 /* One problem's iterate, its normal equations and their scratch (the

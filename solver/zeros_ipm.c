@@ -666,3 +666,64 @@ out:
 	center_free(&c);
 	return st;
 }
+
+void zeros_ipm_bounded_finish(struct ipm_bounded *r)
+{
+	free(r->cell_off), free(r->sum_off), free(r->row_off), free(r->h), free(r->row_cell);
+	free(r->sums), free(r->zero), free(r->side);
+}
+
+enum pm_status zeros_ipm_bounded(const struct relax_problem *p, struct ipm_bounded *r)
+{
+	size_t n = p->n, ng = p->n_groups, nr = p->n_rows, k = 0;
+
+	memset(r, 0, sizeof *r);
+	r->cell_off = malloc((ng + 1) * sizeof *r->cell_off);
+	r->sum_off = malloc((ng + 1) * sizeof *r->sum_off);
+	r->row_off = calloc(nr + 2, sizeof *r->row_off);
+	r->h = malloc((ng + 1) * sizeof *r->h);
+	r->row_cell = malloc((p->var_off[n] + 1) * sizeof *r->row_cell);
+	r->sums = malloc((n + 2 * ng + 1) * sizeof *r->sums);
+	r->zero = calloc(2 * n + 1, 1);
+	r->side = calloc(2 * n + 1, 1);
+	if (!r->cell_off || !r->sum_off || !r->row_off || !r->h || !r->row_cell || !r->sums ||
+	    !r->zero || !r->side)
+		return PM_ERR_NOMEM;
+	r->cell_off[0] = r->sum_off[0] = 0;
+	for (size_t j = 0; j < n; k++) { /* a group's variables are contiguous */
+		size_t j0 = j, g = p->group[j];
+		double all = 0;
+
+		for (; j < n && p->group[j] == g; j++) {
+			r->sums[r->sum_off[k] + j - j0] = p->u[j];
+			all += p->u[j];
+			r->zero[2 * j] = r->zero[2 * j + 1] = !(p->u[j] > 0);
+		}
+		r->h[k] = 2;
+		r->sums[r->sum_off[k] + j - j0] = p->d[g];
+		r->sums[r->sum_off[k] + j - j0 + 1] = fmax(all - p->d[g], 0);
+		r->cell_off[k + 1] = 2 * j;
+		r->sum_off[k + 1] = r->sum_off[k] + j - j0 + 2;
+	}
+	for (size_t e = 0; e < p->var_off[n]; e++)
+		r->row_off[p->var_row[e] + 2]++;
+	for (size_t x = 0; x < nr; x++)
+		r->row_off[x + 2] += r->row_off[x + 1];
+	for (size_t j = 0; j < n; j++)
+		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
+			r->row_cell[r->row_off[p->var_row[e] + 1]++] = (uint32_t)(2 * j);
+	r->p = (struct ipm_problem){.n_blocks = k,
+				    .n_rows = nr,
+				    .cell_off = r->cell_off,
+				    .sum_off = r->sum_off,
+				    .row_off = r->row_off,
+				    .h = r->h,
+				    .row_cell = r->row_cell,
+				    .sums = r->sums,
+				    .rhs = p->c,
+				    .o = p->o,
+				    .threads = 1,
+				    .claims_only = 1,
+				    .side = r->side};
+	return 0;
+}

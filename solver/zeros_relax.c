@@ -664,94 +664,20 @@ static int row_cells_within(const struct relax *x, const uint32_t *rows, size_t 
 	return n <= max;
 }
 
-/* The arrays of relax_ipm's problem. */
-struct relax_ipm {
-	struct ipm_problem p;
-	size_t *cell_off, *sum_off, *row_off;
-	uint32_t *h, *row_cell;
-	double *sums;
-	uint8_t *zero, *side;
-};
-
-static void relax_ipm_finish(struct relax_ipm *r)
-{
-	free(r->cell_off), free(r->sum_off), free(r->row_off), free(r->h), free(r->row_cell);
-	free(r->sums), free(r->zero), free(r->side);
-}
-
-/* Builds r from v's program (see relax_ipm); -1 when out of memory. */
-static int relax_ipm_build(const struct value *v, struct relax_ipm *r)
-{
-	const struct relax_problem *p = &v->p;
-	size_t n = p->n, ng = p->n_groups, nr = p->n_rows, k = 0;
-
-	memset(r, 0, sizeof *r);
-	r->cell_off = malloc((ng + 1) * sizeof *r->cell_off);
-	r->sum_off = malloc((ng + 1) * sizeof *r->sum_off);
-	r->row_off = calloc(nr + 2, sizeof *r->row_off);
-	r->h = malloc((ng + 1) * sizeof *r->h);
-	r->row_cell = malloc((p->var_off[n] + 1) * sizeof *r->row_cell);
-	r->sums = malloc((n + 2 * ng + 1) * sizeof *r->sums);
-	r->zero = calloc(2 * n + 1, 1);
-	r->side = calloc(2 * n + 1, 1);
-	if (!r->cell_off || !r->sum_off || !r->row_off || !r->h || !r->row_cell || !r->sums ||
-	    !r->zero || !r->side)
-		return -1;
-	r->cell_off[0] = r->sum_off[0] = 0;
-	for (size_t j = 0; j < n; k++) { /* a group's variables are contiguous */
-		size_t j0 = j, g = p->group[j];
-		double all = 0;
-
-		for (; j < n && p->group[j] == g; j++) {
-			r->sums[r->sum_off[k] + j - j0] = p->u[j];
-			all += p->u[j];
-			r->zero[2 * j] = r->zero[2 * j + 1] = !(p->u[j] > 0);
-		}
-		r->h[k] = 2;
-		r->sums[r->sum_off[k] + j - j0] = p->d[g];
-		r->sums[r->sum_off[k] + j - j0 + 1] = fmax(all - p->d[g], 0);
-		r->cell_off[k + 1] = 2 * j;
-		r->sum_off[k + 1] = r->sum_off[k] + j - j0 + 2;
-	}
-	for (size_t e = 0; e < p->var_off[n]; e++)
-		r->row_off[p->var_row[e] + 2]++;
-	for (size_t x = 0; x < nr; x++)
-		r->row_off[x + 2] += r->row_off[x + 1];
-	for (size_t j = 0; j < n; j++)
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			r->row_cell[r->row_off[p->var_row[e] + 1]++] = (uint32_t)(2 * j);
-	r->p = (struct ipm_problem){.n_blocks = k,
-				    .n_rows = nr,
-				    .cell_off = r->cell_off,
-				    .sum_off = r->sum_off,
-				    .row_off = r->row_off,
-				    .h = r->h,
-				    .row_cell = r->row_cell,
-				    .sums = r->sums,
-				    .rhs = p->c,
-				    .o = p->o,
-				    .threads = 1,
-				    .claims_only = 1,
-				    .side = r->side};
-	return 0;
-}
-
 /*
- * The relaxation as the interior point method's problem (zeros_ipm.c,
- * the one that decides whole components too): each group a block of
- * g x 2 cells, its row j the variable x_j and its distance u_j - x_j to
- * its bound (summing to u_j), its columns summing to the group's demand
- * and the rest; each of the value's rows over its variables' first
- * cells. The claims are what the method's last iterate puts on the zero
- * side: a first cell (x_j held at 0: low[j]) or a second (held at u_j:
- * high[j]); *proved when the method's certificate proved every one.
+ * The relaxation by the interior point method of zeros_ipm.c (the one
+ * that decides whole components too), its bounded variables recast as
+ * blocks (zeros_ipm_bounded). The claims are what the method's last
+ * iterate puts on the zero side: a variable's first cell (x_j held at
+ * 0: low[j]) or its second (held at u_j: high[j]); *proved when the
+ * method's certificate proved every one.
  */
 static enum pm_status relax_ipm(struct value *v, int *claims, int *proved)
 {
-	struct relax_ipm r;
+	struct ipm_bounded r;
 	size_t found = 0;
 	int settled = 0;
-	enum pm_status st = relax_ipm_build(v, &r) ? PM_ERR_NOMEM : PM_OK;
+	enum pm_status st = zeros_ipm_bounded(&v->p, &r);
 
 	*claims = 0;
 	*proved = 1;
@@ -763,7 +689,7 @@ static enum pm_status relax_ipm(struct value *v, int *claims, int *proved)
 		*claims |= v->low[j] | v->high[j];
 		*proved &= (!v->low[j] || r.zero[2 * j]) && (!v->high[j] || r.zero[2 * j + 1]);
 	}
-	relax_ipm_finish(&r);
+	zeros_ipm_bounded_finish(&r);
 	return st;
 }
 
