@@ -101,7 +101,7 @@ struct solver_result {
 	int iterations;
 	double max_violation; /* records */
 	double seconds;	      /* wall clock of the solve step */
-	/* of which: the search for forced zeros (boundary_find, every call)
+	/* of which: the search for forced zeros (zeros_deepen, every depth)
 	 * and the metrics; the rest is the buckets solved alone and the
 	 * iterative solve */
 	double zeros_seconds, metrics_seconds;

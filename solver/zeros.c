@@ -5,7 +5,7 @@
  * deterministic knowledge makes them, exactly), then the zeros that
  * combinations of one value's rows force (zeros_relax.c, each proved),
  * then, for each component of buckets that open rows still link, the
- * exact decision: the interior point method of zeros_center.c, and where
+ * exact decision: the interior point method of zeros_ipm.c, and where
  * that does not settle, the linear program of zeros_lp.c. Untouched
  * buckets keep the strictly positive closed form and are never looked at.
  *

@@ -1,5 +1,5 @@
 /* Forced zeros: propagation alone settles deterministic knowledge exactly,
- * boundary_find matches the reference's cell-by-cell exact LP on random
+ * zeros_deepen matches the reference's cell-by-cell exact LP on random
  * instances, and hand cases for each propagation argument. */
 #include <glpk.h>
 #include <stdint.h>
@@ -47,7 +47,7 @@ static void mine(const struct dataset *ds, uint64_t *rng, int deterministic, str
 	knowledge_finish(&all);
 }
 
-/* Direct zeros (rows with right-hand side 0), as boundary_find does. */
+/* Direct zeros (rows with right-hand side 0), as zeros_deepen does. */
 static void direct_zeros(const struct invariants *inv, uint8_t *zero)
 {
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
