@@ -79,7 +79,7 @@ static void center_free(struct ipm_state *c)
 }
 
 /* Offsets of every block's cells, rows + columns and factorization. */
-static int layout(struct ipm_state *c)
+static enum pm_status layout(struct ipm_state *c)
 {
 	const struct ipm_problem *p = c->p;
 
@@ -87,7 +87,7 @@ static int layout(struct ipm_state *c)
 	c->qoff = malloc((c->nb + 1) * sizeof *c->qoff);
 	c->foff = malloc((c->nb + 1) * sizeof *c->foff);
 	if (!c->loff || !c->qoff || !c->foff)
-		return -1;
+		return PM_ERR_NOMEM;
 	c->loff[0] = c->qoff[0] = c->foff[0] = 0;
 	for (size_t k = 0; k < c->nb; k++) {
 		size_t h = p->h[k], g = (p->cell_off[k + 1] - p->cell_off[k]) / h;
@@ -98,17 +98,17 @@ static int layout(struct ipm_state *c)
 		c->width = g + h > c->width ? g + h : c->width;
 	}
 	c->n = c->loff[c->nb];
-	return 0;
+	return PM_OK;
 }
 
 /* Per cell, the rows through it (local numbers), known zeros left out. */
-static int row_index(struct ipm_state *c, const uint8_t *zero)
+static enum pm_status row_index(struct ipm_state *c, const uint8_t *zero)
 {
 	const struct ipm_problem *p = c->p;
 
 	c->ck_off = calloc(c->n + 2, sizeof *c->ck_off);
 	if (!c->ck_off)
-		return -1;
+		return PM_ERR_NOMEM;
 	for (size_t r = 0; r < c->nr; r++)
 		for (size_t x = p->row_off[c->rows[r]]; x < p->row_off[c->rows[r] + 1]; x++)
 			c->ck_off[p->row_cell[x] + 2] += !zero[p->row_cell[x]];
@@ -116,15 +116,15 @@ static int row_index(struct ipm_state *c, const uint8_t *zero)
 		c->ck_off[j + 2] += c->ck_off[j + 1];
 	c->ck = malloc((c->ck_off[c->n + 1] + 1) * sizeof *c->ck);
 	if (!c->ck)
-		return -1;
+		return PM_ERR_NOMEM;
 	for (size_t r = 0; r < c->nr; r++)
 		for (size_t x = p->row_off[c->rows[r]]; x < p->row_off[c->rows[r] + 1]; x++)
 			if (!zero[p->row_cell[x]])
 				c->ck[c->ck_off[p->row_cell[x] + 1]++] = (uint32_t)r;
-	return 0;
+	return PM_OK;
 }
 
-static int center_alloc(struct ipm_state *c)
+static enum pm_status center_alloc(struct ipm_state *c)
 {
 	size_t n = c->n + 1, q = c->qoff[c->nb] + 1, r = c->nr + 1;
 	double **vn[] = {&c->y, &c->s, &c->d, &c->v, &c->rd, &c->dy, &c->ds, &c->corr, &c->u};
@@ -145,7 +145,7 @@ static int center_alloc(struct ipm_state *c)
 	c->tw = malloc((2 * c->width + 1) * sizeof *c->tw);
 	if (!ok || !c->tw || !c->fixed || !c->fac || !c->S ||
 	    parallel_create(c->p->threads, &c->pool))
-		return -1;
+		return PM_ERR_NOMEM;
 	c->parts = parallel_parts(c->pool);
 	c->part = calloc((size_t)c->parts, sizeof *c->part);
 	for (int p = 0; c->part && p < c->parts; p++) {
@@ -160,9 +160,9 @@ static int center_alloc(struct ipm_state *c)
 		pt->key = malloc(r * sizeof *pt->key);
 		if (!pt->S || !pt->loc || !pt->rows || !pt->stamp || !pt->pat || !pt->first ||
 		    !pt->key)
-			return -1;
+			return PM_ERR_NOMEM;
 	}
-	return c->part ? 0 : -1;
+	return c->part ? PM_OK : PM_ERR_NOMEM;
 }
 
 /* Block k's row i sum, and column j's. */
@@ -539,12 +539,14 @@ static enum pm_status iterate(struct ipm_state *c, uint8_t *zero, size_t *found,
 #define CENTER_ROUNDS 4
 
 /* The structure of c for p's blocks and the rows rows[0 .. nr) of p,
- * the cells known to be zero (zero) left out; -1 when out of memory. */
-static int center_setup(struct ipm_state *c, const struct ipm_problem *p, const uint32_t *rows,
-			size_t nr, const uint8_t *zero)
+ * the cells known to be zero (zero) left out. */
+static enum pm_status center_setup(struct ipm_state *c, const struct ipm_problem *p,
+				   const uint32_t *rows, size_t nr, const uint8_t *zero)
 {
 	*c = (struct ipm_state){.p = p, .rows = rows, .nb = p->n_blocks, .nr = nr};
-	return layout(c) || row_index(c, zero) || center_alloc(c) ? -1 : 0;
+	if (layout(c) || row_index(c, zero) || center_alloc(c))
+		return PM_ERR_NOMEM;
+	return PM_OK;
 }
 
 /*
