@@ -12,6 +12,7 @@
  *   zeros_relax.c      the per-value relaxations
  *   zeros_ipm.c        the interior point method, for a relaxation and
  *                      for a whole component alike
+ *   zeros_ipm_normal.c its normal equations
  *   zeros_lp.c         GLPK: the last word on a component, and conflicts
  *
  * Every zero written is proved (to ZERO_RECORDS): zeros are only ever
@@ -50,8 +51,10 @@ enum zeros_depth {
 
 /*
  * One search, deepened on demand (zeros_deepen). The results: zero
- * (n_cells flags), implied (n_rows flags: knowledge rows that the zeros
- * make a sum of invariant rows, which need no multiplier) and open, the
+ * (n_cells flags), implied (n_rows flags: knowledge rows that need no
+ * multiplier, as the zeros make them a sum of invariant rows or, found
+ * by the interior point method of ZEROS_EXACT, they depend on the other
+ * rows and hold) and open, the
  * components of buckets linked by open rows (neither implied nor
  * without a free cell), whose zeros are not decided yet: empty at
  * ZEROS_EXACT. Caller-owned struct; zeros_init/zeros_finish.
