@@ -44,6 +44,18 @@ TEST_DATA_FN char *read_file(const char *path, size_t *len)
 	return buf;
 }
 
+/* ds (may be NULL: NULL) as compact dataset JSON text (caller frees);
+ * ds is destroyed. */
+TEST_DATA_FN char *dataset_text(struct dataset *ds)
+{
+	json_t *j = ds ? codec_dataset_json(ds) : NULL;
+	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	dataset_destroy(ds);
+	return out;
+}
+
 /* Adult anatomized (SA occupation, l = 5) as dataset JSON text (caller
  * frees), or NULL when ../shared/data is not there. */
 TEST_DATA_FN char *adult_json(void)
@@ -56,18 +68,15 @@ TEST_DATA_FN char *adult_json(void)
 	struct pm_error err = {0};
 	char path[512], *text, *out = NULL;
 	size_t len, aside;
-	json_t *j;
 
 	snprintf(path, sizeof path, "%s/../../../shared/data/adult/adult.csv", data_dir());
 	if (!(text = read_file(path, &len)))
 		return NULL;
 	if (!csv_parse(text, len, &t, &err) &&
-	    !anatomy_run(&t, "occupation", qi, 8, &o, &ds, &aside, &err)) {
-		j = codec_dataset_json(ds);
-		out = json_dumps(j, JSON_COMPACT);
-		json_decref(j);
-	}
-	dataset_destroy(ds);
+	    !anatomy_run(&t, "occupation", qi, 8, &o, &ds, &aside, &err))
+		out = dataset_text(ds);
+	else
+		dataset_destroy(ds);
 	csv_table_finish(&t);
 	free(text);
 	return out;

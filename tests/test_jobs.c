@@ -20,16 +20,12 @@ static char *figure1_json(void)
 	struct csv_table t = {0};
 	struct dataset *ds = NULL;
 	struct pm_error err = {0};
-	json_t *j;
 
 	snprintf(path, sizeof path, "%s/figure1.csv", data_dir());
 	text = read_file(path, &len);
 	CHECK(text && csv_parse(text, len, &t, &err) == PM_OK);
 	CHECK(csv_dataset(&t, "disease", "group", "figure1", &ds, &err) == PM_OK);
-	j = codec_dataset_json(ds);
-	out = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	dataset_destroy(ds);
+	out = dataset_text(ds);
 	csv_table_finish(&t);
 	free(text);
 	return out;
