@@ -335,9 +335,8 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds, const st
  * forced zero when every free cell of those buckets holds at least half
  * its value at the previous iterate and either is at least PROBE_FLOOR,
  * 1000 times the violation reached, or has stopped moving (within
- * PROBE_STEADY of it): a tiny positive cell (2.5e-8 records on Adult,
- * K = 2500, qi_attributes 1) converges with its neighbours, a forced
- * zero never does. Anything else is decided exactly (ZEROS_EXACT).
+ * PROBE_STEADY of it): a tiny positive cell converges with its
+ * neighbours, a forced zero never does. Anything else is decided exactly (ZEROS_EXACT).
  */
 #define PROBE_VIOLATION	 1e-9
 #define PROBE_FLOOR	 1e-6

@@ -221,8 +221,9 @@ void schur_root(const double *f, const double *y, size_t g, size_t h, double *rt
  * invariants (rules on every value of one attribute with one s sum to
  * that value's SA rows) make those matrices singular; their pivots are
  * rounding noise, which SCHUR_PIVOT_EPS catches only where forming the
- * matrix cancelled little: at 1e-10 of the diagonal, one escaped, and
- * the Newton direction along it overflowed the cells. Which rows depend
+ * matrix cancelled little; a noise pivot left in makes the direction
+ * along its row as long as the gradient's rounding over the noise.
+ * Which rows depend
  * on which does not change with the point (the zeros decide it), so the
  * rows found once are dropped ever after, as zero rows.
  */

@@ -38,15 +38,14 @@
 /* Cap (doubles) on a part's per-bucket scratch for forming H. */
 #define DENSE_SCRATCH ((size_t)1 << 22)
 /*
- * The cost model, in multiply-adds of the factorization (about 0.6 ns
- * each, measured on Adult): forming H costs about DENSE_PAIR of them per
- * pair of open rows sharing a bucket (the pass over the pairs, R, the
- * scatter: 7 ns), a product H v about DENSE_CELL per coupled cell and
- * per entry of ck (5 to 9 ns), and CG takes about DENSE_CG products per
- * Newton step: 14 to 24 seen with Jacobi on Adult with K = 250, but on
- * ill-conditioned problems with many open rows far more (about 100 per
- * step on Adult, K+ = K- = 1000, qi_attributes 1: 1,494 rows, where the
- * formed H, factored by panels, made the solve 22 -> 15 s).
+ * The cost model, in multiply-adds of the factorization: forming H costs
+ * about DENSE_PAIR of them per pair of open rows sharing a bucket (the
+ * pass over the pairs, R, the scatter), a product H v about DENSE_CELL
+ * per coupled cell and per entry of ck, and CG takes about DENSE_CG
+ * products per Newton step on well-conditioned problems; on
+ * ill-conditioned ones, with many open rows, far more, which is why
+ * newton.c switches to the formed H once a direction took more than
+ * cg_budget of them.
  */
 /* Beyond any share of H in fixed point (fixed_scale: 2^61). */
 #define FIXED_MAX  0x1p62

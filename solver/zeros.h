@@ -355,8 +355,8 @@ int zeros_lp_clean(struct glp_prob *lp);
  * exact; a simplex that needs more is taken to cycle. */
 int zeros_lp_iteration_budget(struct glp_prob *lp);
 /* A new, empty problem, GLPK's terminal output off: its environment is
- * made by the first call that needs it (30 us, of a 2 ms solve on Adult,
- * K = 50, that needs no LP). NULL if out of memory. Caller frees with
+ * made by the first call that needs it (most solves need no LP). NULL if
+ * out of memory. Caller frees with
  * glp_delete_prob, and the environment with glp_free_env. */
 struct glp_prob *zeros_lp_create(void);
 /* Frees GLPK's environment of this thread, once every program is deleted

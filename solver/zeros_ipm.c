@@ -551,8 +551,8 @@ static enum pm_status center_setup(struct ipm_state *c, const struct ipm_problem
 
 /*
  * The open rows that depend on the others and the invariants (rules on
- * every value of one attribute with one s sum to that value's SA rows:
- * half the open rows on Adult, K = 5000, qi_attributes 7): the null
+ * every value of one attribute with one s sum to that value's SA rows):
+ * the null
  * pivots of S at the starting point, where D is the closed form (no cell
  * near a bound), found with SCHUR_DEPENDENT. They add nothing to the
  * system but their share of the cubic cost; keep[r] = 0 for them, *kept
