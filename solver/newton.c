@@ -43,9 +43,10 @@ struct newton {
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *h, *ldl; /* n x n: H formed, and its factorization (or NULL) */
 	double *work;	 /* for the factorization */
-	int dense;	 /* this direction: ldl preconditions, h multiplies */
-	int formed;	 /* H is formed at each step (from the first, or since CG cost more) */
-	long products;	 /* CG's products H v in the last direction */
+	/* H is formed at each step (from the first, or since CG cost more):
+	 * ldl preconditions, h multiplies */
+	int dense;
+	long products; /* CG's products H v in the last direction */
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -114,7 +115,6 @@ static void setup(struct newton *nw)
 	size_t n = p->n;
 	int first = nl && !nl->known;
 
-	nw->dense = nw->formed;
 	if (!nw->dense) {
 		p->diag(p->ctx, nw->diag);
 		return;
@@ -254,14 +254,14 @@ static void switch_to_formed(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
 
-	if (nw->formed || !p->hessian || nw->products <= p->cg_budget)
+	if (nw->dense || !p->hessian || nw->products <= p->cg_budget)
 		return;
 	if (!nw->h) {
 		nw->h = malloc(p->n * p->n * sizeof *nw->h + 1);
 		nw->ldl = malloc(p->n * p->n * sizeof *nw->ldl + 1);
 		nw->work = malloc(schur_dense_work(p->n) * sizeof *nw->work);
 	}
-	nw->formed = nw->h && nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
+	nw->dense = nw->h && nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
 }
 
 static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
@@ -319,13 +319,13 @@ enum pm_status newton_minimize(const struct newton_problem *p, const struct solv
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	*stalled = 0;
-	nw.formed = p->hessian && p->formed;
-	if (nw.formed) {
+	nw.dense = p->hessian && p->formed;
+	if (nw.dense) {
 		nw.h = malloc(p->n * p->n * sizeof *nw.h + 1);
 		nw.ldl = malloc(p->n * p->n * sizeof *nw.ldl + 1);
 		nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work);
 	}
-	if (!all || (nw.formed && (!nw.h || !nw.ldl || !nw.work)))
+	if (!all || (nw.dense && (!nw.h || !nw.ldl || !nw.work)))
 		goto out;
 	nw.g = all;
 	nw.d = all + n;

@@ -86,9 +86,7 @@ struct deadline;
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
 	struct deadline *dl; /* what the caller is told, and the clock */
-	int base;	     /* iterations of the solves that ended */
 	struct zeros z;
-	uint8_t *zero, *implied; /* z's */
 	uint8_t *active, *cpl;
 	uint8_t *closed; /* per bucket: the closed form of Theorem 5 */
 	double *prev;	 /* a probe's previous iterate */
@@ -135,13 +133,13 @@ static int split_bucket(struct run *u, size_t b, int p, double *worst)
 	const struct invariants *inv = u->inv;
 	size_t c0 = inv->cell_off[b], c1 = inv->cell_off[b + 1];
 
-	u->closed[b] = !memchr(u->zero + c0, 1, c1 - c0);
+	u->closed[b] = !memchr(u->z.zero + c0, 1, c1 - c0);
 	if (u->closed[b]) {
 		double v;
 
 		metrics_closed_bucket(u->ds, inv, b, u->y, &u->memo[p], &v);
 		*worst = num_max(*worst, v);
-	} else if (alone_solve(u->ds, inv, b, u->zero, u->y, u->w[p]))
+	} else if (alone_solve(u->ds, inv, b, u->z.zero, u->y, u->w[p]))
 		return 1;
 	return 0;
 }
@@ -197,9 +195,9 @@ static void split_item(void *ctx, size_t k, int p)
 			memset(u->y + c0, 0, (c1 - c0) * sizeof *u->y);
 		/* active: only coupled buckets' cells, now or before */
 		for (size_t c = c0; u->active && (t || u->cpl[b]) && c < c1; c++)
-			u->active[c] = t && !u->zero[c];
+			u->active[c] = t && !u->z.zero[c];
 		for (size_t c = c0; !u->closed[b] && c < c1; c++)
-			nz += u->zero[c];
+			nz += u->z.zero[c];
 		nc += (size_t)t;
 		u->cpl[b] = (uint8_t)t;
 	}
@@ -291,8 +289,6 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds, const st
 	}
 	if (zeros_init(&u->z, ds, k, inv))
 		return PM_ERR_NOMEM;
-	u->zero = u->z.zero;
-	u->implied = u->z.implied;
 	/* the cells the full dual solves for (the two-level dual takes cpl) */
 	u->active = o->method == SOLVER_FULL_DUAL ? calloc(n, 1) : NULL;
 	u->cpl = calloc(ds->n_groups + 1, 1);
@@ -361,7 +357,7 @@ static int probe_clean(const struct invariants *inv, const struct run *u, const 
 		size_t b = open->bucket[k];
 
 		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
-			if (!u->zero[c] && !probe_cell_clean(y[c], u->prev[c], floor))
+			if (!u->z.zero[c] && !probe_cell_clean(y[c], u->prev[c], floor))
 				return 0;
 	}
 	return 1;
@@ -390,7 +386,7 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 {
 	/* the full dual is the paper's method: every multiplier of the
 	 * touched buckets, implied rows included */
-	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->implied;
+	const uint8_t *implied = o->method == SOLVER_FULL_DUAL ? NULL : u->z.implied;
 
 	fill_counts(inv, r);
 	keep_point(u, r->cells);
@@ -407,7 +403,7 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	if (o->method == SOLVER_FULL_DUAL)
 		return maxent_solve(inv, u->active, implied, o, r->cells, probe ? u->prev : NULL,
 				    &u->ms, err);
-	return twolevel_solve(ds, inv, u->zero, u->implied, u->cpl, o, u->pool, r->cells,
+	return twolevel_solve(ds, inv, u->z.zero, u->z.implied, u->cpl, o, u->pool, r->cells,
 			      probe ? u->prev : NULL, &u->ms, err);
 }
 
@@ -428,7 +424,7 @@ static enum pm_status find_zeros(struct run *u, enum zeros_depth depth,
 	return st;
 }
 
-static int run_phase(struct run *u, enum solver_phase phase, struct pm_error *err);
+static int run_phase(struct run *u, enum solver_phase phase, int base, struct pm_error *err);
 
 /* The depth the zero search starts at: the two-level solve costs less
  * than most relaxations, the full dual more than all of them. */
@@ -468,14 +464,14 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
 	if (!inv->n_knowledge_rows)
-		return run_phase(u, SOLVER_PHASE_ITERATE, err)
+		return run_phase(u, SOLVER_PHASE_ITERATE, 0, err)
 			   ? PM_ERR_CANCELLED
 			   : solve_split(ds, inv, o, 0, u, r, err);
 	for (enum zeros_depth d = first_depth(o); !st && d <= ZEROS_EXACT; d++) {
 		int probe;
 		struct solver_options so;
 
-		if (run_phase(u, SOLVER_PHASE_ZEROS, err))
+		if (run_phase(u, SOLVER_PHASE_ZEROS, used, err))
 			return PM_ERR_CANCELLED;
 		st = find_zeros(u, d, o, err);
 		if (st)
@@ -483,8 +479,7 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 		if (solved && !u->z.added && (d < ZEROS_EXACT || u->ms.converged))
 			continue;
 		probe = d < ZEROS_EXACT && u->z.open.n;
-		u->base = used; /* the count goes on from the solves before */
-		if (run_phase(u, SOLVER_PHASE_ITERATE, err))
+		if (run_phase(u, SOLVER_PHASE_ITERATE, used, err))
 			return PM_ERR_CANCELLED;
 		so = probe ? probe_options(o, used) : *o;
 		if (!probe)
@@ -556,9 +551,11 @@ static int deadline_phase(struct deadline *d, enum solver_phase phase, int base)
 	return d->expired = now() >= d->end;
 }
 
-static int run_phase(struct run *u, enum solver_phase phase, struct pm_error *err)
+/* The phase from now on, the iterations of the solves that ended being
+ * base; 1 (err set) if the solve is to stop. */
+static int run_phase(struct run *u, enum solver_phase phase, int base, struct pm_error *err)
 {
-	if (!deadline_phase(u->dl, phase, u->base))
+	if (!deadline_phase(u->dl, phase, base))
 		return 0;
 	error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 	return 1;

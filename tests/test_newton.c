@@ -4,16 +4,19 @@
  *     f(x) = Σ_j exp((B x)_j) - t . x,   t = B^T exp(B x*),
  *
  * B sparse (the identity, then rows of three entries) so f is strictly
- * convex with its minimum at x*: with H formed and n above the size where
- * the factorization goes by panels (serial and on two parts), and with H
- * products alone (CG). Each must reach x* to 1e-8.
+ * convex with its minimum at x*: with H formed and n above the size of a
+ * panel of the factorization (serial and on two parts), with H products
+ * alone (CG), and with CG until a direction costs more products than the
+ * problem's budget, then H formed. Each must reach x* to 1e-8. Then a
+ * singular H whose null pivot comes out as noise: the row found
+ * dependent at the first factorization never moves.
  */
 #include <stdint.h>
 
 #include "check.h"
 #include "solver_internal.h"
 
-#define N   800 /* above newton.c's BLOCKED_ROWS */
+#define N   800 /* several of schur.c's panels */
 #define M   (N + N / 2)
 #define NNZ 3
 
@@ -105,10 +108,13 @@ static void q_diag(void *ctx, double *out)
 			out[q->col[j][e]] += q->val[j][e] * q->val[j][e] * q->e[j];
 }
 
+static int hessians, forms;
+
 static void q_hessian(void *ctx, double *out)
 {
 	struct quad *q = ctx;
 
+	hessians++;
 	memset(out, 0, (size_t)N * N * sizeof *out);
 	for (int j = 0; j < M; j++)
 		for (int a = 0; a < q->nnz[j]; a++)
@@ -121,8 +127,19 @@ static void q_hessian(void *ctx, double *out)
 			}
 }
 
+static int q_form(void *ctx)
+{
+	(void)ctx;
+	forms++;
+	return 0;
+}
+
+/* How run forms H: never, from the first step, or once CG took more than
+ * a budget of 2 products (and the problem agreed). */
+enum forming { PRODUCTS, FORMED, SWITCHED };
+
 /* Minimizes from 0; returns max |x - x*|. */
-static double run(struct quad *q, const double *xs, int formed, struct parallel *pool)
+static double run(struct quad *q, const double *xs, enum forming how, struct parallel *pool)
 {
 	struct newton_problem p = {.ctx = q,
 				   .n = N,
@@ -130,7 +147,10 @@ static double run(struct quad *q, const double *xs, int formed, struct parallel 
 				   .prepare = q_prepare,
 				   .diag = q_diag,
 				   .hv = q_hv,
-				   .hessian = formed ? q_hessian : NULL,
+				   .hessian = how != PRODUCTS ? q_hessian : NULL,
+				   .formed = how == FORMED,
+				   .cg_budget = how == SWITCHED ? 2 : 0,
+				   .form = q_form,
 				   /* f - base by subtraction: rounding of f's size */
 				   .f_noise = 1e-9,
 				   .pool = pool};
@@ -305,6 +325,108 @@ static void test_linear_rate(void)
 	CHECK(!script_run(quadratic, 6, &it) && it == 5); /* 3e-14 after 5 */
 }
 
+/*
+ * f(x) = e^(x0 + x1) + e^(x0 - x1) + e^(x2 + x3) - t . x: x2 and x3 only
+ * ever appear summed, so H is singular along x2 - x3. Its formed H gets
+ * 1e-10 of noise on that pivot (rounding where forming cancelled: above
+ * SCHUR_PIVOT_EPS), and t3 differs from t2 by 1e-9 (the gradient's
+ * rounding). Row 3 is found dependent at the first factorization and
+ * never moves; kept, the noise pivot sends x2 and x3 off by about
+ * 1e-9 / 1e-10 along the null direction.
+ */
+struct dup {
+	double t[4], base, a, b, c; /* exponentials at the prepared point */
+};
+
+static double dup_f(const double *x, const double *t, double *g, double *viol)
+{
+	double a = exp(x[0] + x[1]), b = exp(x[0] - x[1]), c = exp(x[2] + x[3]);
+	double gg[4] = {a + b - t[0], a - b - t[1], c - t[2], c - t[3]};
+
+	*viol = 0;
+	for (int i = 0; i < 4; i++) {
+		*viol = fmax(*viol, fabs(gg[i]));
+		if (g)
+			g[i] = gg[i];
+	}
+	return a + b + c - t[0] * x[0] - t[1] * x[1] - t[2] * x[2] - t[3] * x[3];
+}
+
+static double dup_eval(void *ctx, const double *x, double *g, double *viol)
+{
+	struct dup *d = ctx;
+
+	return dup_f(x, d->t, g, viol) - d->base;
+}
+
+static void dup_prepare(void *ctx, const double *x)
+{
+	struct dup *d = ctx;
+	double v;
+
+	d->base = dup_f(x, d->t, NULL, &v);
+	d->a = exp(x[0] + x[1]);
+	d->b = exp(x[0] - x[1]);
+	d->c = exp(x[2] + x[3]);
+}
+
+static void dup_hessian(void *ctx, double *h)
+{
+	struct dup *d = ctx;
+
+	memset(h, 0, 16 * sizeof *h);
+	h[0] = d->a + d->b;
+	h[4] = d->a - d->b, h[5] = d->a + d->b;
+	h[10] = d->c;
+	h[14] = d->c, h[15] = d->c * (1 + 1e-10);
+}
+
+static void dup_diag(void *ctx, double *out)
+{
+	struct dup *d = ctx;
+
+	out[0] = out[1] = d->a + d->b;
+	out[2] = out[3] = d->c;
+}
+
+static void dup_hv(void *ctx, const double *v, double *out)
+{
+	struct dup *d = ctx;
+
+	out[0] = (d->a + d->b) * v[0] + (d->a - d->b) * v[1];
+	out[1] = (d->a - d->b) * v[0] + (d->a + d->b) * v[1];
+	out[2] = out[3] = d->c * (v[2] + v[3]);
+}
+
+static void test_dependent(void)
+{
+	struct dup d;
+	uint8_t row[4] = {0};
+	struct newton_null null = {.row = row};
+	struct newton_problem p = {.ctx = &d,
+				   .n = 4,
+				   .eval = dup_eval,
+				   .prepare = dup_prepare,
+				   .diag = dup_diag,
+				   .hv = dup_hv,
+				   .hessian = dup_hessian,
+				   .formed = 1,
+				   .f_noise = 1e-14,
+				   .null = &null};
+	struct solver_options o;
+	struct maxent_stats st = {0};
+	double x[4] = {0}, a = exp(0.1), b = exp(0.5);
+	int stalled = 0;
+
+	d.t[0] = a + b, d.t[1] = a - b; /* x0 = 0.3, x1 = -0.2 */
+	d.t[2] = exp(0.5), d.t[3] = exp(0.5) + 1e-9;
+	solver_options_init(&o);
+	CHECK(newton_minimize(&p, &o, 2e-9, x, &st, &stalled) == PM_OK);
+	CHECK(null.known && !row[0] && !row[1] && !row[2] && row[3]);
+	CHECK(x[3] == 0 && fabs(x[2] - 0.5) < 1e-9);
+	CHECK(fabs(x[0] - 0.3) < 1e-9 && fabs(x[1] + 0.2) < 1e-9);
+}
+
 int main(void)
 {
 	static struct quad q;
@@ -328,9 +450,15 @@ int main(void)
 	test_stagnation();
 	test_linear_rate();
 	CHECK(parallel_create(2, &pool) == PM_OK);
-	CHECK(run(&q, xs, 1, NULL) <= 1e-8);
-	CHECK(run(&q, xs, 1, pool) <= 1e-8);
-	CHECK(run(&q, xs, 0, pool) <= 1e-8);
+	CHECK(run(&q, xs, FORMED, NULL) <= 1e-8);
+	CHECK(run(&q, xs, FORMED, pool) <= 1e-8);
+	CHECK(forms == 0 && hessians > 0);
+	hessians = 0;
+	CHECK(run(&q, xs, PRODUCTS, pool) <= 1e-8);
+	CHECK(hessians == 0 && forms == 0);
+	CHECK(run(&q, xs, SWITCHED, pool) <= 1e-8);
+	CHECK(forms == 1 && hessians > 0); /* once, then H at every step */
 	parallel_destroy(pool);
+	test_dependent();
 	return check_done();
 }
