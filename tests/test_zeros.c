@@ -357,8 +357,9 @@ static void ipm_zeros(const struct ipm_arrays *a, const struct invariants *inv, 
 /*
  * The interior point method of zeros_ipm.c, after propagation alone, on
  * every bucket a knowledge row touches (components side by side) with
- * the rows propagation left open: every zero it proves is forced, and when
- * it settles, its zeros are exactly the reference's.
+ * the rows propagation left open, the first of them twice: every zero it
+ * proves is forced, when it settles its zeros are exactly the
+ * reference's, and the second copy of the row is reported dependent.
  */
 static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_t *runs)
 {
@@ -381,7 +382,9 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 	if (nr) {
 		struct ipm_arrays a;
 		uint8_t *local = calloc(inv->n_cells + 1, 1), *before = malloc(inv->n_cells + 1);
+		uint8_t *dependent = calloc(nr + 2, 1);
 
+		rows[nr++] = rows[0];
 		ipm_arrays_make(&a, inv, buckets, nb, rows, nr);
 		ipm_zeros(&a, inv, f.zero, local, 0);
 		memcpy(before, local, inv->n_cells);
@@ -395,7 +398,9 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 			CHECK(n == 0 && !done && !memcmp(local, before, inv->n_cells));
 			a.p.o = NULL;
 		}
+		a.p.dependent = dependent;
 		CHECK(zeros_ipm(&a.p, local, &n, &done) == PM_OK);
+		CHECK(dependent[nr - 1]);
 		ipm_zeros(&a, inv, f.zero, local, 1);
 		compare(&f, &wrong, &missed);
 		if (wrong || (done && missed))
@@ -407,6 +412,7 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 		*settled += (size_t)done;
 		*runs += 1;
 		ipm_arrays_free(&a);
+		free(dependent);
 		free(local);
 		free(before);
 	}
