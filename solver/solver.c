@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "zeros.h"
 
@@ -36,14 +35,6 @@ void solver_result_finish(struct solver_result *r)
 	free(r->post_sa);
 	free(r->post_p);
 	memset(r, 0, sizeof *r);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Is bucket b coupled to others by a knowledge row that needs a
@@ -488,9 +479,8 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 		solved = 1;
 		u->ms.iterations += used;
 		used = u->ms.iterations;
+		/* at the caller's limit: a best effort, not converged */
 		if (st || !probe || probe_clean(inv, u, r->cells) || used >= o->max_iterations)
-			break; /* the caller's limit: a best effort, not converged */
-		if (d == ZEROS_EXACT)
 			break;
 	}
 	return st;
@@ -548,7 +538,7 @@ static int deadline_phase(struct deadline *d, enum solver_phase phase, int base)
 		return 1;
 	if ((d->cancelled = deadline_caller(d, 0, NAN)))
 		return 1;
-	return d->expired = now() >= d->end;
+	return d->expired = solver_now() >= d->end;
 }
 
 /* The phase from now on, the iterations of the solves that ended being
@@ -564,10 +554,10 @@ static int run_phase(struct run *u, enum solver_phase phase, int base, struct pm
 /* The stall, in small sleeps: 1 when a cancel or the limit ends it. */
 static int deadline_stall(struct deadline *d, int iteration, double violation)
 {
-	double until = now() + d->stall;
+	double until = solver_now() + d->stall;
 
 	d->stall = 0;
-	for (double t = now(); t < until; t = now()) {
+	for (double t = solver_now(); t < until; t = solver_now()) {
 		double nap = fmin(STALL_SLEEP, until - t);
 		struct timespec ts = {0, (long)(nap * 1e9)};
 
@@ -594,7 +584,7 @@ static int deadline_progress(void *ctx, int iteration, double violation)
 		return 1;
 	if ((d->cancelled = deadline_caller(d, iteration, violation)))
 		return 1;
-	d->expired = now() >= d->end;
+	d->expired = solver_now() >= d->end;
 	return d->expired;
 }
 
@@ -663,7 +653,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  struct solver_result *r, struct pm_error *err)
 {
 	struct run u = {0};
-	double t0 = now(), t1;
+	double t0 = solver_now(), t1;
 	struct deadline dl = {.caller = o,
 			      .end = o->time_limit > 0 ? t0 + o->time_limit : INFINITY,
 			      .stall = o->stall,
@@ -690,7 +680,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	r->iterations = u.ms.iterations;
-	t1 = now();
+	t1 = solver_now();
 	if (!dl.expired && deadline_phase(&dl, SOLVER_PHASE_METRICS, u.ms.iterations)) {
 		st = error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 		goto out;
@@ -698,7 +688,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	st = metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
 	if (st)
 		goto out;
-	r->metrics_seconds = now() - t1;
+	r->metrics_seconds = solver_now() - t1;
 	r->zeros_seconds = u.z.seconds;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
 	/* stopped by the time limit: not converged, whatever its violation
@@ -710,7 +700,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			 dl.expired	  ? "time_limit"
 			 : u.ms.reason[0] ? u.ms.reason
 					  : "violation above the tolerance");
-	r->seconds = now() - t0;
+	r->seconds = solver_now() - t0;
 out:
 	run_finish(&u);
 	return st;

@@ -1,7 +1,8 @@
 /*
  * Internal to the solver component: the thread pool, the per-bucket
- * Schur complement and Newton pieces of the two-level dual, and the
- * per-value relaxations of the forced-zero search. Not part of solver.h.
+ * Schur complement and Newton pieces of the two-level dual, the dense
+ * factorization. Not part of solver.h; the forced-zero search shares
+ * its own header, zeros.h.
  */
 #ifndef PMAXENT_SOLVER_INTERNAL_H
 #define PMAXENT_SOLVER_INTERNAL_H
@@ -9,6 +10,7 @@
 #include <float.h>
 #include <math.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "solver.h"
 
@@ -64,6 +66,15 @@ typedef double v4d __attribute__((vector_size(4 * sizeof(double))));
 #else
 #define VEC_CLONES
 #endif
+
+/* Monotonic seconds, for the phases' timings and the time limit. */
+static inline double solver_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /*
  * Has the caller asked the solve to stop? o's tick (o may be NULL) with no

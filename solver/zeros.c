@@ -15,17 +15,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "zeros.h"
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 enum pm_status zeros_init(struct zeros *z, const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv)
@@ -358,7 +349,7 @@ static size_t count(const uint8_t *a, size_t n)
 enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const struct solver_options *o,
 			    struct pm_error *err)
 {
-	double t0 = now();
+	double t0 = solver_now();
 	int infeasible = 0;
 	enum pm_status st;
 
@@ -388,6 +379,6 @@ enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const struc
 	/* GLPK keeps a per-thread environment that would outlive a worker
 	 * thread; every program of this call is deleted, so free it */
 	zeros_lp_release();
-	z->seconds += now() - t0;
+	z->seconds += solver_now() - t0;
 	return st;
 }
