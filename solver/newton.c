@@ -5,12 +5,17 @@
  * η = min(0.1, sqrt(|g| / |g0|)) (loose far from the optimum, tighter
  * near it: superlinear), then backtracking from the full step.
  *
- * When the problem can form H (few variables), H is factored as L D L^T
- * (schur.c) and that factorization is the preconditioner, with products
- * by the formed H: the first CG step is the exact Newton step, and the
- * residual check costs n^2 flops instead of a pass over the data.
- * Otherwise PCG runs on the problem's products H v with Jacobi
- * preconditioning, never forming H.
+ * PCG runs on the problem's products H v. Its preconditioner is Jacobi
+ * until forming H pays (few variables: from the first step; otherwise
+ * once the directions took more products in all than forming and
+ * factoring H costs, p->cg_budget). From then on it is a factorization
+ * L D L^T (schur.c) of H at some earlier point: made at the current
+ * point, the first CG step is the exact Newton step; kept for later
+ * points, H changes little from one Newton step to the next near the
+ * optimum, where Jacobi's CG takes the most steps, and a few products
+ * with the old factor do what a new one would. It is made anew once the
+ * directions took cg_budget products with it. The workspace, the factor
+ * with it, lasts across calls (a polish after a first target).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -41,12 +46,13 @@ struct newton {
 	const struct newton_problem *p;
 	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
-	double *h, *ldl; /* n x n: H formed, and its factorization (or NULL) */
-	double *work;	 /* for the factorization */
-	/* H is formed at each step (from the first, or since CG cost more):
-	 * ldl preconditions, h multiplies */
-	int dense;
+	double *ldl;  /* n x n: the factorization of H at some point (or NULL) */
+	double *work; /* for the factorization */
+	/* ldl preconditions (since the first step, or since CG cost more);
+	 * factored: it holds a factorization */
+	int dense, factored;
 	long products; /* CG's products H v in the last direction */
+	long spent;    /* ... and in all since the last factorization */
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -74,26 +80,16 @@ static void precondition(const struct newton *nw, const double *r, double *z)
 	schur_dense_solve(nw->ldl, nw->p->n, z);
 }
 
-/* out = H v: the formed H (symmetric, lower triangle stored), or the
- * problem's product. */
+/* out = H v; a dependent row's entry is left out (0), as the factor
+ * leaves the row out. */
 static void multiply(const struct newton *nw, const double *v, double *out)
 {
-	size_t n = nw->p->n;
+	const struct newton_null *nl = nw->p->null;
 
-	if (!nw->dense) {
-		nw->p->hv(nw->p->ctx, v, out);
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const double *hi = nw->h + i * n;
-		double s = hi[i] * v[i];
-
-		for (size_t j = 0; j < i; j++) {
-			s += hi[j] * v[j];
-			out[j] += hi[j] * v[i];
-		}
-		out[i] = s;
-	}
+	nw->p->hv(nw->p->ctx, v, out);
+	for (size_t k = 0; nw->dense && nl && nl->known && k < nw->p->n; k++)
+		if (nl->row[k])
+			out[k] = 0;
 }
 
 /* Row and column k of the formed H (lower triangle) set to 0. */
@@ -104,37 +100,36 @@ static void drop_row(double *h, size_t n, size_t k)
 		h[i * n + k] = 0;
 }
 
-/* diag(H), and H formed and factored when the problem can form it, the
- * dependent rows (p->null) left out: found at the first factorization
- * (pivots up to SCHUR_DEPENDENT), dropped from H (a zero row: a null pivot)
- * ever after. */
-static void setup(struct newton *nw)
+/* diag(H); and H formed and factored at this point when refresh (the
+ * dependent rows, p->null, left out: found at the first factorization,
+ * pivots up to SCHUR_DEPENDENT, dropped from H, a null pivot, ever
+ * after). */
+static void setup(struct newton *nw, int refresh)
 {
 	const struct newton_problem *p = nw->p;
 	struct newton_null *nl = p->null;
 	size_t n = p->n;
 	int first = nl && !nl->known;
 
-	if (!nw->dense) {
+	if (!refresh) {
 		p->diag(p->ctx, nw->diag);
 		return;
 	}
-	p->hessian(p->ctx, nw->h);
+	p->hessian(p->ctx, nw->ldl);
 	for (size_t i = 0; i < n; i++)
-		nw->diag[i] = nw->h[i * n + i];
+		nw->diag[i] = nw->ldl[i * n + i];
 	for (size_t k = 0; nl && nl->known && k < n; k++)
 		if (nl->row[k])
-			drop_row(nw->h, n, k);
-	for (size_t i = 0; i < n; i++)
-		memcpy(nw->ldl + i * n, nw->h + i * n, (i + 1) * sizeof *nw->ldl);
+			drop_row(nw->ldl, n, k);
 	schur_dense_factor(nw->ldl, n, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work,
 			   p->pool);
+	nw->factored = 1;
+	nw->spent = 0;
 	if (!first)
 		return;
 	nl->known = 1;
 	for (size_t k = 0; k < n; k++)
-		if ((nl->row[k] = !(nw->ldl[k * n + k] > 0)))
-			drop_row(nw->h, n, k); /* for the products of CG */
+		nl->row[k] = !(nw->ldl[k * n + k] > 0);
 }
 
 /* Has the caller asked to stop (a cancel, or the time limit behind the
@@ -147,52 +142,94 @@ static int stop_asked(const struct newton *nw, int iteration, double viol)
 	return o->tick && o->tick(o->tick_ctx, iteration, viol);
 }
 
-/*
- * PCG from d = 0. H is positive semidefinite; a curvature that vanishes
- * along q ends the iteration with what it has, and a direction that is
- * not downhill falls back to the Jacobi-preconditioned gradient. Without
- * H formed, each step is a pass over the buckets, and a direction takes
- * a hundred of them on a thousand open rows and more: a cancel is polled
- * at each (iteration and viol: the current point's, to report), and
- * direction returns 1 if the caller asked to stop.
- */
-static int direction(struct newton *nw, double eta, int max_it, int iteration, double viol)
+/* The residual -g, a dependent row's entry left out; returns its norm. */
+static double residual(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
-	size_t n = p->n;
-	double rz, g2 = sqrt(dot(nw->g, nw->g, n));
 
-	setup(nw);
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0; k < p->n; k++) {
 		nw->d[k] = 0;
 		nw->res[k] = nw->dense && p->null && p->null->row[k] ? 0 : -nw->g[k];
 	}
+	return sqrt(dot(nw->res, nw->res, p->n));
+}
+
+/*
+ * PCG on H d = res from d = 0 to |res| <= eta g2: returns 1 if the caller
+ * asked to stop, -1 if the curvature broke down (no positive curvature
+ * along q, or a residual past twice the first: along H's near null
+ * directions an old factor's pivots no longer match H, and the
+ * products' rounding outweighs what is left), else 0.
+ */
+static int pcg(struct newton *nw, double eta, double g2, int max_it, int iteration, double viol)
+{
+	size_t n = nw->p->n;
+	double rz;
+
 	precondition(nw, nw->res, nw->z);
 	memcpy(nw->q, nw->z, n * sizeof *nw->q);
 	rz = dot(nw->res, nw->z, n);
-	nw->products = 0;
 	for (int it = 0; it < max_it; it++) {
-		double qhq, a, rz1;
+		double qhq, a, rz1, r2;
 
-		if (!nw->dense && stop_asked(nw, iteration, viol))
+		/* the first right after the caller's own poll */
+		if (it > 0 && stop_asked(nw, iteration, viol))
 			return 1;
 		multiply(nw, nw->q, nw->hq);
-		nw->products += !nw->dense;
+		nw->products++;
+		nw->spent++;
 		qhq = dot(nw->q, nw->hq, n);
 		if (!(qhq > 1e-300))
-			break;
+			return -1;
 		a = rz / qhq;
 		for (size_t k = 0; k < n; k++) {
 			nw->d[k] += a * nw->q[k];
 			nw->res[k] -= a * nw->hq[k];
 		}
-		if (sqrt(dot(nw->res, nw->res, n)) <= eta * g2)
-			break;
+		r2 = sqrt(dot(nw->res, nw->res, n));
+		if (r2 <= eta * g2)
+			return 0;
+		if (r2 > 2 * g2)
+			return -1;
 		precondition(nw, nw->res, nw->z);
 		rz1 = dot(nw->res, nw->z, n);
 		for (size_t k = 0; k < n; k++)
 			nw->q[k] = nw->z[k] + rz1 / rz * nw->q[k];
 		rz = rz1;
+	}
+	return 0;
+}
+
+/*
+ * The Newton direction. With a factor made at this point it is exact:
+ * d = H^+ (-g), no product needed. With an older one, PCG; should its
+ * curvature break down, the factor is made anew here. With Jacobi, a
+ * breakdown keeps what CG has. H is positive semidefinite; a direction
+ * that is not downhill falls back to the Jacobi-preconditioned gradient.
+ * Each CG step is a pass over the buckets, and with Jacobi a direction
+ * takes a hundred of them on a thousand open rows and more: a cancel is
+ * polled at each but the first (iteration and viol: the current point's,
+ * to report), and direction returns 1 if the caller asked to stop.
+ */
+static int direction(struct newton *nw, double eta, int max_it, int iteration, double viol)
+{
+	const struct newton_problem *p = nw->p;
+	size_t n = p->n;
+	int fresh = nw->dense && (!nw->factored || nw->spent > p->cg_budget), ret = 0;
+
+	setup(nw, fresh);
+	nw->products = 0;
+	if (!fresh) {
+		ret = pcg(nw, eta, residual(nw), max_it, iteration, viol);
+		if (ret > 0)
+			return 1;
+		fresh = ret < 0 && nw->dense;
+		if (fresh)
+			setup(nw, 1);
+	}
+	if (fresh) {
+		residual(nw);
+		precondition(nw, nw->res, nw->d);
 	}
 	if (!(dot(nw->d, nw->g, n) < 0)) {
 		jacobi(nw, nw->g, nw->d);
@@ -247,21 +284,22 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 	return stop ? -1 : 0;
 }
 
-/* H formed from now on: CG took more products than forming H costs
- * (p->cg_budget), and the problem made itself ready (p->form). Out of
- * memory: CG goes on. */
+/* A factorization preconditions from now on: CG took more products in
+ * all than forming and factoring H costs (p->cg_budget: the rule of
+ * renting skis until their price is paid, within twice the cost of
+ * knowing the future), and the problem made itself ready (p->form). Out
+ * of memory: Jacobi goes on. */
 static void switch_to_formed(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
 
-	if (nw->dense || !p->hessian || nw->products <= p->cg_budget)
+	if (nw->dense || !p->hessian || nw->spent <= p->cg_budget)
 		return;
-	if (!nw->h) {
-		nw->h = malloc(p->n * p->n * sizeof *nw->h + 1);
+	if (!nw->ldl) {
 		nw->ldl = malloc(p->n * p->n * sizeof *nw->ldl + 1);
 		nw->work = malloc(schur_dense_work(p->n) * sizeof *nw->work);
 	}
-	nw->dense = nw->h && nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
+	nw->dense = nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
 }
 
 static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
@@ -310,36 +348,50 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	return PM_OK;
 }
 
-enum pm_status newton_minimize(const struct newton_problem *p, const struct solver_options *o,
-			       double target, double *x, struct maxent_stats *st, int *stalled)
+enum pm_status newton_create(const struct newton_problem *p, struct newton **out)
 {
 	size_t n = p->n + 1;
+	struct newton *nw = calloc(1, sizeof *nw);
 	double *all = malloc(8 * n * sizeof *all);
-	struct newton nw = {.p = p, .o = o};
-	enum pm_status ret = PM_ERR_NOMEM;
 
-	*stalled = 0;
-	nw.dense = p->hessian && p->formed;
-	if (nw.dense) {
-		nw.h = malloc(p->n * p->n * sizeof *nw.h + 1);
-		nw.ldl = malloc(p->n * p->n * sizeof *nw.ldl + 1);
-		nw.work = malloc(schur_dense_work(p->n) * sizeof *nw.work);
+	*out = NULL;
+	if (!nw || !all) {
+		free(nw);
+		free(all);
+		return PM_ERR_NOMEM;
 	}
-	if (!all || (nw.dense && (!nw.h || !nw.ldl || !nw.work)))
-		goto out;
-	nw.g = all;
-	nw.d = all + n;
-	nw.res = all + 2 * n;
-	nw.z = all + 3 * n;
-	nw.q = all + 4 * n;
-	nw.hq = all + 5 * n;
-	nw.diag = all + 6 * n;
-	nw.x1 = all + 7 * n;
-	ret = run(&nw, o, target, x, st, stalled);
-out:
-	free(all);
-	free(nw.h);
-	free(nw.ldl);
-	free(nw.work);
-	return ret;
+	nw->p = p;
+	nw->g = all;
+	nw->d = all + n;
+	nw->res = all + 2 * n;
+	nw->z = all + 3 * n;
+	nw->q = all + 4 * n;
+	nw->hq = all + 5 * n;
+	nw->diag = all + 6 * n;
+	nw->x1 = all + 7 * n;
+	if (p->hessian && p->formed) {
+		nw->ldl = malloc(p->n * p->n * sizeof *nw->ldl + 1);
+		nw->work = malloc(schur_dense_work(p->n) * sizeof *nw->work);
+		nw->dense = nw->ldl && nw->work;
+	}
+	*out = nw;
+	return PM_OK;
+}
+
+void newton_destroy(struct newton *nw)
+{
+	if (!nw)
+		return;
+	free(nw->g);
+	free(nw->ldl);
+	free(nw->work);
+	free(nw);
+}
+
+enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o, double target,
+			       double *x, struct maxent_stats *st, int *stalled)
+{
+	*stalled = 0;
+	nw->o = o;
+	return run(nw, o, target, x, st, stalled);
 }

@@ -318,9 +318,21 @@ void schur_dense_factor(double *a, size_t n, double eps, double *work, struct pa
 	}
 }
 
+/* As ldl_solve, with the back substitution by rows too (L^T's columns
+ * are L's rows): both passes read the factor along its rows, once. */
 void schur_dense_solve(const double *a, size_t n, double *x)
 {
-	ldl_solve(a, n, x);
+	for (size_t j = 0; j < n; j++)
+		x[j] -= dot4(a + j * n, x, j);
+	for (size_t j = 0; j < n; j++)
+		x[j] = a[j * n + j] > 0 ? x[j] / a[j * n + j] : 0;
+	for (size_t j = n; j-- > 0;) {
+		const double *aj = a + j * n;
+		double v = x[j];
+
+		for (size_t l = 0; l < j; l++)
+			x[l] -= aj[l] * v;
+	}
 }
 
 INLINE void solve(const double *f, const double *y, size_t g, const double *p, const double *q,

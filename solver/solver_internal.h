@@ -295,11 +295,18 @@ struct newton_problem {
 	struct newton_null *null;
 };
 
+/* newton_minimize's workspace for p (borrowed, outlives it): scratch
+ * and the factor of H, kept across calls. *out: owned by the caller
+ * (newton_destroy; NULL-safe). */
+struct newton;
+enum pm_status newton_create(const struct newton_problem *p, struct newton **out);
+void newton_destroy(struct newton *nw);
+
 /* Newton steps from x until the violation is at most target, the
  * iteration limit of o (iterations counted on from st->iterations) or a
  * cancel (PM_ERR_CANCELLED); *stalled when the line search fails. */
-enum pm_status newton_minimize(const struct newton_problem *p, const struct solver_options *o,
-			       double target, double *x, struct maxent_stats *st, int *stalled);
+enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o, double target,
+			       double *x, struct maxent_stats *st, int *stalled);
 
 /* ---- scaling.c ---------------------------------------------------------- */
 
@@ -380,7 +387,7 @@ struct twolevel_part {
 	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
 	double *pq, *acc;      /* per local row: g + h sums, and the total */
 	size_t pq_cap;	       /* doubles in pq */
-	/* forming H: this part's share (r x r, fixed point; valid if hgen
+	/* forming H: this part's share (r x r lower triangle packed, fixed point; valid if hgen
 	 * is the pass's), per local row the dense part of R z
 	 * (twolevel_hessian.c), the local matrix, R, and per entry of a
 	 * bucket row's patterns its y */

@@ -576,22 +576,23 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 	struct newton_problem np;
 	double *x = calloc(t->r + 1, sizeof *x);
 	struct newton_null null = {.row = calloc(t->r + 1, 1)};
+	struct newton *nw = NULL;
 	double max_rhs = 1, target, polish;
 	int stalled = 0;
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	memset(st, 0, sizeof *st);
-	if (!x || !null.row)
-		goto out;
 	twolevel_problem(t, 1, &np);
 	np.null = &null;
+	if (!x || !null.row || newton_create(&np, &nw))
+		goto out;
 	for (size_t k = 0; k < t->r; k++)
 		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
 	np.linear_stop = prev != NULL;
 	t->loosest = TWOLEVEL_LOOSE;
 	t->outer = target;
-	ret = newton_minimize(&np, o, target, x, st, &stalled);
+	ret = newton_minimize(nw, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
 	    st->max_violation >
 		(polish = polish_target(t, target, 1e-13 * max_rhs, prev != NULL))) {
@@ -600,8 +601,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations
 					? st->iterations + POLISH_STEPS
 					: o->max_iterations;
-		np.formed = t->dense; /* as the first run left it */
-		ret = newton_minimize(&np, &po, polish, x, st, &stalled);
+		ret = newton_minimize(nw, &po, polish, x, st, &stalled);
 		stalled = 0; /* at the target already: no L-BFGS */
 	}
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
@@ -611,6 +611,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 	if (!ret)
 		finish_stats(t, o, prev, st);
 out:
+	newton_destroy(nw);
 	free(x);
 	free(null.row);
 	return ret;

@@ -32,9 +32,9 @@
 
 #include "solver_internal.h"
 
-/* Open rows up to which H may be formed (r^2 doubles per part, and two
- * more for newton.c's copy and factors: 128 MiB each at most). */
-#define DENSE_ROWS 4096
+/* Open rows up to which H may be formed (its lower triangle per part, in
+ * fixed point, and newton.c's factor: 512 MiB in all at most). */
+#define DENSE_ROWS 5792
 /* Cap (doubles) on a part's per-bucket scratch for forming H. */
 #define DENSE_SCRATCH ((size_t)1 << 22)
 /*
@@ -52,6 +52,12 @@
 #define DENSE_PAIR 12.0
 #define DENSE_CELL 12.0
 #define DENSE_CG   80.0
+
+/* Where row i of a packed lower triangle starts. */
+static inline size_t packed(size_t i)
+{
+	return i * (i + 1) / 2;
+}
 
 /* Sums the parts' vectors into out (in part order: deterministic). */
 static void reduce(const struct twolevel *t, double *out)
@@ -317,7 +323,7 @@ INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, cons
 	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
 
 	for (size_t l = 0; l < n; l++) { /* any pattern order: lm is whole */
-		uint64_t *hl = pt->hfix + rows[l] * t->r;
+		uint64_t *hl = pt->hfix + packed(rows[l]);
 		const double *ml = lm + pat[l] * np;
 
 		for (size_t m = 0; m <= l; m++)
@@ -386,7 +392,7 @@ static void form_item(void *ctx, size_t i, int p)
 	struct twolevel_part *pt = &t->part[p];
 
 	if (pt->hgen != t->hgen) {
-		memset(pt->hfix, 0, t->r * t->r * sizeof *pt->hfix);
+		memset(pt->hfix, 0, packed(t->r) * sizeof *pt->hfix);
 		pt->hgen = t->hgen;
 	}
 	for (size_t k = t->ev_off[i]; k < t->ev_off[i + 1]; k++) {
@@ -412,7 +418,8 @@ void twolevel_hessian_form(struct twolevel *t, double *out)
 			uint64_t sum = 0; /* exact, in any order */
 
 			for (int p = 0; p < t->parts; p++)
-				sum += t->part[p].hgen == t->hgen ? t->part[p].hfix[i * r + j] : 0;
+				sum +=
+				    t->part[p].hgen == t->hgen ? t->part[p].hfix[packed(i) + j] : 0;
 			out[i * r + j] = (double)(int64_t)sum / t->hscale;
 		}
 }
@@ -725,7 +732,7 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 	for (int p = 0; p < t->parts; p++) {
 		struct twolevel_part *pt = &t->part[p];
 
-		pt->hfix = malloc((t->r * t->r + 1) * sizeof *pt->hfix);
+		pt->hfix = malloc((packed(t->r) + 1) * sizeof *pt->hfix);
 		pt->dx = malloc(z.x * sizeof *pt->dx);
 		pt->dl = malloc(z.lm * sizeof *pt->dl);
 		pt->rt = malloc(z.rt * sizeof *pt->rt);

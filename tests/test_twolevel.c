@@ -262,6 +262,7 @@ static int solve(struct instance *in, enum method m, int threads, double *y)
 	struct solver_options o;
 	struct maxent_stats st = {0};
 	struct newton_problem np;
+	struct newton *nw = NULL;
 	double *x, target = m == LBFGS ? 1e-9 : 1e-10;
 	int stalled = 0, ok = 0;
 
@@ -278,9 +279,11 @@ static int solve(struct instance *in, enum method m, int threads, double *y)
 		o.max_iterations = 5000;
 		if (twolevel_lbfgs(&t, &o, target, &st) == PM_OK)
 			ok = st.max_violation <= target;
-	} else if (newton_minimize(&np, &o, target, x, &st, &stalled) == PM_OK) {
+	} else if (newton_create(&np, &nw) == PM_OK &&
+		   newton_minimize(nw, &o, target, x, &st, &stalled) == PM_OK) {
 		ok = st.max_violation <= target;
 	}
+	newton_destroy(nw);
 	twolevel_store(&t);
 	free(x);
 	twolevel_finish(&t);
