@@ -51,8 +51,9 @@ struct newton {
 	/* ldl preconditions (since the first step, or since CG cost more);
 	 * factored: it holds a factorization */
 	int dense, factored;
-	long products; /* CG's products H v in the last direction */
-	long spent;    /* ... and in all since the last factorization */
+	long products;	/* CG's products H v in the last direction */
+	long spent;	/* ... and in all since the last factorization */
+	size_t nb, *sq; /* H's blocks (1: H whole), and where each is in ldl */
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -70,14 +71,34 @@ static void jacobi(const struct newton *nw, const double *r, double *z)
 		z[k] = nw->diag[k] > 0 ? r[k] / nw->diag[k] : r[k];
 }
 
+/* Block b of the factor: variables lo .. lo + n, stored square at
+ * nw->ldl + nw->sq[b] (one block: all of H). */
+static size_t block(const struct newton *nw, size_t b, size_t *lo)
+{
+	const struct newton_problem *p = nw->p;
+
+	if (nw->nb == 1) {
+		*lo = 0;
+		return p->n;
+	}
+	*lo = p->block_off[b];
+	return p->block_off[b + 1] - *lo;
+}
+
 static void precondition(const struct newton *nw, const double *r, double *z)
 {
+	size_t lo;
+
 	if (!nw->dense) {
 		jacobi(nw, r, z);
 		return;
 	}
 	memcpy(z, r, nw->p->n * sizeof *z);
-	schur_dense_solve(nw->ldl, nw->p->n, z);
+	for (size_t b = 0; b < nw->nb; b++) {
+		size_t m = block(nw, b, &lo);
+
+		schur_dense_solve(nw->ldl + nw->sq[b], m, z + lo);
+	}
 }
 
 /* out = H v; a dependent row's entry is left out (0), as the factor
@@ -92,7 +113,7 @@ static void multiply(const struct newton *nw, const double *v, double *out)
 			out[k] = 0;
 }
 
-/* Row and column k of the formed H (lower triangle) set to 0. */
+/* Row and column k of a formed block (lower triangle, n x n) set to 0. */
 static void drop_row(double *h, size_t n, size_t k)
 {
 	memset(h + k * n, 0, (k + 1) * sizeof *h);
@@ -100,36 +121,47 @@ static void drop_row(double *h, size_t n, size_t k)
 		h[i * n + k] = 0;
 }
 
-/* diag(H); and H formed and factored at this point when refresh (the
- * dependent rows, p->null, left out: found at the first factorization,
- * pivots up to SCHUR_DEPENDENT, dropped from H, a null pivot, ever
- * after). */
-static void setup(struct newton *nw, int refresh)
+/* Block b formed at nw->ldl + nw->sq[b]: its diagonal into diag, the
+ * known dependent rows dropped, factored; the first time, its null
+ * pivots are the dependent rows (a row that depends on its block's
+ * others depends on H's). */
+static void factor_block(struct newton *nw, size_t b, int first)
 {
 	const struct newton_problem *p = nw->p;
 	struct newton_null *nl = p->null;
-	size_t n = p->n;
-	int first = nl && !nl->known;
+	size_t lo, m = block(nw, b, &lo);
+	double *a = nw->ldl + nw->sq[b];
+
+	for (size_t i = 0; i < m; i++)
+		nw->diag[lo + i] = a[i * m + i];
+	for (size_t k = 0; nl && nl->known && k < m; k++)
+		if (nl->row[lo + k])
+			drop_row(a, m, k);
+	schur_dense_factor(a, m, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work, p->pool);
+	for (size_t k = 0; first && k < m; k++)
+		nl->row[lo + k] = !(a[k * m + k] > 0);
+}
+
+/* diag(H); and H (or its blocks) formed and factored at this point when
+ * refresh (the dependent rows, p->null, left out: found at the first
+ * factorization, pivots up to SCHUR_DEPENDENT, dropped from H, a null
+ * pivot, ever after). */
+static void setup(struct newton *nw, int refresh)
+{
+	const struct newton_problem *p = nw->p;
+	int first = p->null && !p->null->known;
 
 	if (!refresh) {
 		p->diag(p->ctx, nw->diag);
 		return;
 	}
-	p->hessian(p->ctx, nw->ldl);
-	for (size_t i = 0; i < n; i++)
-		nw->diag[i] = nw->ldl[i * n + i];
-	for (size_t k = 0; nl && nl->known && k < n; k++)
-		if (nl->row[k])
-			drop_row(nw->ldl, n, k);
-	schur_dense_factor(nw->ldl, n, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work,
-			   p->pool);
+	p->hessian(p->ctx, nw->nb > 1, nw->ldl);
+	for (size_t b = 0; b < nw->nb; b++)
+		factor_block(nw, b, first);
 	nw->factored = 1;
 	nw->spent = 0;
-	if (!first)
-		return;
-	nl->known = 1;
-	for (size_t k = 0; k < n; k++)
-		nl->row[k] = !(nw->ldl[k * n + k] > 0);
+	if (first)
+		p->null->known = 1;
 }
 
 /* Has the caller asked to stop (a cancel, or the time limit behind the
@@ -203,9 +235,10 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
 }
 
 /*
- * The Newton direction. With a factor made at this point it is exact:
- * d = H^+ (-g), no product needed. With an older one, PCG; should its
- * curvature break down, the factor is made anew here. With Jacobi, a
+ * The Newton direction. With a factor of H made at this point it is
+ * exact: d = H^+ (-g), no product needed. With an older one, or H's
+ * blocks only (block-Jacobi), PCG; should an old factor's curvature
+ * break down, the factor is made anew here. With Jacobi, a
  * breakdown keeps what CG has. H is positive semidefinite; a direction
  * that is not downhill falls back to the Jacobi-preconditioned gradient.
  * Each CG step is a pass over the buckets, and with Jacobi a direction
@@ -221,17 +254,19 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 
 	setup(nw, fresh);
 	nw->products = 0;
-	if (!fresh) {
-		ret = pcg(nw, eta, residual(nw), max_it, iteration, viol);
+	for (int pass = 0; pass < 2; pass++) {
+		double g2 = residual(nw);
+
+		if (fresh && nw->nb == 1) { /* H whole: exact */
+			precondition(nw, nw->res, nw->d);
+			break;
+		}
+		ret = pcg(nw, eta, g2, max_it, iteration, viol);
 		if (ret > 0)
 			return 1;
-		fresh = ret < 0 && nw->dense;
-		if (fresh)
-			setup(nw, 1);
-	}
-	if (fresh) {
-		residual(nw);
-		precondition(nw, nw->res, nw->d);
+		if (!(ret < 0 && nw->dense && !fresh))
+			break;
+		setup(nw, fresh = 1); /* an old factor broke down */
 	}
 	if (!(dot(nw->d, nw->g, n) < 0)) {
 		jacobi(nw, nw->g, nw->d);
@@ -286,6 +321,18 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 	return stop ? -1 : 0;
 }
 
+/* The factor's storage (every block square) and its scratch (for the
+ * largest block); NULL on failure. */
+static void factor_alloc(struct newton *nw)
+{
+	size_t widest = 0, lo;
+
+	for (size_t b = 0; b < nw->nb; b++)
+		widest = block(nw, b, &lo) > widest ? block(nw, b, &lo) : widest;
+	nw->ldl = malloc(nw->sq[nw->nb] * sizeof *nw->ldl + 1);
+	nw->work = malloc(schur_dense_work(widest) * sizeof *nw->work);
+}
+
 /* A factorization preconditions from now on: CG took more products in
  * all than forming and factoring H costs (p->cg_budget: the rule of
  * renting skis until their price is paid, within twice the cost of
@@ -297,10 +344,8 @@ static void switch_to_formed(struct newton *nw)
 
 	if (nw->dense || !p->hessian || nw->spent <= p->cg_budget)
 		return;
-	if (!nw->ldl) {
-		nw->ldl = malloc(p->n * p->n * sizeof *nw->ldl + 1);
-		nw->work = malloc(schur_dense_work(p->n) * sizeof *nw->work);
-	}
+	if (!nw->ldl)
+		factor_alloc(nw);
 	nw->dense = nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
 }
 
@@ -371,9 +416,20 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->hq = all + 5 * n;
 	nw->diag = all + 6 * n;
 	nw->x1 = all + 7 * n;
+	nw->nb = p->n_blocks > 1 ? p->n_blocks : 1;
+	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
+	if (!nw->sq) {
+		newton_destroy(nw);
+		return PM_ERR_NOMEM;
+	}
+	nw->sq[0] = 0;
+	for (size_t b = 0, lo; b < nw->nb; b++) {
+		size_t m = block(nw, b, &lo);
+
+		nw->sq[b + 1] = nw->sq[b] + m * m;
+	}
 	if (p->hessian && p->formed) {
-		nw->ldl = malloc(p->n * p->n * sizeof *nw->ldl + 1);
-		nw->work = malloc(schur_dense_work(p->n) * sizeof *nw->work);
+		factor_alloc(nw);
 		nw->dense = nw->ldl && nw->work;
 	}
 	*out = nw;
@@ -387,6 +443,7 @@ void newton_destroy(struct newton *nw)
 	free(nw->g);
 	free(nw->ldl);
 	free(nw->work);
+	free(nw->sq);
 	free(nw);
 }
 

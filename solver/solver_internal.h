@@ -280,7 +280,14 @@ struct newton_problem {
 	 * more than cg_budget products (where forming H would have cost
 	 * less), once form() (may be NULL) made the problem ready for it
 	 * (0; nonzero: stay with products). */
-	void (*hessian)(void *ctx, double *out);
+	void (*hessian)(void *ctx, int blocks, double *out);
+	/* With n_blocks > 1 (H too large to form whole), hessian forms only
+	 * H's diagonal blocks, variables block_off[b] .. block_off[b + 1],
+	 * each square and row major (lower triangle) one after the other
+	 * in out: block-Jacobi for CG, never the exact step; the dependent
+	 * rows are those within a block */
+	size_t n_blocks;
+	const size_t *block_off;
 	int formed;
 	long cg_budget;
 	int (*form)(void *ctx);
@@ -455,6 +462,14 @@ struct twolevel {
 	 * row's first cell, rp_n of them) */
 	int dense, formable;
 	long cg_budget; /* CG products a direction may take before forming H costs less */
+	/* H's blocks: the open rows are ordered by their first cell's SA
+	 * value, and runs of one value (at most TWOLEVEL_BLOCK_ROWS rows)
+	 * are blocks blk_off[b] .. blk_off[b + 1]; blk_of: each row's.
+	 * With more open rows than one H may have (blocked), only the
+	 * blocks are formed: block-Jacobi for CG */
+	size_t nblk, *blk_off, *blk_pk; /* blk_pk: each block's in hfix */
+	uint32_t *blk_of;
+	int blocked, whole_ok; /* blocked: the pass forms the blocks only */
 	size_t *lr_off;
 	double hscale;	    /* H's fixed point (fixed_scale) */
 	int clamp_all;	    /* tests: every pair through the clamped conversion */
@@ -486,6 +501,8 @@ void components_finish(struct components *cs);
 /* Problems of fewer buckets run on one thread: their passes are too short
  * to share. */
 #define TWOLEVEL_POOL_BUCKETS 64
+/* Rows of one block of H at most (twolevel.blk_off). */
+#define TWOLEVEL_BLOCK_ROWS 2048
 
 /* For the coupled buckets (coupled[b]), the open rows (knowledge rows not
  * implied[]): the problem at μ = 0, every bucket scaled alone, on a pool
@@ -551,6 +568,6 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t);
  * r x r, row major; only if t->dense). */
 void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out);
 void twolevel_hessian_diag(struct twolevel *t, double *out);
-void twolevel_hessian_form(struct twolevel *t, double *out);
+void twolevel_hessian_form(struct twolevel *t, int blocks, double *out);
 
 #endif

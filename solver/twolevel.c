@@ -90,6 +90,9 @@ void twolevel_finish(struct twolevel *t)
 	free(t->beta);
 	free(t->fac);
 	free(t->row);
+	free(t->blk_off);
+	free(t->blk_of);
+	free(t->blk_pk);
 	free(t->rhs);
 	free(t->scale);
 	free(t->mu);
@@ -421,9 +424,9 @@ static void nt_hv(void *ctx, const double *v, double *out)
 	twolevel_hessian_apply(ctx, v, out);
 }
 
-static void nt_hessian(void *ctx, double *out)
+static void nt_hessian(void *ctx, int blocks, double *out)
 {
-	twolevel_hessian_form(ctx, out);
+	twolevel_hessian_form(ctx, blocks, out);
 }
 
 /* From the next step on, H formed: its structure and scratch, and the
@@ -452,6 +455,8 @@ void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 				      .diag = nt_diag,
 				      .hv = nt_hv,
 				      .hessian = formed && t->formable ? nt_hessian : NULL,
+				      .n_blocks = t->whole_ok ? 1 : t->nblk,
+				      .block_off = t->blk_off,
 				      .formed = t->dense,
 				      .cg_budget = t->cg_budget,
 				      .form = nt_form,

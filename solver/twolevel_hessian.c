@@ -59,6 +59,32 @@ static inline size_t packed(size_t i)
 	return i * (i + 1) / 2;
 }
 
+/* Entries of the parts' fixed point H: its lower triangle, or with
+ * t->blocked its blocks' (twolevel.blk_off). */
+static size_t fixed_size(const struct twolevel *t)
+{
+	size_t n = 0;
+
+	if (!t->blocked)
+		return packed(t->r);
+	for (size_t b = 0; b < t->nblk; b++)
+		n += packed(t->blk_off[b + 1] - t->blk_off[b]);
+	return n;
+}
+
+/* Entries of what twolevel_hessian_form writes: r x r, or the blocks
+ * square. */
+static size_t formed_size(const struct twolevel *t)
+{
+	size_t n = 0;
+
+	if (!t->blocked)
+		return t->r * t->r;
+	for (size_t b = 0; b < t->nblk; b++)
+		n += (t->blk_off[b + 1] - t->blk_off[b]) * (t->blk_off[b + 1] - t->blk_off[b]);
+	return n;
+}
+
 /* Sums the parts' vectors into out (in part order: deterministic). */
 static void reduce(const struct twolevel *t, double *out)
 {
@@ -322,13 +348,22 @@ INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, cons
 	size_t n = t->lr_off[k + 1] - t->lr_off[k];
 	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
 
-	for (size_t l = 0; l < n; l++) { /* any pattern order: lm is whole */
+	for (size_t l = 0, m0 = 0; l < n; l++) { /* any pattern order: lm is whole */
 		uint64_t *hl = pt->hfix + packed(rows[l]);
 		const double *ml = lm + pat[l] * np;
+		size_t lo = 0; /* the block's first row */
 
-		for (size_t m = 0; m <= l; m++)
-			hl[rows[m]] += clamp ? to_fixed(ml[pat[m]], t->hscale)
-					     : (uint64_t)(int64_t)(ml[pat[m]] * t->hscale);
+		if (t->blocked) { /* rows ascending: the block's are the last ones */
+			size_t b = t->blk_of[rows[l]];
+
+			lo = t->blk_off[b];
+			while (rows[m0] < lo)
+				m0++;
+			hl = pt->hfix + t->blk_pk[b] + packed(rows[l] - lo);
+		}
+		for (size_t m = m0; m <= l; m++)
+			hl[rows[m] - lo] += clamp ? to_fixed(ml[pat[m]], t->hscale)
+						  : (uint64_t)(int64_t)(ml[pat[m]] * t->hscale);
 	}
 }
 
@@ -392,7 +427,7 @@ static void form_item(void *ctx, size_t i, int p)
 	struct twolevel_part *pt = &t->part[p];
 
 	if (pt->hgen != t->hgen) {
-		memset(pt->hfix, 0, packed(t->r) * sizeof *pt->hfix);
+		memset(pt->hfix, 0, fixed_size(t) * sizeof *pt->hfix);
 		pt->hgen = t->hgen;
 	}
 	for (size_t k = t->ev_off[i]; k < t->ev_off[i + 1]; k++) {
@@ -403,25 +438,34 @@ static void form_item(void *ctx, size_t i, int p)
 	}
 }
 
-void twolevel_hessian_form(struct twolevel *t, double *out)
+void twolevel_hessian_form(struct twolevel *t, int blocks, double *out)
 {
 	size_t r = t->r;
 
+	t->blocked = blocks || !t->whole_ok;
 	t->hgen++;
 	parallel_items(t->pool, t->n_ev, form_item, t);
 	if (t->base_pending) {
 		t->base_pending = 0;
 		t->factored = 1;
 	}
-	for (size_t i = 0; i < r; i++)
-		for (size_t j = 0; j <= i; j++) {
-			uint64_t sum = 0; /* exact, in any order */
+	for (size_t b = 0, sq = 0; b < (t->blocked ? t->nblk : 1); b++) {
+		size_t lo = t->blocked ? t->blk_off[b] : 0,
+		       n = t->blocked ? t->blk_off[b + 1] - lo : r;
+		size_t pk = t->blocked ? t->blk_pk[b] : 0;
 
-			for (int p = 0; p < t->parts; p++)
-				sum +=
-				    t->part[p].hgen == t->hgen ? t->part[p].hfix[packed(i) + j] : 0;
-			out[i * r + j] = (double)(int64_t)sum / t->hscale;
-		}
+		for (size_t i = 0; i < n; i++)
+			for (size_t j = 0; j <= i; j++) {
+				uint64_t sum = 0; /* exact, in any order */
+
+				for (int p = 0; p < t->parts; p++)
+					sum += t->part[p].hgen == t->hgen
+						   ? t->part[p].hfix[pk + packed(i) + j]
+						   : 0;
+				out[sq + i * n + j] = (double)(int64_t)sum / t->hscale;
+			}
+		sq += n * n;
+	}
 }
 
 /* ---- setup --------------------------------------------------------------- */
@@ -586,9 +630,15 @@ struct form_sizes {
  * DENSE_SCRATCH. */
 static int form_sizes(struct twolevel *t, struct form_sizes *z)
 {
+	int fits;
+
+	/* sized for H whole where it may be formed, else for its blocks */
+	t->whole_ok = t->r <= DENSE_ROWS;
+	t->blocked = !t->whole_ok;
+	fits = formed_size(t) <= (size_t)DENSE_ROWS * DENSE_ROWS;
 	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
 	t->lr_off[0] = 0;
-	for (size_t k = 0; t->r <= DENSE_ROWS && k < t->nb; k++) {
+	for (size_t k = 0; fits && k < t->nb; k++) {
 		size_t off, g, h, n = count_rows(t, &t->part[0], k), np = n + 3, entries;
 
 		twolevel_shape(t, k, &off, &g, &h);
@@ -607,8 +657,8 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 		z->pairs += 0.5 * (double)n * (double)(n + 1);
 		t->lr_off[k + 1] = z->rows;
 	}
-	return t->r <= DENSE_ROWS && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH &&
-	       z->rt <= DENSE_SCRATCH && z->inc <= DENSE_SCRATCH;
+	return fits && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH && z->rt <= DENSE_SCRATCH &&
+	       z->inc <= DENSE_SCRATCH;
 }
 
 /* The CG products that cost as much as forming and factoring H (the cost
@@ -616,10 +666,15 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
  * direction takes more (DENSE_CG of them, as a rule). */
 static long cg_budget(const struct twolevel *t, const struct form_sizes *z)
 {
-	double r = (double)t->r, cells = (double)t->coff[t->nb];
+	double cells = (double)t->coff[t->nb], factor = 0;
 	double entries = (double)(t->ck_off[t->coff[t->nb]]);
+
 	/* factored by panels on the pool (newton.c): half */
-	double factor = r * r * r / 6 * 0.5;
+	for (size_t b = 0; b < (t->blocked ? t->nblk : 1); b++) {
+		double r = (double)(t->blocked ? t->blk_off[b + 1] - t->blk_off[b] : t->r);
+
+		factor += r * r * r / 6 * 0.5;
+	}
 
 	return (long)ceil((factor + DENSE_PAIR * z->pairs) / (DENSE_CELL * (cells + entries)));
 }
@@ -726,13 +781,17 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 	if (!form_sizes(t, &z))
 		return PM_ERR_INTERNAL;
 	t->dense = 1;
-	if (init_patterns(t, &z))
+	t->blk_pk = malloc((t->nblk + 1) * sizeof *t->blk_pk);
+	if (!t->blk_pk || init_patterns(t, &z))
 		return PM_ERR_NOMEM;
+	t->blk_pk[0] = 0;
+	for (size_t b = 0; b < t->nblk; b++)
+		t->blk_pk[b + 1] = t->blk_pk[b] + packed(t->blk_off[b + 1] - t->blk_off[b]);
 	fixed_scale(t);
 	for (int p = 0; p < t->parts; p++) {
 		struct twolevel_part *pt = &t->part[p];
 
-		pt->hfix = malloc((packed(t->r) + 1) * sizeof *pt->hfix);
+		pt->hfix = malloc((fixed_size(t) + 1) * sizeof *pt->hfix);
 		pt->dx = malloc(z.x * sizeof *pt->dx);
 		pt->dl = malloc(z.lm * sizeof *pt->dl);
 		pt->rt = malloc(z.rt * sizeof *pt->rt);

@@ -135,6 +135,54 @@ static enum pm_status init_entries(struct twolevel *t, const uint32_t *pos)
 	return PM_OK;
 }
 
+/* A row's block key: the SA value of its first cell. */
+static uint32_t row_key(const struct invariants *inv, uint32_t r)
+{
+	return inv->row_off[r] < inv->row_off[r + 1] ? inv->cell_sa[inv->row_cell[inv->row_off[r]]]
+						     : 0;
+}
+
+/*
+ * t->row: rows ordered by key (stable), and the blocks: runs of one key
+ * cut at TWOLEVEL_BLOCK_ROWS. Rows with one SA value (a rule's) couple
+ * most within it: they share the cells' column sums in every bucket and,
+ * across attributes, the cells themselves.
+ */
+static enum pm_status init_blocks(struct twolevel *t, const uint32_t *rows, size_t nr)
+{
+	const struct invariants *inv = t->inv;
+	size_t keys = 1, *at;
+
+	for (size_t k = 0; k < nr; k++)
+		keys = row_key(inv, rows[k]) + 1 > keys ? row_key(inv, rows[k]) + 1 : keys;
+	at = calloc(keys + 1, sizeof *at);
+	t->blk_off = malloc((nr + keys + 2) * sizeof *t->blk_off);
+	t->blk_of = malloc((nr + 1) * sizeof *t->blk_of);
+	if (!at || !t->blk_off || !t->blk_of) {
+		free(at);
+		return PM_ERR_NOMEM;
+	}
+	for (size_t k = 0; k < nr; k++)
+		at[row_key(inv, rows[k]) + 1]++;
+	for (size_t v = 0; v < keys; v++)
+		at[v + 1] += at[v];
+	for (size_t k = 0; k < nr; k++)
+		t->row[at[row_key(inv, rows[k])]++] = rows[k];
+	free(at);
+	t->nblk = 0;
+	t->blk_off[0] = 0;
+	for (size_t k = 0; k < nr; k++) {
+		if (k > 0 && (row_key(inv, t->row[k]) != row_key(inv, t->row[k - 1]) ||
+			      k - t->blk_off[t->nblk] >= TWOLEVEL_BLOCK_ROWS))
+			t->blk_off[++t->nblk] = k;
+		t->blk_of[k] = (uint32_t)t->nblk;
+	}
+	t->blk_off[++t->nblk] = nr;
+	if (!nr)
+		t->nblk = 0;
+	return PM_OK;
+}
+
 /* The open rows, and their cells (init_entries). */
 static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr,
 				const uint32_t *pos)
@@ -151,13 +199,12 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	t->xm = malloc((nr + 1) * sizeof *t->xm);
 	t->rc_off = malloc((nr + 1) * sizeof *t->rc_off);
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->dd || !t->ex || !t->xm ||
-	    !t->rc_off)
+	    !t->rc_off || init_blocks(t, rows, nr))
 		return PM_ERR_NOMEM;
 	t->rc_off[0] = 0;
 	for (size_t k = 0; k < nr; k++) {
-		size_t r = rows[k], len = inv->row_off[r + 1] - inv->row_off[r];
+		size_t r = t->row[k], len = inv->row_off[r + 1] - inv->row_off[r];
 
-		t->row[k] = (uint32_t)r;
 		t->rhs[k] = inv->rhs[r];
 		t->scale[k] = 1.0 / sqrt(fmax(1.0, inv->rhs[r]));
 		t->row_len = len > t->row_len ? len : t->row_len;

@@ -99,11 +99,14 @@ static void q_prepare(void *ctx, const double *x)
 		q->e[j] = exp(y[j]);
 }
 
+static int hessians, forms, products, last_iterations;
+
 static void q_hv(void *ctx, const double *v, double *out)
 {
 	struct quad *q = ctx;
 	double y[M];
 
+	products++;
 	bx(q, v, y);
 	memset(out, 0, N * sizeof *out);
 	for (int j = 0; j < M; j++)
@@ -121,23 +124,34 @@ static void q_diag(void *ctx, double *out)
 			out[q->col[j][e]] += q->val[j][e] * q->val[j][e] * q->e[j];
 }
 
-static int hessians, forms;
+/* BLOCKED's blocks of H: three, uneven. */
+static const size_t q_blocks[] = {0, N / 4, N / 2 + 7, N};
 
-static void q_hessian(void *ctx, double *out)
+static void q_hessian(void *ctx, int blocks, double *out)
 {
 	struct quad *q = ctx;
+	double *h = blocks ? malloc((size_t)N * N * sizeof *h) : out;
 
 	hessians++;
-	memset(out, 0, (size_t)N * N * sizeof *out);
+	memset(h, 0, (size_t)N * N * sizeof *h);
 	for (int j = 0; j < M; j++)
 		for (int a = 0; a < q->nnz[j]; a++)
 			for (int b = 0; b < q->nnz[j]; b++) {
 				uint32_t ca = q->col[j][a], cb = q->col[j][b];
 
 				if (ca >= cb)
-					out[(size_t)ca * N + cb] +=
+					h[(size_t)ca * N + cb] +=
 					    q->val[j][a] * q->val[j][b] * q->e[j];
 			}
+	for (size_t k = 0, sq = 0; blocks && k < 3; k++) { /* the blocks only */
+		size_t lo = q_blocks[k], n = q_blocks[k + 1] - lo;
+
+		for (size_t i = 0; i < n; i++)
+			memcpy(out + sq + i * n, h + (lo + i) * N + lo, (i + 1) * sizeof *h);
+		sq += n * n;
+	}
+	if (blocks)
+		free(h);
 }
 
 static int q_form(void *ctx)
@@ -148,8 +162,9 @@ static int q_form(void *ctx)
 }
 
 /* How run forms H: never, from the first step, or once CG took more than
- * a budget of 2 products (and the problem agreed). */
-enum forming { PRODUCTS, FORMED, SWITCHED };
+ * a budget of 2 products (and the problem agreed), or only its diagonal
+ * blocks (block-Jacobi) from the first step. */
+enum forming { PRODUCTS, FORMED, SWITCHED, BLOCKED };
 
 /* Minimizes from 0; returns max |x - x*|. */
 static double run(struct quad *q, const double *xs, enum forming how, struct parallel *pool)
@@ -161,8 +176,10 @@ static double run(struct quad *q, const double *xs, enum forming how, struct par
 				   .diag = q_diag,
 				   .hv = q_hv,
 				   .hessian = how != PRODUCTS ? q_hessian : NULL,
-				   .formed = how == FORMED,
+				   .formed = how == FORMED || how == BLOCKED,
 				   .cg_budget = how == SWITCHED ? 2 : 0,
+				   .n_blocks = how == BLOCKED ? 3 : 0,
+				   .block_off = q_blocks,
 				   .form = q_form,
 				   /* f - base by subtraction: rounding of f's size */
 				   .f_noise = 1e-9,
@@ -175,6 +192,7 @@ static double run(struct quad *q, const double *xs, enum forming how, struct par
 	solver_options_init(&o);
 	CHECK(minimize(&p, &o, 1e-11, x, &st, &stalled) == PM_OK);
 	CHECK(!stalled && st.max_violation <= 1e-11);
+	last_iterations = st.iterations;
 	for (int i = 0; i < N; i++)
 		worst = fmax(worst, fabs(x[i] - xs[i]));
 	return worst;
@@ -226,6 +244,13 @@ static void ray_hessian(void *ctx, double *out)
 	out[0] = 2 * sig * (1 - sig);
 }
 
+/* H formed (one variable: its one block). */
+static void ray_formed(void *ctx, int blocks, double *out)
+{
+	(void)blocks;
+	ray_hessian(ctx, out);
+}
+
 static void ray_hv(void *ctx, const double *v, double *out)
 {
 	ray_hessian(ctx, out);
@@ -258,7 +283,7 @@ static void test_stagnation(void)
 				   .prepare = ray_prepare,
 				   .diag = ray_hessian,
 				   .hv = ray_hv,
-				   .hessian = ray_hessian};
+				   .hessian = ray_formed};
 	struct maxent_stats st = {0};
 	int stalled;
 	double x = probe_1d(p, 1e-9, &st, &stalled);
@@ -302,6 +327,12 @@ static void script_hessian(void *ctx, double *out)
 	out[0] = 1;
 }
 
+static void script_formed(void *ctx, int blocks, double *out)
+{
+	(void)blocks;
+	script_hessian(ctx, out);
+}
+
 static void script_hv(void *ctx, const double *v, double *out)
 {
 	(void)ctx;
@@ -317,7 +348,7 @@ static int script_run(const double *ratio, int n, int *iterations)
 				   .prepare = script_prepare,
 				   .diag = script_hessian,
 				   .hv = script_hv,
-				   .hessian = script_hessian};
+				   .hessian = script_formed};
 	struct maxent_stats st = {0};
 	int stalled;
 
@@ -385,8 +416,9 @@ static void dup_prepare(void *ctx, const double *x)
 	d->c = exp(x[2] + x[3]);
 }
 
-static void dup_hessian(void *ctx, double *h)
+static void dup_hessian(void *ctx, int blocks, double *h)
 {
+	(void)blocks; /* one block: H whole */
 	struct dup *d = ctx;
 
 	d->forms++;
@@ -514,6 +546,10 @@ int main(void)
 	CHECK(hessians == 0 && forms == 0);
 	CHECK(run(&q, xs, SWITCHED, pool) <= 1e-8);
 	CHECK(forms == 1 && hessians > 0); /* once, then H now and then */
+	hessians = products = 0;
+	CHECK(run(&q, xs, BLOCKED, pool) <= 1e-8);
+	/* CG at every step: a block factor never gives the exact step */
+	CHECK(hessians > 0 && products >= last_iterations);
 	parallel_destroy(pool);
 	test_dependent();
 	test_breakdown();

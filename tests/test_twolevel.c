@@ -94,6 +94,43 @@ static size_t null_pivots(const double *h, size_t r)
 
 static size_t n_null;
 
+/* The blocks (twolevel_hessian_form with blocks) against H whole h, to
+ * the bit (the same fixed-point sums); each block's rows share their
+ * first cell's SA value, in ascending order, and no block is longer
+ * than TWOLEVEL_BLOCK_ROWS. */
+static size_t n_blocks;
+
+static int same_blocks(struct twolevel *t, const double *h)
+{
+	size_t r = t->r, sq = 0;
+	double *hb = calloc(r * r + 1, sizeof *hb);
+	int same = hb != NULL;
+
+	twolevel_hessian_form(t, 1, hb);
+	n_blocks += t->nblk;
+	for (size_t b = 0; same && b < t->nblk; b++) {
+		size_t lo = t->blk_off[b], n = t->blk_off[b + 1] - lo;
+
+		same &= n > 0 && n <= TWOLEVEL_BLOCK_ROWS;
+		for (size_t i = 0; i < n; i++) {
+			uint32_t
+			    key =
+				t->inv->cell_sa[t->inv->row_cell[t->inv->row_off[t->row[lo + i]]]],
+			    first = t->inv->cell_sa[t->inv->row_cell[t->inv->row_off[t->row[lo]]]];
+
+			same &= key == first && t->blk_of[lo + i] == b;
+			for (size_t j = 0; j <= i; j++)
+				same &= hb[sq + i * n + j] == h[(lo + i) * r + lo + j];
+		}
+		same &= b == 0 ||
+			t->inv->cell_sa[t->inv->row_cell[t->inv->row_off[t->row[lo]]]] >=
+			    t->inv->cell_sa[t->inv->row_cell[t->inv->row_off[t->row[lo - 1]]]];
+		sq += n * n;
+	}
+	free(hb);
+	return same;
+}
+
 /* H formed against H e_k and diag(H), at the prepared point. */
 static double check_formed(struct twolevel *t)
 {
@@ -101,9 +138,10 @@ static double check_formed(struct twolevel *t)
 	double *h = calloc(r * r, sizeof *h), *e = calloc(r, sizeof *e);
 	double *col = calloc(r, sizeof *col), *dg = calloc(r, sizeof *dg), worst = 0;
 
-	twolevel_hessian_form(t, h);
+	twolevel_hessian_form(t, 0, h);
 	twolevel_hessian_diag(t, dg);
 	n_null += null_pivots(h, r);
+	CHECK(same_blocks(t, h));
 	for (size_t k = 0; k < r; k++) {
 		double *ref = calloc(r, sizeof *ref);
 
@@ -139,8 +177,8 @@ static int same_formed(struct twolevel *t, const struct instance *in, const doub
 		u.clamp_all = 1;
 		twolevel_eval(&u, mu, NULL, &viol);
 		twolevel_prepare(&u, mu);
-		twolevel_hessian_form(t, h);
-		twolevel_hessian_form(&u, h1);
+		twolevel_hessian_form(t, 0, h);
+		twolevel_hessian_form(&u, 0, h1);
 		same = u.dense && h && h1;
 		for (size_t i = 0; same && i < r; i++)
 			same = !memcmp(h + i * r, h1 + i * r, (i + 1) * sizeof *h);
@@ -363,6 +401,7 @@ int main(void)
 
 	for (uint64_t i = 0; i < N_TABLES; i++)
 		run_instance(SEED * 1000003 + i, &w);
+	printf("%zu blocks; ", n_blocks);
 	printf("%d instances (%d with H formed, %zu null pivots, %zu rows sharing a pattern, %d "
 	       "on two parts, %d solved both ways); worst: H formed vs products %.3g, H v vs "
 	       "differences %.3g, predicted vs fresh start %.3g, formed vs products Newton %.3g, "
@@ -374,6 +413,7 @@ int main(void)
 	CHECK(w.two_parts > 0);
 	CHECK(w.shared > 0);
 	CHECK(n_null > 0);
+	CHECK(n_blocks > (size_t)w.dense); /* some instances had several */
 	CHECK(w.solved > N_TABLES / 2);
 	CHECK(w.formed <= 1e-11);
 	CHECK(w.differences <= 1e-6);
