@@ -51,9 +51,11 @@ struct newton {
 	/* ldl preconditions (since the first step, or since CG cost more);
 	 * factored: it holds a factorization */
 	int dense, factored;
-	long products;	/* CG's products H v in the last direction */
-	long spent;	/* ... and in all since the last factorization */
-	size_t nb, *sq; /* H's blocks (1: H whole), and where each is in ldl */
+	long products;	 /* CG's products H v in the last direction */
+	long spent;	 /* ... and in all since the last factorization */
+	size_t nb, *sq;	 /* H's blocks (1: H whole), and where each is in ldl */
+	size_t nf;	 /* the factor's blocks now: 1 (H whole) or nb */
+	int whole_nulls; /* dependent rows looked for on H whole */
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -77,7 +79,7 @@ static size_t block(const struct newton *nw, size_t b, size_t *lo)
 {
 	const struct newton_problem *p = nw->p;
 
-	if (nw->nb == 1) {
+	if (nw->nf == 1) {
 		*lo = 0;
 		return p->n;
 	}
@@ -94,7 +96,7 @@ static void precondition(const struct newton *nw, const double *r, double *z)
 		return;
 	}
 	memcpy(z, r, nw->p->n * sizeof *z);
-	for (size_t b = 0; b < nw->nb; b++) {
+	for (size_t b = 0; b < nw->nf; b++) {
 		size_t m = block(nw, b, &lo);
 
 		schur_dense_solve(nw->ldl + nw->sq[b], m, z + lo);
@@ -142,6 +144,29 @@ static void factor_block(struct newton *nw, size_t b, int first)
 		nl->row[lo + k] = !(a[k * m + k] > 0);
 }
 
+/*
+ * The blocks of the next factor: H whole if it has one block, or if the
+ * cost model forms it from the start, or once a factor of its blocks
+ * cost its price in products (or broke down); the blocks first, far
+ * cheaper (the same pass over the buckets, and small factors), where H
+ * may not be formed whole or CG on them may do.
+ */
+static size_t next_blocks(const struct newton *nw)
+{
+	const struct newton_problem *p = nw->p;
+
+	if (nw->nb > 1 && !p->whole)
+		return nw->nb;
+	return nw->nb == 1 || p->formed || nw->factored ? 1 : nw->nb;
+}
+
+/* The products a factor costs before it is made: the blocks' price, or
+ * H's. */
+static long budget(const struct newton *nw)
+{
+	return next_blocks(nw) > 1 ? nw->p->block_budget : nw->p->cg_budget;
+}
+
 /* diag(H); and H (or its blocks) formed and factored at this point when
  * refresh (the dependent rows, p->null, left out: found at the first
  * factorization, pivots up to SCHUR_DEPENDENT, dropped from H, a null
@@ -149,17 +174,21 @@ static void factor_block(struct newton *nw, size_t b, int first)
 static void setup(struct newton *nw, int refresh)
 {
 	const struct newton_problem *p = nw->p;
-	int first = p->null && !p->null->known;
+	int first;
 
 	if (!refresh) {
 		p->diag(p->ctx, nw->diag);
 		return;
 	}
-	p->hessian(p->ctx, nw->nb > 1, nw->ldl);
-	for (size_t b = 0; b < nw->nb; b++)
+	nw->nf = next_blocks(nw);
+	/* H whole the first time: the rows dependent across blocks too */
+	first = p->null && (!p->null->known || (nw->nf == 1 && !nw->whole_nulls));
+	p->hessian(p->ctx, nw->nf > 1, nw->ldl);
+	for (size_t b = 0; b < nw->nf; b++)
 		factor_block(nw, b, first);
 	nw->factored = 1;
 	nw->spent = 0;
+	nw->whole_nulls |= nw->nf == 1;
 	if (first)
 		p->null->known = 1;
 }
@@ -257,7 +286,7 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	for (int pass = 0; pass < 2; pass++) {
 		double g2 = residual(nw);
 
-		if (fresh && nw->nb == 1) { /* H whole: exact */
+		if (fresh && nw->nf == 1) { /* H whole: exact */
 			precondition(nw, nw->res, nw->d);
 			break;
 		}
@@ -325,11 +354,15 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
  * largest block); NULL on failure. */
 static void factor_alloc(struct newton *nw)
 {
-	size_t widest = 0, lo;
+	const struct newton_problem *p = nw->p;
+	int whole = nw->nb == 1 || p->whole;
+	size_t widest = whole ? p->n : 0;
 
-	for (size_t b = 0; b < nw->nb; b++)
-		widest = block(nw, b, &lo) > widest ? block(nw, b, &lo) : widest;
-	nw->ldl = malloc(nw->sq[nw->nb] * sizeof *nw->ldl + 1);
+	for (size_t b = 0; nw->nb > 1 && b < nw->nb; b++)
+		widest = p->block_off[b + 1] - p->block_off[b] > widest
+			     ? p->block_off[b + 1] - p->block_off[b]
+			     : widest;
+	nw->ldl = malloc((whole ? p->n * p->n : nw->sq[nw->nb]) * sizeof *nw->ldl + 1);
 	nw->work = malloc(schur_dense_work(widest) * sizeof *nw->work);
 }
 
@@ -342,7 +375,7 @@ static void switch_to_formed(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
 
-	if (nw->dense || !p->hessian || nw->spent <= p->cg_budget)
+	if (nw->dense || !p->hessian || nw->spent <= budget(nw))
 		return;
 	if (!nw->ldl)
 		factor_alloc(nw);
@@ -416,7 +449,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->hq = all + 5 * n;
 	nw->diag = all + 6 * n;
 	nw->x1 = all + 7 * n;
-	nw->nb = p->n_blocks > 1 ? p->n_blocks : 1;
+	nw->nb = nw->nf = p->n_blocks > 1 ? p->n_blocks : 1;
 	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
 	if (!nw->sq) {
 		newton_destroy(nw);

@@ -281,13 +281,18 @@ struct newton_problem {
 	 * less), once form() (may be NULL) made the problem ready for it
 	 * (0; nonzero: stay with products). */
 	void (*hessian)(void *ctx, int blocks, double *out);
-	/* With n_blocks > 1 (H too large to form whole), hessian forms only
-	 * H's diagonal blocks, variables block_off[b] .. block_off[b + 1],
-	 * each square and row major (lower triangle) one after the other
-	 * in out: block-Jacobi for CG, never the exact step; the dependent
-	 * rows are those within a block */
+	/* H's diagonal blocks, variables block_off[b] .. block_off[b + 1]
+	 * (n_blocks <= 1: one, H whole). hessian with blocks forms only
+	 * them, each square and row major (lower triangle) one after the
+	 * other in out: block-Jacobi for CG, never the exact step, and the
+	 * dependent rows are those within a block. Their factor comes first
+	 * (once the directions took block_budget products, their cost), H
+	 * whole (if `whole`: it may be formed) once CG on the blocks took
+	 * cg_budget products or broke down */
 	size_t n_blocks;
 	const size_t *block_off;
+	int whole;
+	long block_budget;
 	int formed;
 	long cg_budget;
 	int (*form)(void *ctx);
@@ -461,7 +466,8 @@ struct twolevel {
 	 * cells, each once, with their cells (rpat, rcell from ck_off of the
 	 * row's first cell, rp_n of them) */
 	int dense, formable;
-	long cg_budget; /* CG products a direction may take before forming H costs less */
+	long cg_budget;	   /* CG products a direction may take before forming H costs less */
+	long block_budget; /* ... before forming its blocks costs less */
 	/* H's blocks: the open rows are ordered by their first cell's SA
 	 * value, and runs of one value (at most TWOLEVEL_BLOCK_ROWS rows)
 	 * are blocks blk_off[b] .. blk_off[b + 1]; blk_of: each row's.

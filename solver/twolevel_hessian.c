@@ -661,21 +661,21 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	       z->inc <= DENSE_SCRATCH;
 }
 
-/* The CG products that cost as much as forming and factoring H (the cost
- * model of DENSE_PAIR, DENSE_CELL): forming H beats CG on products when a
- * direction takes more (DENSE_CG of them, as a rule). */
-static long cg_budget(const struct twolevel *t, const struct form_sizes *z)
+/* The CG products that cost as much as forming and factoring H whole,
+ * or only its blocks (the cost model of DENSE_PAIR, DENSE_CELL):
+ * forming beats CG on products when the directions take more (DENSE_CG
+ * of them per direction, as a rule). */
+static long cg_budget(const struct twolevel *t, const struct form_sizes *z, int blocks)
 {
 	double cells = (double)t->coff[t->nb], factor = 0;
 	double entries = (double)(t->ck_off[t->coff[t->nb]]);
 
 	/* factored by panels on the pool (newton.c): half */
-	for (size_t b = 0; b < (t->blocked ? t->nblk : 1); b++) {
-		double r = (double)(t->blocked ? t->blk_off[b + 1] - t->blk_off[b] : t->r);
+	for (size_t b = 0; b < (blocks ? t->nblk : 1); b++) {
+		double r = (double)(blocks ? t->blk_off[b + 1] - t->blk_off[b] : t->r);
 
 		factor += r * r * r / 6 * 0.5;
 	}
-
 	return (long)ceil((factor + DENSE_PAIR * z->pairs) / (DENSE_CELL * (cells + entries)));
 }
 
@@ -766,7 +766,8 @@ enum pm_status twolevel_hessian_init(struct twolevel *t)
 	if (!t->lr_off)
 		return PM_ERR_NOMEM;
 	t->formable = form_sizes(t, &z);
-	t->cg_budget = t->formable ? cg_budget(t, &z) : LONG_MAX;
+	t->cg_budget = t->formable ? cg_budget(t, &z, !t->whole_ok) : LONG_MAX;
+	t->block_budget = t->formable ? cg_budget(t, &z, 1) : LONG_MAX;
 	if (!t->formable || t->cg_budget > DENSE_CG)
 		return PM_OK;
 	return twolevel_hessian_enable(t);

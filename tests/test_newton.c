@@ -100,6 +100,7 @@ static void q_prepare(void *ctx, const double *x)
 }
 
 static int hessians, forms, products, last_iterations;
+static int whole_after_blocks; /* 0: none yet, 1: blocks formed, 2: then H whole */
 
 static void q_hv(void *ctx, const double *v, double *out)
 {
@@ -133,6 +134,10 @@ static void q_hessian(void *ctx, int blocks, double *out)
 	double *h = blocks ? malloc((size_t)N * N * sizeof *h) : out;
 
 	hessians++;
+	if (blocks && !whole_after_blocks)
+		whole_after_blocks = 1;
+	else if (!blocks && whole_after_blocks == 1)
+		whole_after_blocks = 2;
 	memset(h, 0, (size_t)N * N * sizeof *h);
 	for (int j = 0; j < M; j++)
 		for (int a = 0; a < q->nnz[j]; a++)
@@ -163,8 +168,9 @@ static int q_form(void *ctx)
 
 /* How run forms H: never, from the first step, or once CG took more than
  * a budget of 2 products (and the problem agreed), or only its diagonal
- * blocks (block-Jacobi) from the first step. */
-enum forming { PRODUCTS, FORMED, SWITCHED, BLOCKED };
+ * blocks (block-Jacobi) from the first step, or its blocks once CG took
+ * a product and H whole once CG on them took 2 more. */
+enum forming { PRODUCTS, FORMED, SWITCHED, BLOCKED, TIERED };
 
 /* Minimizes from 0; returns max |x - x*|. */
 static double run(struct quad *q, const double *xs, enum forming how, struct parallel *pool)
@@ -177,9 +183,11 @@ static double run(struct quad *q, const double *xs, enum forming how, struct par
 				   .hv = q_hv,
 				   .hessian = how != PRODUCTS ? q_hessian : NULL,
 				   .formed = how == FORMED || how == BLOCKED,
-				   .cg_budget = how == SWITCHED ? 2 : 0,
-				   .n_blocks = how == BLOCKED ? 3 : 0,
+				   .cg_budget = how == SWITCHED || how == TIERED ? 2 : 0,
+				   .n_blocks = how == BLOCKED || how == TIERED ? 3 : 0,
 				   .block_off = q_blocks,
+				   .whole = how == TIERED,
+				   .block_budget = 1,
 				   .form = q_form,
 				   /* f - base by subtraction: rounding of f's size */
 				   .f_noise = 1e-9,
@@ -549,7 +557,10 @@ int main(void)
 	hessians = products = 0;
 	CHECK(run(&q, xs, BLOCKED, pool) <= 1e-8);
 	/* CG at every step: a block factor never gives the exact step */
-	CHECK(hessians > 0 && products >= last_iterations);
+	CHECK(hessians > 0 && products >= last_iterations && whole_after_blocks == 1);
+	whole_after_blocks = 0;
+	CHECK(run(&q, xs, TIERED, pool) <= 1e-8);
+	CHECK(whole_after_blocks == 2);
 	parallel_destroy(pool);
 	test_dependent();
 	test_breakdown();
