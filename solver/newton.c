@@ -5,17 +5,19 @@
  * η = min(0.1, sqrt(|g| / |g0|)) (loose far from the optimum, tighter
  * near it: superlinear), then backtracking from the full step.
  *
- * PCG runs on the problem's products H v. Its preconditioner is Jacobi
- * until forming H pays (few variables: from the first step; otherwise
- * once the directions took more products in all than forming and
- * factoring H costs, p->cg_budget). From then on it is a factorization
- * L D L^T (schur.c) of H at some earlier point: made at the current
- * point, the first CG step is the exact Newton step; kept for later
- * points, H changes little from one Newton step to the next near the
- * optimum, where Jacobi's CG takes the most steps, and a few products
- * with the old factor do what a new one would. It is made anew once the
- * directions took cg_budget products with it. The workspace, the factor
- * with it, lasts across calls (a polish after a first target).
+ * PCG runs on the problem's products H v. Its preconditioner grows with
+ * what the directions cost, each stage once the products spent on the
+ * one before reach the next one's price (ski rental): Jacobi; a
+ * factorization L D L^T (schur.c) of H's diagonal blocks
+ * (p->block_budget); a factorization of H whole (p->cg_budget, unless
+ * p->whole says H is too large), or that from the first step where the
+ * cost model says so (p->formed). A factor of H made at the current
+ * point gives the exact Newton step; kept for later points, where H
+ * changes little near the optimum (where Jacobi's CG takes the most
+ * steps), a few products with it do what a new one would. A factor is
+ * made anew once the directions spent its price with it, or where its
+ * CG breaks down. The workspace, the factor with it, lasts across calls
+ * (a polish after a first target).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -221,8 +223,7 @@ static double residual(struct newton *nw)
  * along q, or, with a factor, a residual past twice the first: along
  * H's near null directions an old factor's pivots no longer match H, and
  * the products' rounding outweighs what is left), else 0. With Jacobi
- * the residual may grow on the way (it took a 1,000,000-record table's
- * last steps from 1e-9 records to 1e-7 to stop there).
+ * the residual may grow on the way and still end low: no such test.
  */
 static int pcg(struct newton *nw, double eta, double g2, int max_it, int iteration, double viol)
 {
