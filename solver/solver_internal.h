@@ -480,7 +480,10 @@ struct twolevel {
 	double hscale;	    /* H's fixed point (fixed_scale) */
 	int clamp_all;	    /* tests: every pair through the clamped conversion */
 	unsigned long hgen; /* passes that formed H */
-	uint32_t *lrows, *lpat, *npat, *rpat, *rcell, *rp_n;
+	uint32_t *lrows, *npat, *rp_n;
+	/* patterns and cells within their bucket (form_sizes keeps both
+	 * under 2^16): the largest arrays of forming H, two bytes each */
+	uint16_t *lpat, *rpat, *rcell;
 };
 
 /* ---- components.c ------------------------------------------------------ */

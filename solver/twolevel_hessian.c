@@ -308,7 +308,7 @@ VEC_CLONES static void gram(const double *xt, size_t np, double *lm, size_t h)
 static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp, size_t n,
 		   const double *y, double dqi, size_t np, double *lm)
 {
-	const uint32_t *pat = t->rpat + rp, *cell = t->rcell + rp;
+	const uint16_t *pat = t->rpat + rp, *cell = t->rcell + rp;
 
 	for (size_t a = 0; a < n; a++)
 		pt->pv[a] = y[cell[a]];
@@ -346,7 +346,8 @@ INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, cons
 		    size_t np, int clamp)
 {
 	size_t n = t->lr_off[k + 1] - t->lr_off[k];
-	const uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k];
+	const uint32_t *rows = t->lrows + t->lr_off[k];
+	const uint16_t *pat = t->lpat + t->lr_off[k];
 
 	for (size_t l = 0, m0 = 0; l < n; l++) { /* any pattern order: lm is whole */
 		uint64_t *hl = pt->hfix + packed(rows[l]);
@@ -396,7 +397,7 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	memset(x, 0, np * h * sizeof *x);
 	for (size_t i = 0; i < g; i++) { /* by bucket row: few loops, few exits */
 		size_t rp = t->ck_off[off + i * h], nr = t->rp_n[t->qoff[k] + i];
-		const uint32_t *pr = t->rpat + rp, *cr = t->rcell + rp;
+		const uint16_t *pr = t->rpat + rp, *cr = t->rcell + rp;
 
 		for (size_t a = 0; a < nr; a++) {
 			const double *ri = rt + i * h, *rj = rt + (g + cr[a] % h) * h;
@@ -533,7 +534,7 @@ static size_t sorted_rows(const struct twolevel *t, size_t k, uint64_t *bits, ui
 /* Bucket k's row i: the patterns through its cells, each once (a pattern
  * has one cell in a row at most: a knowledge row's cells are of one SA
  * value), with its cell, for bucket_form. */
-static void row_patterns(struct twolevel *t, struct twolevel_part *pt, const uint32_t *pat,
+static void row_patterns(struct twolevel *t, struct twolevel_part *pt, const uint16_t *pat,
 			 size_t k, size_t i)
 {
 	size_t off, g, h, at, n = 0;
@@ -542,13 +543,13 @@ static void row_patterns(struct twolevel *t, struct twolevel_part *pt, const uin
 	at = t->ck_off[off + i * h];
 	pt->tick++; /* stamps by pattern, here */
 	for (size_t e = at; e < t->ck_off[off + i * h + h]; e++) {
-		uint32_t v = pat[pt->loc[t->ck[e]]];
+		uint16_t v = pat[pt->loc[t->ck[e]]];
 
 		if (pt->stamp[v] == pt->tick)
 			continue;
 		pt->stamp[v] = pt->tick;
 		t->rpat[at + n] = v;
-		t->rcell[at + n++] = (uint32_t)(t->ce[e] - off);
+		t->rcell[at + n++] = (uint16_t)(t->ce[e] - off);
 	}
 	t->rp_n[t->qoff[k] + i] = (uint32_t)n;
 }
@@ -587,7 +588,8 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
 			   struct pattern_scratch *sc)
 {
-	uint32_t *rows = t->lrows + t->lr_off[k], *pat = t->lpat + t->lr_off[k], *cells = sc->cells;
+	uint32_t *rows = t->lrows + t->lr_off[k], *cells = sc->cells;
+	uint16_t *pat = t->lpat + t->lr_off[k];
 	size_t n = sorted_rows(t, k, sc->bits, rows), np = 0, *lo = sc->lo;
 
 	for (size_t l = 0; l < n; l++)
@@ -606,7 +608,7 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
 		while (p < np &&
 		       !(sc->pkey[p] == sc->key[l] && same_cells(lo, cells, l, sc->first[p])))
 			p++;
-		pat[l] = (uint32_t)p;
+		pat[l] = (uint16_t)p;
 		if (p == np) {
 			sc->pkey[np] = sc->key[l];
 			sc->first[np++] = (uint32_t)l;
@@ -621,13 +623,13 @@ static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t 
  * local_patterns: open rows and entries of ck of a bucket), the open rows
  * over all buckets, and the pairs of them that share a bucket. */
 struct form_sizes {
-	size_t x, lm, rt, inc, n, entries, rows;
+	size_t x, lm, rt, inc, n, entries, rows, cells;
 	double pairs;
 };
 
 /* The sizes, and where each bucket's rows go (lr_off); returns whether
- * H can be formed at all: few open rows, and each bucket's scratch within
- * DENSE_SCRATCH. */
+ * H can be formed at all: few open rows, each bucket's scratch within
+ * DENSE_SCRATCH, and its patterns and cells numbered in 16 bits. */
 static int form_sizes(struct twolevel *t, struct form_sizes *z)
 {
 	int fits;
@@ -636,7 +638,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	t->whole_ok = t->r <= DENSE_ROWS;
 	t->blocked = !t->whole_ok;
 	fits = formed_size(t) <= (size_t)DENSE_ROWS * DENSE_ROWS;
-	*z = (struct form_sizes){1, 1, 1, 1, 1, 1, 0, 0};
+	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1};
 	t->lr_off[0] = 0;
 	for (size_t k = 0; fits && k < t->nb; k++) {
 		size_t off, g, h, n = count_rows(t, &t->part[0], k), np = n + 3, entries;
@@ -647,6 +649,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 		z->lm = np * np > z->lm ? np * np : z->lm;
 		z->rt = (g + h) * h > z->rt ? (g + h) * h : z->rt;
 		z->n = np > z->n ? np : z->n;
+		z->cells = g * h > z->cells ? g * h : z->cells;
 		z->entries = entries > z->entries ? entries : z->entries;
 		for (size_t i = 0; i < g; i++) {
 			size_t inc = t->ck_off[off + i * h + h] - t->ck_off[off + i * h];
@@ -658,7 +661,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 		t->lr_off[k + 1] = z->rows;
 	}
 	return fits && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH && z->rt <= DENSE_SCRATCH &&
-	       z->inc <= DENSE_SCRATCH;
+	       z->inc <= DENSE_SCRATCH && z->n <= UINT16_MAX && z->cells <= UINT16_MAX;
 }
 
 /* The CG products that cost as much as forming and factoring H whole,
