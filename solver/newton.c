@@ -169,10 +169,11 @@ static long budget(const struct newton *nw)
 	return next_blocks(nw) > 1 ? nw->p->block_budget : nw->p->cg_budget;
 }
 
-/* diag(H); and H (or its blocks) formed and factored at this point when
- * refresh (the dependent rows, p->null, left out: found at the first
- * factorization, pivots up to SCHUR_DEPENDENT, dropped from H, a null
- * pivot, ever after). */
+/* diag(H); and H (or its blocks: next_blocks, or with refresh 2 the
+ * same as now) formed and factored at this point when refresh (the
+ * dependent rows, p->null, left out: found at the first factorization,
+ * pivots up to SCHUR_DEPENDENT, dropped from H, a null pivot, ever
+ * after). */
 static void setup(struct newton *nw, int refresh)
 {
 	const struct newton_problem *p = nw->p;
@@ -182,7 +183,7 @@ static void setup(struct newton *nw, int refresh)
 		p->diag(p->ctx, nw->diag);
 		return;
 	}
-	nw->nf = next_blocks(nw);
+	nw->nf = refresh == 2 ? nw->nf : next_blocks(nw);
 	/* H whole the first time: the rows dependent across blocks too */
 	first = p->null && (!p->null->known || (nw->nf == 1 && !nw->whole_nulls));
 	p->hessian(p->ctx, nw->nf > 1, nw->ldl);
@@ -296,7 +297,10 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 			return 1;
 		if (!(ret < 0 && nw->dense && !fresh))
 			break;
-		setup(nw, fresh = 1); /* an old factor broke down */
+		/* an old factor broke down: made anew, in a probe of the same
+		 * blocks (there CG breaks down where H vanishes along a forced
+		 * zero's runaway multiplier, which H whole would not change) */
+		setup(nw, fresh = p->linear_stop && nw->nf > 1 ? 2 : 1);
 	}
 	if (!(dot(nw->d, nw->g, n) < 0)) {
 		jacobi(nw, nw->g, nw->d);

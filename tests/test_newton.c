@@ -389,7 +389,7 @@ static void test_linear_rate(void)
 struct dup {
 	double t[4], base, a, b, c; /* exponentials at the prepared point */
 	double noise;		    /* test_breakdown's, in the products */
-	int forms;		    /* H formed */
+	int forms, wholes;	    /* H formed, its blocks or whole */
 };
 
 static double dup_f(const double *x, const double *t, double *g, double *viol)
@@ -424,13 +424,21 @@ static void dup_prepare(void *ctx, const double *x)
 	d->c = exp(x[2] + x[3]);
 }
 
+/* H whole, or its blocks {x0, x1} and {x2, x3} (H has no other entry). */
 static void dup_hessian(void *ctx, int blocks, double *h)
 {
-	(void)blocks; /* one block: H whole */
 	struct dup *d = ctx;
 
 	d->forms++;
+	d->wholes += !blocks;
 	memset(h, 0, 16 * sizeof *h);
+	if (blocks) {
+		h[0] = d->a + d->b;
+		h[2] = d->a - d->b, h[3] = d->a + d->b;
+		h[4] = d->c;
+		h[6] = d->c, h[7] = d->c * (1 + 1e-10);
+		return;
+	}
 	h[0] = d->a + d->b;
 	h[4] = d->a - d->b, h[5] = d->a + d->b;
 	h[10] = d->c;
@@ -523,6 +531,42 @@ static void test_breakdown(void)
 	}
 }
 
+/*
+ * The same breakdown on H's blocks, which Newton reaches first (Jacobi
+ * for one direction, then the blocks): outside a probe the factor is
+ * made anew of H whole; in a probe (linear_stop) of the blocks again,
+ * H whole never formed.
+ */
+static void test_block_breakdown(void)
+{
+	static const size_t halves[] = {0, 2, 4};
+
+	for (int probe = 0; probe < 2; probe++) {
+		struct dup d = {.noise = 2};
+		uint8_t row[4] = {0};
+		struct newton_null null = {.row = row};
+		struct newton_problem p = dup_problem(&d, &null);
+		struct solver_options o;
+		struct maxent_stats st = {0};
+		double x[4] = {0}, a = exp(0.1), b = exp(0.5);
+		int stalled = 0;
+
+		p.formed = 0, p.n_blocks = 2, p.block_off = halves, p.whole = 1;
+		p.block_budget = 0, p.cg_budget = 1000, p.linear_stop = probe;
+		d.t[0] = a + b, d.t[1] = a - b;
+		d.t[2] = d.t[3] = exp(0.5);
+		solver_options_init(&o);
+		CHECK(minimize(&p, &o, 1e-12, x, &st, &stalled) == PM_OK);
+		CHECK(d.forms >= 1);
+		if (probe) {
+			CHECK(d.wholes == 0);
+		} else {
+			CHECK(d.wholes >= 1 && !stalled && st.max_violation <= 1e-12);
+			CHECK(fabs(x[0] - 0.3) < 1e-9 && fabs(x[1] + 0.2) < 1e-9);
+		}
+	}
+}
+
 int main(void)
 {
 	static struct quad q;
@@ -564,5 +608,6 @@ int main(void)
 	parallel_destroy(pool);
 	test_dependent();
 	test_breakdown();
+	test_block_breakdown();
 	return check_done();
 }
