@@ -274,12 +274,13 @@ struct newton_problem {
 	void (*prepare)(void *ctx, const double *x);
 	void (*diag)(void *ctx, double *out);		     /* diag(H) */
 	void (*hv)(void *ctx, const double *v, double *out); /* H v */
-	/* H itself (lower triangle, n x n row major), or NULL: then the
-	 * direction comes from products alone. Used from the first step
-	 * with `formed`; otherwise from the step after a direction that took
-	 * more than cg_budget products (where forming H would have cost
-	 * less), once form() (may be NULL) made the problem ready for it
-	 * (0; nonzero: stay with products). */
+	/* H itself (lower triangle, n x n row major; with blocks, its
+	 * diagonal blocks, see n_blocks), or NULL: then the direction
+	 * comes from products alone. Used from the first step with
+	 * `formed`; otherwise once the directions took more products than
+	 * forming would have cost (block_budget, cg_budget), once form()
+	 * (may be NULL) made the problem ready for it (0; nonzero: stay
+	 * with products). */
 	void (*hessian)(void *ctx, int blocks, double *out);
 	/* H's diagonal blocks, variables block_off[b] .. block_off[b + 1]
 	 * (n_blocks <= 1: one, H whole). hessian with blocks forms only

@@ -44,8 +44,8 @@
  * per coupled cell and per entry of ck, and CG takes about DENSE_CG
  * products per Newton step on well-conditioned problems; on
  * ill-conditioned ones, with many open rows, far more, which is why
- * newton.c switches to the formed H once a direction took more than
- * cg_budget of them.
+ * newton.c forms H (or its blocks) once the directions took more than
+ * cg_budget (block_budget) of them in all.
  */
 /* Beyond any share of H in fixed point (fixed_scale: 2^61). */
 #define FIXED_MAX  0x1p62

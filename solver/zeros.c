@@ -289,7 +289,7 @@ static enum pm_status component_center(struct zeros *z, size_t i, const struct s
 
 /*
  * ZEROS_EXACT: every open component decided, the interior point method
- * first (the simplex takes minutes on components of 100,000 cells), the
+ * first (the simplex is far slower on components of 100,000 cells), the
  * linear program where it does not settle; then what the new zeros
  * imply. Only the rows a component's zeros could need are in it: the
  * open ones.

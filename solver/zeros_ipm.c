@@ -22,8 +22,8 @@
  * each s_j are sums whose terms grow with w while the sums stay small:
  * they are summed with compensation and carry their rounding bounds
  * (struct csum), -c^T w taken at its largest, s_k at its smallest.
- * Without that, one iterate proved ten cells zero whose largest value is
- * 5e-6 records, and consistent knowledge was reported inconsistent.
+ * Without that, an iterate can prove cells zero that hold some 1e-6
+ * records, and consistent knowledge comes out inconsistent.
  * Each iterate's w is a certificate of its own, once purified (purify:
  * projected so that s vanishes on the positive side, whose Σ s_k y_k of
  * about n mu would otherwise dominate -c^T w). When every cell on the

@@ -140,9 +140,9 @@ static double scale(double x, int k)
  * (coefficients and bounds, up to LP_DECIMALS), so that they become the
  * integers they stand for. GLPK's exact simplex reads a double as the
  * simplest fraction within 1e-10 of it: 0.999999997 becomes
- * 333333332/333333333, rules of 3e-9 and 0.999999997 on two records then
- * asked for more than two records, and consistent knowledge (stress seed
- * 38000668) was found infeasible. Only a help: skipped without memory.
+ * 333333332/333333333, and rules of 3e-9 and 0.999999997 on two records
+ * ask for more than two records: consistent knowledge found infeasible.
+ * Only a help: skipped without memory.
  */
 static void decimal_rows(struct glp_prob *lp)
 {
@@ -255,8 +255,8 @@ int zeros_lp_clean(struct glp_prob *lp)
  * simplex takes over from the basis it reached; if that too runs out, the
  * solve fails rather than hangs. It also decides where the float verdict
  * rests on GLPK's tolerances: "infeasible", or an optimum that is not
- * clean (rules that conflict by 1.2e-8 records, stress seed 38102969,
- * looked consistent, and the full dual ran into its iteration limit).
+ * clean (rules that conflict by 1e-8 records look consistent in floating
+ * point, and the solve then runs into its iteration limit).
  */
 enum pm_status zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o, int *feasible)
 {

@@ -36,9 +36,8 @@
 /* A row within ZERO_RECORDS of one of its bounds is tight: the zeros that
  * then follow hold no more than that in any solution. Absolute, not a
  * multiple of the right-hand side: at 1e-9 c, P = 0.999999999 on three
- * records (c = 2.999999997, stress seed 38100782) was tight, cells that
- * hold 3e-9 records were zeroed, the accuracy came out infinite and the
- * full dual stalled. */
+ * records (c = 2.999999997) would be tight, and cells that hold 3e-9
+ * records zeroed: an infinite accuracy, a stalled full dual. */
 
 struct prop {
 	const struct invariants *inv;
