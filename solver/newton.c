@@ -169,29 +169,22 @@ static long budget(const struct newton *nw)
 	return next_blocks(nw) > 1 ? nw->p->block_budget : nw->p->cg_budget;
 }
 
-/* diag(H); and H (or its blocks: next_blocks, or with refresh 2 the
- * same as now) formed and factored at this point when refresh (the
- * dependent rows, p->null, left out: found at the first factorization,
- * pivots up to SCHUR_DEPENDENT, dropped from H, a null pivot, ever
- * after). */
-static void setup(struct newton *nw, int refresh)
+/* H (nf == 1) or its nb blocks formed and factored at this point, the
+ * dependent rows (p->null) left out: found at the first factorization,
+ * pivots up to SCHUR_DEPENDENT, and again at the first of H whole (rows
+ * that depend across blocks), dropped from H, a null pivot, ever after. */
+static void factor_at(struct newton *nw, size_t nf)
 {
 	const struct newton_problem *p = nw->p;
-	int first;
+	int first = p->null && (!p->null->known || (nf == 1 && !nw->whole_nulls));
 
-	if (!refresh) {
-		p->diag(p->ctx, nw->diag);
-		return;
-	}
-	nw->nf = refresh == 2 ? nw->nf : next_blocks(nw);
-	/* H whole the first time: the rows dependent across blocks too */
-	first = p->null && (!p->null->known || (nw->nf == 1 && !nw->whole_nulls));
-	p->hessian(p->ctx, nw->nf > 1, nw->ldl);
-	for (size_t b = 0; b < nw->nf; b++)
+	nw->nf = nf;
+	p->hessian(p->ctx, nf > 1, nw->ldl);
+	for (size_t b = 0; b < nf; b++)
 		factor_block(nw, b, first);
 	nw->factored = 1;
 	nw->spent = 0;
-	nw->whole_nulls |= nw->nf == 1;
+	nw->whole_nulls |= nf == 1;
 	if (first)
 		p->null->known = 1;
 }
@@ -283,7 +276,10 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	size_t n = p->n;
 	int fresh = nw->dense && (!nw->factored || nw->spent > p->cg_budget), ret = 0;
 
-	setup(nw, fresh);
+	if (fresh)
+		factor_at(nw, next_blocks(nw));
+	else
+		p->diag(p->ctx, nw->diag);
 	nw->products = 0;
 	for (int pass = 0; pass < 2; pass++) {
 		double g2 = residual(nw);
@@ -300,7 +296,8 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 		/* an old factor broke down: made anew, in a probe of the same
 		 * blocks (there CG breaks down where H vanishes along a forced
 		 * zero's runaway multiplier, which H whole would not change) */
-		setup(nw, fresh = p->linear_stop && nw->nf > 1 ? 2 : 1);
+		fresh = 1;
+		factor_at(nw, p->linear_stop && nw->nf > 1 ? nw->nf : next_blocks(nw));
 	}
 	if (!(dot(nw->d, nw->g, n) < 0)) {
 		jacobi(nw, nw->g, nw->d);
