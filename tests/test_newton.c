@@ -479,24 +479,48 @@ static struct newton_problem dup_problem(struct dup *d, struct newton_null *null
 				       .null = null};
 }
 
+/* One run on the dup problem from x = 0: x0 = 0.3, x1 = -0.2, x2 + x3 =
+ * 0.5, t3 off t2 by skew, the products' noise; p's fields to change
+ * before dup_solve. */
+struct dup_run {
+	struct dup d;
+	uint8_t row[4];
+	struct newton_null null;
+	struct newton_problem p;
+	struct maxent_stats st;
+	double x[4];
+	int stalled;
+};
+
+static void dup_init(struct dup_run *u, double noise, double skew)
+{
+	double a = exp(0.1), b = exp(0.5);
+
+	memset(u, 0, sizeof *u);
+	u->d.noise = noise;
+	u->null.row = u->row;
+	u->p = dup_problem(&u->d, &u->null);
+	u->d.t[0] = a + b, u->d.t[1] = a - b;
+	u->d.t[2] = exp(0.5), u->d.t[3] = exp(0.5) + skew;
+}
+
+static enum pm_status dup_solve(struct dup_run *u, double target)
+{
+	struct solver_options o;
+
+	solver_options_init(&o);
+	return minimize(&u->p, &o, target, u->x, &u->st, &u->stalled);
+}
+
 static void test_dependent(void)
 {
-	struct dup d = {0};
-	uint8_t row[4] = {0};
-	struct newton_null null = {.row = row};
-	struct newton_problem p = dup_problem(&d, &null);
-	struct solver_options o;
-	struct maxent_stats st = {0};
-	double x[4] = {0}, a = exp(0.1), b = exp(0.5);
-	int stalled = 0;
+	struct dup_run u;
 
-	d.t[0] = a + b, d.t[1] = a - b; /* x0 = 0.3, x1 = -0.2 */
-	d.t[2] = exp(0.5), d.t[3] = exp(0.5) + 1e-9;
-	solver_options_init(&o);
-	CHECK(minimize(&p, &o, 2e-9, x, &st, &stalled) == PM_OK);
-	CHECK(null.known && !row[0] && !row[1] && !row[2] && row[3]);
-	CHECK(x[3] == 0 && fabs(x[2] - 0.5) < 1e-9);
-	CHECK(fabs(x[0] - 0.3) < 1e-9 && fabs(x[1] + 0.2) < 1e-9);
+	dup_init(&u, 0, 1e-9);
+	CHECK(dup_solve(&u, 2e-9) == PM_OK);
+	CHECK(u.null.known && !u.row[0] && !u.row[1] && !u.row[2] && u.row[3]);
+	CHECK(u.x[3] == 0 && fabs(u.x[2] - 0.5) < 1e-9);
+	CHECK(fabs(u.x[0] - 0.3) < 1e-9 && fabs(u.x[1] + 0.2) < 1e-9);
 }
 
 /*
@@ -511,23 +535,14 @@ static void test_dependent(void)
 static void test_breakdown(void)
 {
 	for (int noisy = 0; noisy < 2; noisy++) {
-		struct dup d = {.noise = noisy ? 2 : 0};
-		uint8_t row[4] = {0};
-		struct newton_null null = {.row = row};
-		struct newton_problem p = dup_problem(&d, &null);
-		struct solver_options o;
-		struct maxent_stats st = {0};
-		double x[4] = {0}, a = exp(0.1), b = exp(0.5);
-		int stalled = 0;
+		struct dup_run u;
 
-		p.cg_budget = 1000;
-		d.t[0] = a + b, d.t[1] = a - b; /* x0 = 0.3, x1 = -0.2 */
-		d.t[2] = d.t[3] = exp(0.5);
-		solver_options_init(&o);
-		CHECK(minimize(&p, &o, 1e-12, x, &st, &stalled) == PM_OK);
-		CHECK(!stalled && st.max_violation <= 1e-12 && st.iterations <= 12);
-		CHECK(fabs(x[0] - 0.3) < 1e-9 && fabs(x[1] + 0.2) < 1e-9);
-		CHECK(noisy ? d.forms >= 2 && d.forms <= st.iterations : d.forms == 1);
+		dup_init(&u, noisy ? 2 : 0, 0);
+		u.p.cg_budget = 1000;
+		CHECK(dup_solve(&u, 1e-12) == PM_OK);
+		CHECK(!u.stalled && u.st.max_violation <= 1e-12 && u.st.iterations <= 12);
+		CHECK(fabs(u.x[0] - 0.3) < 1e-9 && fabs(u.x[1] + 0.2) < 1e-9);
+		CHECK(noisy ? u.d.forms >= 2 && u.d.forms <= u.st.iterations : u.d.forms == 1);
 	}
 }
 
@@ -542,27 +557,18 @@ static void test_block_breakdown(void)
 	static const size_t halves[] = {0, 2, 4};
 
 	for (int probe = 0; probe < 2; probe++) {
-		struct dup d = {.noise = 2};
-		uint8_t row[4] = {0};
-		struct newton_null null = {.row = row};
-		struct newton_problem p = dup_problem(&d, &null);
-		struct solver_options o;
-		struct maxent_stats st = {0};
-		double x[4] = {0}, a = exp(0.1), b = exp(0.5);
-		int stalled = 0;
+		struct dup_run u;
 
-		p.formed = 0, p.n_blocks = 2, p.block_off = halves, p.whole = 1;
-		p.block_budget = 0, p.cg_budget = 1000, p.linear_stop = probe;
-		d.t[0] = a + b, d.t[1] = a - b;
-		d.t[2] = d.t[3] = exp(0.5);
-		solver_options_init(&o);
-		CHECK(minimize(&p, &o, 1e-12, x, &st, &stalled) == PM_OK);
-		CHECK(d.forms >= 1);
+		dup_init(&u, 2, 0);
+		u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
+		u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.linear_stop = probe;
+		CHECK(dup_solve(&u, 1e-12) == PM_OK);
+		CHECK(u.d.forms >= 1);
 		if (probe) {
-			CHECK(d.wholes == 0);
+			CHECK(u.d.wholes == 0);
 		} else {
-			CHECK(d.wholes >= 1 && !stalled && st.max_violation <= 1e-12);
-			CHECK(fabs(x[0] - 0.3) < 1e-9 && fabs(x[1] + 0.2) < 1e-9);
+			CHECK(u.d.wholes >= 1 && !u.stalled && u.st.max_violation <= 1e-12);
+			CHECK(fabs(u.x[0] - 0.3) < 1e-9 && fabs(u.x[1] + 0.2) < 1e-9);
 		}
 	}
 }
