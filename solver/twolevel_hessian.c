@@ -59,30 +59,19 @@ static inline size_t packed(size_t i)
 	return i * (i + 1) / 2;
 }
 
-/* Entries of the parts' fixed point H: its lower triangle, or with
- * t->blocked its blocks' (twolevel.blk_off). */
-static size_t fixed_size(const struct twolevel *t)
+/* Entries of H, or with t->blocked of its blocks (twolevel.blk_off):
+ * squares (what twolevel_hessian_form writes), or lower triangles (the
+ * parts' fixed point shares). */
+static size_t entries_of(const struct twolevel *t, int square)
 {
-	size_t n = 0;
+	size_t sum = 0;
 
-	if (!t->blocked)
-		return packed(t->r);
-	for (size_t b = 0; b < t->nblk; b++)
-		n += packed(t->blk_off[b + 1] - t->blk_off[b]);
-	return n;
-}
+	for (size_t b = 0; b < (t->blocked ? t->nblk : 1); b++) {
+		size_t n = t->blocked ? t->blk_off[b + 1] - t->blk_off[b] : t->r;
 
-/* Entries of what twolevel_hessian_form writes: r x r, or the blocks
- * square. */
-static size_t formed_size(const struct twolevel *t)
-{
-	size_t n = 0;
-
-	if (!t->blocked)
-		return t->r * t->r;
-	for (size_t b = 0; b < t->nblk; b++)
-		n += (t->blk_off[b + 1] - t->blk_off[b]) * (t->blk_off[b + 1] - t->blk_off[b]);
-	return n;
+		sum += square ? n * n : packed(n);
+	}
+	return sum;
 }
 
 /* Sums the parts' vectors into out (in part order: deterministic). */
@@ -428,7 +417,7 @@ static void form_item(void *ctx, size_t i, int p)
 	struct twolevel_part *pt = &t->part[p];
 
 	if (pt->hgen != t->hgen) {
-		memset(pt->hfix, 0, fixed_size(t) * sizeof *pt->hfix);
+		memset(pt->hfix, 0, entries_of(t, 0) * sizeof *pt->hfix);
 		pt->hgen = t->hgen;
 	}
 	for (size_t k = t->ev_off[i]; k < t->ev_off[i + 1]; k++) {
@@ -637,7 +626,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	/* sized for H whole where it may be formed, else for its blocks */
 	t->whole_ok = t->r <= DENSE_ROWS;
 	t->blocked = !t->whole_ok;
-	fits = formed_size(t) <= (size_t)DENSE_ROWS * DENSE_ROWS;
+	fits = entries_of(t, 1) <= (size_t)DENSE_ROWS * DENSE_ROWS;
 	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1};
 	t->lr_off[0] = 0;
 	for (size_t k = 0; fits && k < t->nb; k++) {
@@ -795,7 +784,7 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 	for (int p = 0; p < t->parts; p++) {
 		struct twolevel_part *pt = &t->part[p];
 
-		pt->hfix = malloc((fixed_size(t) + 1) * sizeof *pt->hfix);
+		pt->hfix = malloc((entries_of(t, 0) + 1) * sizeof *pt->hfix);
 		pt->dx = malloc(z.x * sizeof *pt->dx);
 		pt->dl = malloc(z.lm * sizeof *pt->dl);
 		pt->rt = malloc(z.rt * sizeof *pt->rt);
