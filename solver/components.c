@@ -180,7 +180,8 @@ struct comp_solve {
 	const uint8_t *zero;
 	const struct solver_options *o;
 	struct solver_options co; /* o, its progress callback serialized */
-	double *y, *prev;
+	double *y;
+	const struct solver_probe *probe;
 	struct components cs;
 	struct comp_size {
 		size_t cells, buckets, i;
@@ -229,7 +230,7 @@ static void comp_one(struct comp_solve *s, size_t i, struct parallel *pool)
 	if (!ret && comp_stopped(s))
 		ret = PM_ERR_CANCELLED;
 	else if (!ret)
-		ret = twolevel_run(&t, &s->co, s->prev, &s->st[i]);
+		ret = twolevel_run(&t, &s->co, s->probe, &s->st[i]);
 	/* a cancelled one leaves its last iterate (solver.c's best point when
 	 * the time limit stopped the solve) */
 	if (!ret || ret == PM_ERR_CANCELLED)
@@ -305,10 +306,11 @@ static void comp_schedule(struct comp_solve *s, struct parallel *pool)
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
 			      const struct solver_options *o, struct parallel *pool, double *y,
-			      double *prev, struct maxent_stats *st, struct pm_error *err)
+			      const struct solver_probe *probe, struct maxent_stats *st,
+			      struct pm_error *err)
 {
 	struct comp_solve s = {
-	    .ds = ds, .inv = inv, .zero = zero, .o = o, .co = *o, .y = y, .prev = prev};
+	    .ds = ds, .inv = inv, .zero = zero, .o = o, .co = *o, .y = y, .probe = probe};
 	enum pm_status ret = components_build(inv, coupled, implied, 0, &s.cs);
 
 	memset(st, 0, sizeof *st);

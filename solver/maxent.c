@@ -52,8 +52,9 @@ struct maxent_dual {
 	 * the line search fails on rounding near the optimum */
 	double *y0, *lambda0;
 	double last_violation; /* of the last evaluation */
-	/* for a probe (maxent_solve's prev): y at the last two iterates */
-	double *cur, *prv;
+	/* for a probe (maxent_solve's probe): y and λ at the last two
+	 * iterates */
+	double *cur, *prv, *lcur, *lprv;
 };
 
 void maxent_dual_destroy(struct maxent_dual *d)
@@ -79,6 +80,8 @@ void maxent_dual_destroy(struct maxent_dual *d)
 	free(d->sa_sum);
 	free(d->cur);
 	free(d->prv);
+	free(d->lcur);
+	free(d->lprv);
 	free(d);
 }
 
@@ -573,11 +576,22 @@ static double full_eval(void *ctx, const double *u, double *g, double *violation
 static void full_step(void *ctx)
 {
 	struct maxent_dual *d = ctx;
-	double *t = d->prv;
+	double *t = d->prv, *l = d->lprv;
 
 	d->prv = d->cur;
 	d->cur = t;
 	memcpy(d->cur, d->y, d->m * sizeof *d->y);
+	d->lprv = d->lcur;
+	d->lcur = l;
+	memcpy(d->lcur, d->lambda, d->r * sizeof *d->lambda);
+}
+
+/* A probe's ray (struct solver_probe): the rows whose multiplier the last
+ * iterate still moved by more than a tenth (as newton.c's). */
+static void full_ray(const struct maxent_dual *d, uint8_t *ray)
+{
+	for (size_t i = 0; i < d->r; i++)
+		ray[d->row_global[i]] |= fabs(d->lcur[i] - d->lprv[i]) > 0.1;
 }
 
 static void full_rebase(void *ctx, const double *u)
@@ -639,8 +653,10 @@ double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *gra
 
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    double *prev, struct maxent_stats *st, struct pm_error *err)
+			    const struct solver_probe *probe, struct maxent_stats *st,
+			    struct pm_error *err)
 {
+	double *prev = probe ? probe->prev : NULL;
 	struct maxent_dual *d = NULL;
 	double *u = NULL, max_rhs = 1;
 	enum pm_status ret = PM_ERR_NOMEM;
@@ -649,7 +665,9 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 	if (maxent_dual_create(inv, active, skip, &d) || !(u = lbfgs_malloc((int)d->r + 1)))
 		goto out;
 	if (prev && (!(d->cur = malloc((d->m + 1) * sizeof *d->cur)) ||
-		     !(d->prv = malloc((d->m + 1) * sizeof *d->prv))))
+		     !(d->prv = malloc((d->m + 1) * sizeof *d->prv)) ||
+		     !(d->lcur = malloc((d->r + 1) * sizeof *d->lcur)) ||
+		     !(d->lprv = malloc((d->r + 1) * sizeof *d->lprv))))
 		goto out;
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);
@@ -668,6 +686,8 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			full_eval(d, u, NULL, &drv.violation);
 			memcpy(d->cur, d->y, d->m * sizeof *d->y);
 			memcpy(d->prv, d->y, d->m * sizeof *d->y);
+			memcpy(d->lcur, d->lambda, d->r * sizeof *d->lambda);
+			memcpy(d->lprv, d->lambda, d->r * sizeof *d->lambda);
 		}
 		ret = maxent_lbfgs(&drv, (int)d->r, u, st);
 	}
@@ -677,6 +697,8 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 		y[d->global[j]] = d->y[j];
 	for (size_t j = 0; prev && d->prv && ret == PM_OK && j < d->m; j++)
 		prev[d->global[j]] = d->r ? d->prv[j] : d->y[j];
+	if (prev && probe->ray && d->lcur && ret == PM_OK)
+		full_ray(d, probe->ray);
 out:
 	if (ret == PM_ERR_NOMEM)
 		error_set(err, ret, "", "out of memory in the maximum-entropy solver");

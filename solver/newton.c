@@ -43,11 +43,17 @@
  * lowering it while the violation stays put, 66 damped steps and 12 s on
  * 25 records before the iteration cap. */
 #define STALL_STEPS 8
+/* A variable still moving: its last step changed it by more than this.
+ * The multipliers are logarithms of the cells' factors, so 0.1 is a
+ * tenth of a cell's size; converged ones move by far less, a multiplier
+ * running off to infinity along a forced zero by about one per step. */
+#define MOVING_STEP 0.1
 
 struct newton {
 	const struct newton_problem *p;
 	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
+	double *step; /* the last step taken: x after it - x before */
 	double *ldl;  /* n x n: the factorization of H at some point (or NULL) */
 	double *work; /* for the factorization */
 	/* ldl preconditions (since the first step, or since CG cost more);
@@ -270,6 +276,16 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
  * polled at each but the first (iteration and viol: the current point's,
  * to report), and direction returns 1 if the caller asked to stop.
  */
+/* The variables that the last step still moved (MOVING_STEP). */
+static size_t moving(const struct newton *nw)
+{
+	size_t m = 0;
+
+	for (size_t k = 0; k < nw->p->n; k++)
+		m += fabs(nw->step[k]) > MOVING_STEP;
+	return m;
+}
+
 static int direction(struct newton *nw, double eta, int max_it, int iteration, double viol)
 {
 	const struct newton_problem *p = nw->p;
@@ -294,10 +310,13 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 		if (!(ret < 0 && nw->dense && !fresh))
 			break;
 		/* an old factor broke down: made anew, in a probe of the same
-		 * blocks (there CG breaks down where H vanishes along a forced
-		 * zero's runaway multiplier, which H whole would not change) */
+		 * blocks while some multiplier still moves (there CG breaks
+		 * down where H vanishes along a forced zero's runaway
+		 * multiplier, which H whole would not change); when none
+		 * does, the breakdown is rounding, which H whole ends */
 		fresh = 1;
-		factor_at(nw, p->linear_stop && nw->nf > 1 ? nw->nf : next_blocks(nw));
+		factor_at(nw,
+			  p->linear_stop && nw->nf > 1 && moving(nw) ? nw->nf : next_blocks(nw));
 	}
 	if (!(dot(nw->d, nw->g, n) < 0)) {
 		jacobi(nw, nw->g, nw->d);
@@ -341,6 +360,8 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 		     (ARMIJO * s * gd < -p->f_noise || v1 <= 10 * *viol)) ||
 		    (f1 <= p->f_noise && v1 < *viol) ||
 		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
+			for (size_t k = 0; k < n; k++)
+				nw->step[k] = s * nw->d[k];
 			memcpy(x, nw->x1, n * sizeof *x);
 			memcpy(nw->g, nw->hq, n * sizeof *nw->g);
 			*viol = v1;
@@ -390,14 +411,15 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	const struct newton_problem *p = nw->p;
 	double viol, g0;
 	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000, fulls = 0, steps = 0;
-	double past[STALL_STEPS]; /* the violation of the last STALL_STEPS steps */
+	size_t last = SIZE_MAX, now; /* variables moving (moving()) */
+	double past[STALL_STEPS];    /* the violation of the last STALL_STEPS steps */
 
 	p->eval(p->ctx, x, nw->g, &viol);
 	g0 = sqrt(dot(nw->g, nw->g, p->n));
 	while (viol > target && st->iterations < o->max_iterations) {
 		double eta = fmin(0.1, sqrt(sqrt(dot(nw->g, nw->g, p->n)) / (g0 + 1e-300)));
 		double before = viol;
-		int full = 0, moved;
+		int full = 0, moved, narrowing;
 
 		p->prepare(p->ctx, x);
 		if (direction(nw, eta, cg_max, st->iterations, viol))
@@ -412,9 +434,17 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		}
 		st->iterations++;
 		/* full steps that only shrink the violation by a constant factor:
-		 * the optimum is at infinity (a cell forced to zero) */
+		 * the optimum is at infinity (a cell forced to zero). Newton's
+		 * first steps from far away do the same, but move most
+		 * multipliers, fewer at each step, where a forced zero's run
+		 * moves its own few, the same ones: a probe stops once at
+		 * most half of them still move or they no longer get fewer,
+		 * and those point the zero search to its rows (newton_moving) */
 		fulls = full ? fulls + 1 : 0;
-		if (p->linear_stop &&
+		now = moving(nw);
+		narrowing = 2 * now > p->n && now < last;
+		last = now;
+		if (p->linear_stop && !narrowing &&
 		    ((fulls >= LINEAR_STEPS &&
 		      viol > pow(LINEAR_RATE, LINEAR_STEPS) *
 				 past[(steps - LINEAR_STEPS + 1) % STALL_STEPS]) ||
@@ -434,7 +464,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 {
 	size_t n = p->n + 1;
 	struct newton *nw = calloc(1, sizeof *nw);
-	double *all = malloc(8 * n * sizeof *all);
+	double *all = calloc(9 * n, sizeof *all);
 
 	*out = NULL;
 	if (!nw || !all) {
@@ -451,6 +481,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->hq = all + 5 * n;
 	nw->diag = all + 6 * n;
 	nw->x1 = all + 7 * n;
+	nw->step = all + 8 * n;
 	nw->nb = nw->nf = p->n_blocks > 1 ? p->n_blocks : 1;
 	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
 	if (!nw->sq) {
@@ -488,4 +519,10 @@ enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o
 	*stalled = 0;
 	nw->o = o;
 	return run(nw, o, target, x, st, stalled);
+}
+
+void newton_moving(const struct newton *nw, const uint32_t *var_row, uint8_t *rows)
+{
+	for (size_t k = 0; k < nw->p->n; k++)
+		rows[var_row[k]] |= fabs(nw->step[k]) > MOVING_STEP;
 }

@@ -80,7 +80,8 @@ struct run {
 	struct zeros z;
 	uint8_t *active, *cpl;
 	uint8_t *closed; /* per bucket: the closed form of Theorem 5 */
-	double *prev;	 /* a probe's previous iterate */
+	/* what a probe leaves: its previous iterate, its runaway rows */
+	struct solver_probe probe;
 	struct parallel *pool;
 	int own_pool; /* created for this run (not the caller's) */
 	int parts;
@@ -247,7 +248,8 @@ static void run_finish(struct run *u)
 	free(u->active);
 	free(u->cpl);
 	free(u->closed);
-	free(u->prev);
+	free(u->probe.prev);
+	free(u->probe.ray);
 	free(u->kept);
 	free(u->kept_closed);
 }
@@ -348,7 +350,7 @@ static int probe_clean(const struct invariants *inv, const struct run *u, const 
 		size_t b = open->bucket[k];
 
 		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
-			if (!u->z.zero[c] && !probe_cell_clean(y[c], u->prev[c], floor))
+			if (!u->z.zero[c] && !probe_cell_clean(y[c], u->probe.prev[c], floor))
 				return 0;
 	}
 	return 1;
@@ -389,18 +391,23 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 		u->ms.converged = 1;
 		return PM_OK;
 	}
-	if (probe && !u->prev && !(u->prev = calloc(inv->n_cells + 1, sizeof *u->prev)))
+	if (probe && !u->probe.prev &&
+	    (!(u->probe.prev = calloc(inv->n_cells + 1, sizeof *u->probe.prev)) ||
+	     !(u->probe.ray = calloc(inv->n_rows + 1, 1))))
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	if (probe)
+		memset(u->probe.ray, 0, inv->n_rows);
 	if (o->method == SOLVER_FULL_DUAL)
-		return maxent_solve(inv, u->active, implied, o, r->cells, probe ? u->prev : NULL,
+		return maxent_solve(inv, u->active, implied, o, r->cells, probe ? &u->probe : NULL,
 				    &u->ms, err);
 	return twolevel_solve(ds, inv, u->z.zero, u->z.implied, u->cpl, o, u->pool, r->cells,
-			      probe ? u->prev : NULL, &u->ms, err);
+			      probe ? &u->probe : NULL, &u->ms, err);
 }
 
-/* The zero search deepened to depth; the first time, the untouched
- * buckets (which no zero can change) go to the other threads meanwhile. */
-static enum pm_status find_zeros(struct run *u, enum zeros_depth depth,
+/* The zero search deepened to depth, the rows of ray first (may be NULL;
+ * zeros_deepen); the first time, the untouched buckets (which no zero can
+ * change) go to the other threads meanwhile. */
+static enum pm_status find_zeros(struct run *u, enum zeros_depth depth, const uint8_t *ray,
 				 const struct solver_options *o, struct pm_error *err)
 {
 	size_t chunks = (u->inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
@@ -408,7 +415,7 @@ static enum pm_status find_zeros(struct run *u, enum zeros_depth depth,
 
 	if (!u->early)
 		parallel_items_start(u->pool, chunks, untouched_item, u);
-	st = zeros_deepen(&u->z, depth, o, err);
+	st = zeros_deepen(&u->z, depth, ray, o, err);
 	if (!u->early)
 		parallel_items_finish(u->pool, chunks, untouched_item, u);
 	u->early = 1;
@@ -440,11 +447,13 @@ static struct solver_options probe_options(const struct solver_options *o, int u
  * Forced zeros and the solve, for both methods. The zero search goes only
  * as deep as the solve shows a need: at each depth with components left
  * undecided the solve is the probe (probe_clean), and a clean one is the
- * answer; otherwise the search goes one depth further. A depth that adds
- * no zero leaves the problem as it was, so the last probe's verdict
- * stands and the search goes on at once; at ZEROS_EXACT such a probe's
- * converged solve is the answer (cells it left tiny, not a forced zero,
- * made it look unclean).
+ * answer; otherwise the search looks at the rows the probe saw run off
+ * (zeros_deepen) and, if they give new zeros, probes again at the same
+ * depth, else goes one depth further. A depth that adds no zero leaves
+ * the problem as it was, so the last probe's verdict stands and the
+ * search goes on at once; at ZEROS_EXACT such a probe's converged solve
+ * is the answer (cells it left tiny, not a forced zero, made it look
+ * unclean).
  */
 static enum pm_status solve_all(const struct dataset *ds, const struct invariants *inv,
 				const struct solver_options *o, struct run *u,
@@ -452,24 +461,30 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 {
 	enum pm_status st = PM_OK;
 	int used = 0, solved = 0;
+	const uint8_t *ray = NULL;
 
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
 	if (!inv->n_knowledge_rows)
 		return run_phase(u, SOLVER_PHASE_ITERATE, 0, err)
 			   ? PM_ERR_CANCELLED
 			   : solve_split(ds, inv, o, 0, u, r, err);
-	for (enum zeros_depth d = first_depth(o); !st && d <= ZEROS_EXACT; d++) {
-		int probe;
+	for (enum zeros_depth d = first_depth(o); !st && d <= ZEROS_EXACT;) {
+		int probe, hinted;
 		struct solver_options so;
 
 		if (run_phase(u, SOLVER_PHASE_ZEROS, used, err))
 			return PM_ERR_CANCELLED;
-		st = find_zeros(u, d, o, err);
+		/* the last probe's rows, looked at once */
+		st = find_zeros(u, d, ray, o, err);
+		ray = NULL;
 		if (st)
 			break;
-		if (solved && !u->z.added && (d < ZEROS_EXACT || u->ms.converged))
+		hinted = u->z.depth < d; /* the probe's rows gave zeros */
+		if (!hinted && solved && !u->z.added && (d < ZEROS_EXACT || u->ms.converged)) {
+			d++;
 			continue;
-		probe = d < ZEROS_EXACT && u->z.open.n;
+		}
+		probe = u->z.depth < ZEROS_EXACT && u->z.open.n;
 		if (run_phase(u, SOLVER_PHASE_ITERATE, used, err))
 			return PM_ERR_CANCELLED;
 		so = probe ? probe_options(o, used) : *o;
@@ -482,6 +497,8 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 		/* at the caller's limit: a best effort, not converged */
 		if (st || !probe || probe_clean(inv, u, r->cells) || used >= o->max_iterations)
 			break;
+		ray = u->probe.ray;
+		d += !hinted;
 	}
 	return st;
 }

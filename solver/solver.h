@@ -144,16 +144,29 @@ struct maxent_stats {
 };
 
 /*
+ * What a probe's solve leaves for solver.c (the probe and the zero
+ * search): prev (per cell) the iterate before the last; ray (per row of
+ * the invariants, set only, never cleared) the rows whose multiplier the
+ * last step still moved by more than a tenth, where a solve that stops
+ * short runs off toward a forced zero. A solve without one (NULL) is no
+ * probe.
+ */
+struct solver_probe {
+	double *prev;
+	uint8_t *ray;
+};
+
+/*
  * L-BFGS on the Lagrangian dual (Section 6) over every multiplier of the
  * rows that touch at least one free cell, for the cells with active[cell]
  * set (the rest are fixed by the caller), leaving out rows with skip[row]
  * set (skip may be NULL). y receives the estimate on the active cells;
- * prev (may be NULL: not kept) the iterate before the last, for a probe
- * (solver.c).
+ * probe (may be NULL) what a probe leaves (struct solver_probe).
  */
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    double *prev, struct maxent_stats *st, struct pm_error *err);
+			    const struct solver_probe *probe, struct maxent_stats *st,
+			    struct pm_error *err);
 
 /*
  * L-BFGS on a dual, shared by the full dual and the two-level dual: eval
@@ -194,10 +207,10 @@ void maxent_dual_destroy(struct maxent_dual *d);
  * The two-level dual: Newton over one multiplier per open knowledge row
  * (not implied[]), each bucket with coupled[b] set solved exactly by
  * matrix scaling for the current multipliers. Writes the estimate of the
- * coupled buckets' cells into y. With prev (may be NULL) the solve is a
- * probe for forced zeros: prev receives the iterate before the last, and
- * the solve stops early (not converged) when it converges only linearly
- * or stalls, the signs of a multiplier running off to infinity.
+ * coupled buckets' cells into y. With probe (may be NULL) the solve is a
+ * probe for forced zeros (struct solver_probe gets what it leaves), and
+ * stops early (not converged) when it converges only linearly or stalls,
+ * the signs of a multiplier running off to infinity.
  * Each connected component of the coupled buckets (components.c) is its
  * own problem; they run on the pool's threads (pool may be NULL), and o's
  * progress callback is called from them, one at a time. iterations are
@@ -207,7 +220,8 @@ struct parallel;
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
 			      const struct solver_options *o, struct parallel *pool, double *y,
-			      double *prev, struct maxent_stats *st, struct pm_error *err);
+			      const struct solver_probe *probe, struct maxent_stats *st,
+			      struct pm_error *err);
 
 /* ---- metrics.c ---------------------------------------------------------- */
 

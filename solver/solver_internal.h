@@ -298,7 +298,7 @@ struct newton_problem {
 	long cg_budget;
 	int (*form)(void *ctx);
 	/* stop (*stalled) on linear convergence, the mark of a minimum at
-	 * infinity: for probes */
+	 * infinity, once at most half the variables still move: for probes */
 	int linear_stop;
 	/* rounding error of f: a decrease below it proves nothing */
 	double f_noise;
@@ -320,6 +320,9 @@ void newton_destroy(struct newton *nw);
  * cancel (PM_ERR_CANCELLED); *stalled when the line search fails. */
 enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o, double target,
 			       double *x, struct maxent_stats *st, int *stalled);
+/* Sets rows[var_row[k]] for each variable k that newton_minimize's last
+ * step still moved (a probe's runaway multipliers: newton.c). */
+void newton_moving(const struct newton *nw, const uint32_t *var_row, uint8_t *rows);
 
 /* ---- scaling.c ---------------------------------------------------------- */
 
@@ -532,10 +535,10 @@ enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 void twolevel_finish(struct twolevel *t);
 /* Copies the estimate into the system's cells (twolevel_init's y). */
 void twolevel_store(const struct twolevel *t);
-/* Newton (and L-BFGS should it stall) on t to o's tolerance; with prev,
- * a probe (twolevel_solve). st gets the outcome. */
-enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, double *prev,
-			    struct maxent_stats *st);
+/* Newton (and L-BFGS should it stall) on t to o's tolerance; with probe
+ * (may be NULL), a probe (twolevel_solve). st gets the outcome. */
+enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
+			    const struct solver_probe *probe, struct maxent_stats *st);
 /* G(μ) - G(μ0), the gradient (records) into g (may be NULL), the largest
  * violation of any row, inner ones included. */
 double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation);

@@ -557,11 +557,13 @@ static double polish_target(const struct twolevel *t, double target, double floo
 	return fmax(floor, fmin(target, POLISH * ymin));
 }
 
-/* The outcome in st once Newton (and L-BFGS) stopped; prev gets the last
- * base point. */
-static void finish_stats(const struct twolevel *t, const struct solver_options *o, double *prev,
-			 struct maxent_stats *st)
+/* The outcome in st once Newton (and L-BFGS) stopped; a probe's prev gets
+ * the last base point. */
+static void finish_stats(const struct twolevel *t, const struct solver_options *o,
+			 const struct solver_probe *probe, struct maxent_stats *st)
 {
+	double *prev = probe ? probe->prev : NULL;
+
 	for (size_t k = 0; prev && k < t->nb; k++) {
 		size_t off, g, h;
 
@@ -577,8 +579,8 @@ static void finish_stats(const struct twolevel *t, const struct solver_options *
 			 "the Newton line search and L-BFGS made no further progress");
 }
 
-enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, double *prev,
-			    struct maxent_stats *st)
+enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
+			    const struct solver_probe *probe, struct maxent_stats *st)
 {
 	struct newton_problem np;
 	double *x = calloc(t->r + 1, sizeof *x);
@@ -596,13 +598,13 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 	for (size_t k = 0; k < t->r; k++)
 		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
-	np.linear_stop = prev != NULL;
+	np.linear_stop = probe != NULL;
 	t->loosest = TWOLEVEL_LOOSE;
 	t->outer = target;
 	ret = newton_minimize(nw, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
 	    st->max_violation >
-		(polish = polish_target(t, target, 1e-13 * max_rhs, prev != NULL))) {
+		(polish = polish_target(t, target, 1e-13 * max_rhs, probe != NULL))) {
 		struct solver_options po = *o;
 
 		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations
@@ -611,12 +613,14 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o, 
 		ret = newton_minimize(nw, &po, polish, x, st, &stalled);
 		stalled = 0; /* at the target already: no L-BFGS */
 	}
+	if (!ret && probe && probe->ray)
+		newton_moving(nw, t->row, probe->ray);
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
-	if (!ret && stalled && !prev && st->max_violation > target &&
+	if (!ret && stalled && !probe && st->max_violation > target &&
 	    st->iterations < o->max_iterations)
 		ret = twolevel_lbfgs(t, o, target, st);
 	if (!ret)
-		finish_stats(t, o, prev, st);
+		finish_stats(t, o, probe, st);
 out:
 	newton_destroy(nw);
 	free(x);

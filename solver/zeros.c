@@ -151,12 +151,14 @@ struct component_problem {
 	uint32_t *h, *row_cell;
 	double *sums, *rhs;
 	uint8_t *zero, *dependent;
+	uint32_t *rows; /* its rows (the invariants' numbers) */
 };
 
 static void component_problem_finish(struct component_problem *cp)
 {
 	free(cp->cell_off), free(cp->sum_off), free(cp->row_off), free(cp->h);
 	free(cp->row_cell), free(cp->sums), free(cp->rhs), free(cp->zero), free(cp->dependent);
+	free(cp->rows);
 }
 
 /* The blocks: cells, sums and known zeros. */
@@ -179,16 +181,16 @@ static void component_blocks(const struct zeros *z, const struct components *cs,
 	}
 }
 
-/* The open rows, over the component's own cell numbers (cs->pos: each
+/* Its rows, over the component's own cell numbers (cs->pos: each
  * bucket's place in it). */
-static void component_rows(const struct zeros *z, const struct components *cs, size_t i,
+static void component_rows(const struct zeros *z, const struct components *cs,
 			   struct component_problem *cp)
 {
 	const struct invariants *inv = z->inv;
 	size_t n = 0;
 
 	for (size_t r = 0; r < cp->p.n_rows; r++) {
-		size_t row = cs->row[cs->r_off[i] + r];
+		size_t row = cp->rows[r];
 
 		cp->rhs[r] = inv->rhs[row];
 		for (size_t e = inv->row_off[row]; e < inv->row_off[row + 1]; e++) {
@@ -201,16 +203,24 @@ static void component_rows(const struct zeros *z, const struct components *cs, s
 	}
 }
 
-static enum pm_status component_problem(const struct zeros *z, size_t i,
+/* Open component i with its open rows, or only those set in only (may be
+ * NULL: all): fewer rows are a relaxation, whose zeros are forced too. */
+static enum pm_status component_problem(const struct zeros *z, size_t i, const uint8_t *only,
 					const struct solver_options *o,
 					struct component_problem *cp)
 {
 	const struct invariants *inv = z->inv;
 	const struct components *cs = &z->open;
-	size_t nb = cs->b_off[i + 1] - cs->b_off[i], nr = cs->r_off[i + 1] - cs->r_off[i];
+	size_t nb = cs->b_off[i + 1] - cs->b_off[i], nr = 0;
 	size_t cells = 0, sums = 0, entries = 0;
 
 	memset(cp, 0, sizeof *cp);
+	cp->rows = malloc((cs->r_off[i + 1] - cs->r_off[i] + 1) * sizeof *cp->rows);
+	if (!cp->rows)
+		return PM_ERR_NOMEM;
+	for (size_t r = cs->r_off[i]; r < cs->r_off[i + 1]; r++)
+		if (!only || only[cs->row[r]])
+			cp->rows[nr++] = cs->row[r];
 	for (size_t k = 0; k < nb; k++) {
 		size_t b = cs->bucket[cs->b_off[i] + k],
 		       n = inv->cell_off[b + 1] - inv->cell_off[b];
@@ -219,8 +229,7 @@ static enum pm_status component_problem(const struct zeros *z, size_t i,
 		sums += n / inv->bucket_h[b] + inv->bucket_h[b];
 	}
 	for (size_t r = 0; r < nr; r++)
-		entries += inv->row_off[cs->row[cs->r_off[i] + r] + 1] -
-			   inv->row_off[cs->row[cs->r_off[i] + r]];
+		entries += inv->row_off[cp->rows[r] + 1] - inv->row_off[cp->rows[r]];
 	cp->cell_off = malloc((nb + 1) * sizeof *cp->cell_off);
 	cp->sum_off = malloc((nb + 1) * sizeof *cp->sum_off);
 	cp->row_off = calloc(nr + 1, sizeof *cp->row_off);
@@ -254,21 +263,23 @@ static enum pm_status component_problem(const struct zeros *z, size_t i,
 				     .threads = o ? o->threads : 0,
 				     .dependent = cp->dependent};
 	component_blocks(z, cs, i, cp);
-	component_rows(z, cs, i, cp);
+	component_rows(z, cs, cp);
 	return PM_OK;
 }
 
-/* The interior point method (zeros_ipm.c) on open component i: the zeros
- * it proves; *settled when they are all there are, and then the rows it
- * found dependent on the others (and saw hold) are implied. */
-static enum pm_status component_center(struct zeros *z, size_t i, const struct solver_options *o,
-				       int *settled, struct pm_error *err)
+/* The interior point method (zeros_ipm.c) on open component i, its rows
+ * only those in only (may be NULL: all): the zeros it proves; with all
+ * rows, *settled when they are all there are, and then the rows it found
+ * dependent on the others (and saw hold) are implied. */
+static enum pm_status component_center(struct zeros *z, size_t i, const uint8_t *only,
+				       const struct solver_options *o, int *settled,
+				       struct pm_error *err)
 {
 	const struct invariants *inv = z->inv;
 	const struct components *cs = &z->open;
 	struct component_problem cp;
 	size_t found = 0;
-	enum pm_status st = component_problem(z, i, o, &cp);
+	enum pm_status st = component_problem(z, i, only, o, &cp);
 
 	*settled = 0;
 	if (!st)
@@ -279,8 +290,9 @@ static enum pm_status component_center(struct zeros *z, size_t i, const struct s
 		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
 			z->zero[c] |= cp.zero[cp.cell_off[k] + c - inv->cell_off[b]];
 	}
+	*settled &= !only;
 	for (size_t r = 0; !st && *settled && r < cp.p.n_rows; r++)
-		z->implied[cs->row[cs->r_off[i] + r]] |= cp.dependent[r];
+		z->implied[cp.rows[r]] |= cp.dependent[r];
 	component_problem_finish(&cp);
 	if (st == PM_ERR_CANCELLED)
 		return error_set(err, st, "", "the solve was cancelled");
@@ -302,7 +314,7 @@ static enum pm_status exact(struct zeros *z, const struct solver_options *o, int
 	for (size_t i = 0; !st && i < z->open.n; i++) {
 		int settled = 0;
 
-		st = component_center(z, i, o, &settled, err);
+		st = component_center(z, i, NULL, o, &settled, err);
 		if (!st && !settled)
 			st = zeros_lp_component(z, &z->open, i, o, err);
 	}
@@ -311,6 +323,46 @@ static enum pm_status exact(struct zeros *z, const struct solver_options *o, int
 	if (!st && *infeasible)
 		st = error_set(err, PM_ERR_INTERNAL, "",
 			       "forced-zero propagation and the linear program disagree");
+	return st;
+}
+
+static size_t count(const uint8_t *a, size_t n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += a[i];
+	return k;
+}
+
+/*
+ * The probe's rows first: each open component relaxed to the open rows
+ * of ray (zeros.h), when they are at most half of its rows (an eighth
+ * of the cubic cost of the whole), then propagation. *used when some
+ * component was.
+ */
+static enum pm_status guided(struct zeros *z, const uint8_t *ray, const struct solver_options *o,
+			     int *used, int *infeasible, struct pm_error *err)
+{
+	enum pm_status st = PM_OK;
+
+	*used = 0;
+	for (size_t i = 0; ray && !st && i < z->open.n; i++) {
+		const struct components *cs = &z->open;
+		size_t nr = 0, all = cs->r_off[i + 1] - cs->r_off[i];
+		int settled;
+
+		for (size_t r = cs->r_off[i]; r < cs->r_off[i + 1]; r++)
+			nr += ray[cs->row[r]];
+		if (!nr || 2 * nr > all)
+			continue;
+		*used = 1;
+		st = component_center(z, i, ray, o, &settled, err);
+	}
+	if (!st && *used)
+		st = zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+	if (!st && *used && !*infeasible)
+		st = open_components(z);
 	return st;
 }
 
@@ -337,26 +389,22 @@ static enum pm_status stages(struct zeros *z, enum zeros_depth depth,
 	return st;
 }
 
-static size_t count(const uint8_t *a, size_t n)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++)
-		k += a[i];
-	return k;
-}
-
-enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const struct solver_options *o,
-			    struct pm_error *err)
+enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8_t *ray,
+			    const struct solver_options *o, struct pm_error *err)
 {
 	double t0 = solver_now();
-	int infeasible = 0;
+	int infeasible = 0, used = 0;
 	enum pm_status st;
 
 	z->added = 0;
 	if (depth <= z->depth)
 		return PM_OK;
-	st = stages(z, depth, o, &infeasible, err);
+	st = guided(z, ray, o, &used, &infeasible, err);
+	/* the probe's rows found new zeros: the caller probes again first */
+	if (!st && !infeasible && used && count(z->zero, z->inv->n_cells) > z->found)
+		depth = z->depth;
+	else if (!st && !infeasible)
+		st = stages(z, depth, o, &infeasible, err);
 	/* propagation or the relaxations found no solution: the rules of the
 	 * conflict named */
 	if (!st && infeasible) {

@@ -80,14 +80,21 @@ enum pm_status zeros_init(struct zeros *z, const struct dataset *ds, const struc
 void zeros_finish(struct zeros *z);
 
 /*
- * Deepens the search to depth (nothing if z is there already). When no y
- * satisfies the rows, PM_ERR_INCONSISTENT names an irreducible set of
- * conflicting rules. o (may be NULL) for cancels and the time limit
- * (PM_ERR_CANCELLED, every zero written so far proved) and the threads of
- * the component interior point method.
+ * Deepens the search to depth (nothing if z is there already). ray (per
+ * row, may be NULL): the rows whose multipliers a failing probe saw still
+ * moving (struct solver_probe), where a forced zero's certificate lies.
+ * They are looked at first: each open component relaxed to them alone
+ * (dropping rows is a relaxation, so every zero it proves is forced), at
+ * a fraction of the cubic cost of its exact decision while they are few.
+ * If that adds zeros, the call ends there (z->depth unchanged, z->added
+ * counting them) for the caller to probe again; if not, the search goes
+ * to depth. When no y satisfies the rows, PM_ERR_INCONSISTENT names an
+ * irreducible set of conflicting rules. o (may be NULL) for cancels and
+ * the time limit (PM_ERR_CANCELLED, every zero written so far proved)
+ * and the threads of the component interior point method.
  */
-enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const struct solver_options *o,
-			    struct pm_error *err);
+enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8_t *ray,
+			    const struct solver_options *o, struct pm_error *err);
 
 /* ---- zeros_propagate.c ------------------------------------------------- */
 

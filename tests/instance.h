@@ -43,7 +43,7 @@ static int instance_zeros(struct instance *in, struct pm_error *err)
 {
 	struct zeros z;
 	int ok = zeros_init(&z, in->ds, &in->k, &in->inv) == PM_OK &&
-		 zeros_deepen(&z, ZEROS_EXACT, NULL, err) == PM_OK;
+		 zeros_deepen(&z, ZEROS_EXACT, NULL, NULL, err) == PM_OK;
 
 	if (ok) {
 		memcpy(in->zero, z.zero, in->inv.n_cells);

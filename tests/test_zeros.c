@@ -91,7 +91,7 @@ static void random_instance(uint64_t seed, int deterministic, int stepwise, size
 		CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
 		for (enum zeros_depth d = stepwise ? ZEROS_CHEAP : ZEROS_EXACT; d <= ZEROS_EXACT;
 		     d++)
-			CHECK(zeros_deepen(&z, d, &o, &err) == PM_OK && z.depth == d);
+			CHECK(zeros_deepen(&z, d, NULL, &o, &err) == PM_OK && z.depth == d);
 		CHECK(z.open.n == 0);
 		memcpy(zero, z.zero, inv.n_cells);
 		zeros_finish(&z);
@@ -192,12 +192,12 @@ static size_t depth_zeros(const struct fixture *f, enum zeros_depth depth, uint8
 	size_t n = 0;
 
 	CHECK(zeros_init(&z, f->ds, &f->k, &f->inv) == PM_OK);
-	CHECK(zeros_deepen(&z, depth, NULL, &err) == PM_OK);
+	CHECK(zeros_deepen(&z, depth, NULL, NULL, &err) == PM_OK);
 	memcpy(zero, z.zero, f->inv.n_cells);
 	for (size_t c = 0; c < f->inv.n_cells; c++)
 		n += zero[c];
 	CHECK(z.found == n && z.added == n && z.depth == depth);
-	CHECK(zeros_deepen(&z, depth, NULL, &err) == PM_OK && z.added == 0);
+	CHECK(zeros_deepen(&z, depth, NULL, NULL, &err) == PM_OK && z.added == 0);
 	zeros_finish(&z);
 	return n;
 }
