@@ -470,6 +470,49 @@ static void propagate_one(const struct dataset *ds, const char *qv, const char *
 	knowledge_finish(&k);
 }
 
+/*
+ * A probe's ray (zeros_deepen's ray): each open component relaxed to a
+ * random part of its open rows (at most half, as zeros_deepen takes
+ * them). Whatever it proves must be forced (the reference's exact set);
+ * if it adds zeros the search stays at its depth for the caller to probe
+ * again, and deepening from there to ZEROS_EXACT still finds every forced
+ * zero, none wrong. *hinted counts the instances whose ray added zeros.
+ */
+static void ray_instance(uint64_t seed, size_t *hinted)
+{
+	struct fixture f;
+	struct zeros z;
+	struct pm_error err = {0};
+	uint64_t rng = seed ^ 0x9e3779b97f4a7c15ull;
+	uint8_t *ray;
+	size_t wrong, missed;
+
+	fixture_init(&f, seed);
+	ray = calloc(f.inv.n_rows + 1, 1);
+	CHECK(ray && zeros_init(&z, f.ds, &f.k, &f.inv) == PM_OK);
+	CHECK(zeros_deepen(&z, ZEROS_CHEAP, NULL, NULL, &err) == PM_OK);
+	for (size_t i = 0; ray && i < z.open.n; i++)
+		for (size_t r = z.open.r_off[i]; r < z.open.r_off[i + 1]; r++)
+			ray[z.open.row[r]] = rng_in(&rng, 0, 2) == 0;
+	CHECK(zeros_deepen(&z, ZEROS_RELAXED, ray, NULL, &err) == PM_OK);
+	memcpy(f.zero, z.zero, f.inv.n_cells);
+	compare(&f, &wrong, &missed);
+	CHECK(wrong == 0);
+	if (z.depth == ZEROS_CHEAP) { /* the ray added zeros */
+		CHECK(z.added > 0);
+		*hinted += 1;
+	} else {
+		CHECK(z.depth == ZEROS_RELAXED);
+	}
+	CHECK(zeros_deepen(&z, ZEROS_EXACT, NULL, NULL, &err) == PM_OK && z.open.n == 0);
+	memcpy(f.zero, z.zero, f.inv.n_cells);
+	compare(&f, &wrong, &missed);
+	CHECK(wrong == 0 && missed == 0);
+	zeros_finish(&z);
+	free(ray);
+	fixture_finish(&f);
+}
+
 static void test_hand_cases(void)
 {
 	struct dataset *ds = one_bucket();
@@ -665,7 +708,7 @@ static void test_lp_solve(void)
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, skipped = 0, capped = 0, more = 0, zeros = 0,
-	       centered = 0, settled = 0, runs = 0;
+	       centered = 0, settled = 0, runs = 0, hinted = 0;
 
 	test_csum();
 	test_lp_solve();
@@ -686,6 +729,10 @@ int main(void)
 		"instances\n",
 		relaxed, capped, skipped, more);
 	CHECK(relaxed > 0 && skipped > 0 && capped > 0 && capped < relaxed && more > 0);
+	for (uint64_t seed = 1; seed <= 400; seed++)
+		ray_instance(0x4a790000 + seed, &hinted);
+	fprintf(stderr, "a probe's ray: zeros in %zu instances\n", hinted);
+	CHECK(hinted > 0);
 	for (uint64_t seed = 1; seed <= 400; seed++)
 		fixpoint_instance(0xf1c50000 + seed, &zeros);
 	CHECK(zeros > 0);
