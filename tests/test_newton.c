@@ -378,6 +378,98 @@ static void test_linear_rate(void)
 }
 
 /*
+ * Which multipliers still move, and when a probe may stop: 8 variables,
+ * H = I, the violation falling by 0.39 per full step (linear), and the
+ * gradient at evaluation k moving the first moving[k] variables by 1, the
+ * others by 0.01. While more than half of them move and fewer at each
+ * step (Newton's first steps from far away), the probe goes on; once
+ * their number stays put, or at most half move, it stops, and
+ * newton_moving names those still moving.
+ */
+struct wide {
+	const int *moving;
+	int at;
+	double x0[8], viol;
+};
+
+static double wide_eval(void *ctx, const double *x, double *g, double *violation)
+{
+	struct wide *w = ctx;
+	double f = 0;
+
+	for (int j = 0; j < 8; j++) {
+		double gj = j < w->moving[w->at] ? -1 : -0.01;
+
+		f += gj * (x[j] - w->x0[j]);
+		if (g)
+			g[j] = gj;
+	}
+	*violation = pow(0.39, w->at);
+	w->at++;
+	return f;
+}
+
+static void wide_prepare(void *ctx, const double *x)
+{
+	memcpy(((struct wide *)ctx)->x0, x, 8 * sizeof *x);
+}
+
+static void wide_diag(void *ctx, double *out)
+{
+	(void)ctx;
+	for (int j = 0; j < 8; j++)
+		out[j] = 1;
+}
+
+static void wide_hv(void *ctx, const double *v, double *out)
+{
+	(void)ctx;
+	memcpy(out, v, 8 * sizeof *v);
+}
+
+static int wide_run(const int *moving, uint8_t *rows)
+{
+	static const uint32_t var_row[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+	struct wide w = {moving, 0, {0}, 1};
+	struct newton_problem p = {.ctx = &w,
+				   .n = 8,
+				   .eval = wide_eval,
+				   .prepare = wide_prepare,
+				   .diag = wide_diag,
+				   .hv = wide_hv,
+				   .linear_stop = 1,
+				   .f_noise = 1e-12};
+	struct solver_options o;
+	struct maxent_stats st = {0};
+	struct newton *nw;
+	double x[8] = {0};
+	int stalled = 0;
+
+	solver_options_init(&o);
+	CHECK(newton_create(&p, &nw) == PM_OK);
+	CHECK(newton_minimize(nw, &o, 1e-13, x, &st, &stalled) == PM_OK && stalled);
+	memset(rows, 0, 8);
+	newton_moving(nw, var_row, rows);
+	newton_destroy(nw);
+	return st.iterations;
+}
+
+static void test_moving(void)
+{
+	static const int all[] = {8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8};
+	static const int fewer[] = {8, 7, 6, 5, 5, 5, 5, 5, 5, 5, 5, 5};
+	static const int half[] = {8, 7, 6, 5, 4, 3, 3, 3, 3, 3, 3, 3};
+	uint8_t rows[8];
+
+	/* the same 8 from the second step on: stops at the linear test's 4 */
+	CHECK(wide_run(all, rows) == 4 && rows[0] && rows[7]);
+	/* fewer at each of the first 4 steps: on until their number stays */
+	CHECK(wide_run(fewer, rows) == 5 && rows[4] && !rows[5]);
+	/* ... or until at most half move: the 4 of step 5 */
+	CHECK(wide_run(half, rows) == 5 && rows[3] && !rows[4]);
+}
+
+/*
  * f(x) = e^(x0 + x1) + e^(x0 - x1) + e^(x2 + x3) - t . x: x2 and x3 only
  * ever appear summed, so H is singular along x2 - x3. Its formed H gets
  * 1e-10 of noise on that pivot (rounding where forming cancelled: above
@@ -592,6 +684,7 @@ int main(void)
 			q.t[q.col[j][e]] += q.val[j][e] * exp(y[j]);
 	test_stagnation();
 	test_linear_rate();
+	test_moving();
 	CHECK(parallel_create(2, &pool) == PM_OK);
 	CHECK(run(&q, xs, FORMED, NULL) <= 1e-8);
 	CHECK(run(&q, xs, FORMED, pool) <= 1e-8);
