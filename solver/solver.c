@@ -449,7 +449,8 @@ static struct solver_options probe_options(const struct solver_options *o, int u
  * undecided the solve is the probe (probe_clean), and a clean one is the
  * answer; otherwise the search looks at the rows the probe saw run off
  * (zeros_deepen) and, if they give new zeros, probes again at the same
- * depth, else goes one depth further. A depth that adds no zero leaves
+ * depth, else goes one depth further (to ZEROS_EXACT once some probe's
+ * rows gave zeros). A depth that adds no zero leaves
  * the problem as it was, so the last probe's verdict stands and the
  * search goes on at once; at ZEROS_EXACT such a probe's converged solve
  * is the answer (cells it left tiny, not a forced zero, made it look
@@ -460,7 +461,7 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 				struct solver_result *r, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
-	int used = 0, solved = 0;
+	int used = 0, solved = 0, rayed = 0;
 	const uint8_t *ray = NULL;
 
 	u->y = r->cells; /* for the untouched buckets (find_zeros) */
@@ -474,12 +475,18 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 
 		if (run_phase(u, SOLVER_PHASE_ZEROS, used, err))
 			return PM_ERR_CANCELLED;
-		/* the last probe's rows, looked at once */
+		/* the last probe's rows, looked at once; once a ray gave zeros
+		 * and the probe still fails, the next one that gives none
+		 * leads to the exact decision, not to a relaxation and another
+		 * probe (what is left is seldom a per-value argument) */
+		if (rayed)
+			d = ZEROS_EXACT;
 		st = find_zeros(u, d, ray, o, err);
 		ray = NULL;
 		if (st)
 			break;
 		hinted = u->z.depth < d; /* the probe's rows gave zeros */
+		rayed |= hinted;
 		if (!hinted && solved && !u->z.added && (d < ZEROS_EXACT || u->ms.converged)) {
 			d++;
 			continue;
