@@ -450,11 +450,10 @@ static struct solver_options probe_options(const struct solver_options *o, int u
  * answer; otherwise the search looks at the rows the probe saw run off
  * (zeros_deepen) and, if they give new zeros, probes again at the same
  * depth, else goes one depth further (to ZEROS_EXACT once some probe's
- * rows gave zeros). A depth that adds no zero leaves
- * the problem as it was, so the last probe's verdict stands and the
- * search goes on at once; at ZEROS_EXACT such a probe's converged solve
- * is the answer (cells it left tiny, not a forced zero, made it look
- * unclean).
+ * rows gave zeros). A depth that adds no zero leaves the problem as it
+ * was, so the last probe's verdict stands and the search goes on at
+ * once; at ZEROS_EXACT such a probe's converged solve is the answer
+ * (cells it left tiny, not a forced zero, made it look unclean).
  */
 static enum pm_status solve_all(const struct dataset *ds, const struct invariants *inv,
 				const struct solver_options *o, struct run *u,
