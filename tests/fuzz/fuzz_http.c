@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ftw.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdint.h>
@@ -23,16 +24,31 @@
 
 static struct http_server *server;
 static unsigned port;
+static char data_dir[] = "/tmp/pmaxent-fuzz-http-XXXXXX";
+
+static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag, (void)ftw;
+	return remove(path);
+}
+
+/* The server's store goes with the run (libFuzzer ends by exit()): its
+ * files may stay open, which Linux allows. */
+static void remove_data_dir(void)
+{
+	nftw(data_dir, remove_one, 8, FTW_DEPTH | FTW_PHYS);
+}
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	char tmpl[] = "/tmp/pmaxent-fuzz-http-XXXXXX";
 	struct http_options o;
 	struct pm_error err = {0};
 
 	http_options_init(&o);
 	o.port = 0;
-	o.data_dir = mkdtemp(tmpl);
+	o.data_dir = mkdtemp(data_dir);
+	if (o.data_dir)
+		atexit(remove_data_dir);
 	o.workers = 1;
 	o.quiet = 1;
 	o.header_timeout = 1;
