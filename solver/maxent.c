@@ -587,11 +587,11 @@ static void full_step(void *ctx)
 }
 
 /* A probe's ray (struct solver_probe): the rows whose multiplier the last
- * iterate still moved by more than a tenth (as newton.c's). */
+ * iterate still moved (SOLVER_MOVING). */
 static void full_ray(const struct maxent_dual *d, uint8_t *ray)
 {
 	for (size_t i = 0; i < d->r; i++)
-		ray[d->row_global[i]] |= fabs(d->lcur[i] - d->lprv[i]) > 0.1;
+		ray[d->row_global[i]] |= fabs(d->lcur[i] - d->lprv[i]) > SOLVER_MOVING;
 }
 
 static void full_rebase(void *ctx, const double *u)

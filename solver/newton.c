@@ -43,17 +43,12 @@
  * lowering it while the violation stays put, 66 damped steps and 12 s on
  * 25 records before the iteration cap. */
 #define STALL_STEPS 8
-/* A variable still moving: its last step changed it by more than this.
- * The multipliers are logarithms of the cells' factors, so 0.1 is a
- * tenth of a cell's size; converged ones move by far less, a multiplier
- * running off to infinity along a forced zero by about one per step. */
-#define MOVING_STEP 0.1
 
 struct newton {
 	const struct newton_problem *p;
 	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
-	double *step; /* the last step taken: x after it - x before */
+	double *step; /* the direction of the last step taken, whole */
 	double *ldl;  /* n x n: the factorization of H at some point (or NULL) */
 	double *work; /* for the factorization */
 	/* ldl preconditions (since the first step, or since CG cost more);
@@ -264,6 +259,17 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
 	return 0;
 }
 
+/* The variables that the last step's direction (whole, before any
+ * damping of the line search) still moves (SOLVER_MOVING). */
+static size_t moving(const struct newton *nw)
+{
+	size_t m = 0;
+
+	for (size_t k = 0; k < nw->p->n; k++)
+		m += fabs(nw->step[k]) > SOLVER_MOVING;
+	return m;
+}
+
 /*
  * The Newton direction. With a factor of H made at this point it is
  * exact: d = H^+ (-g), no product needed. With an older one, or H's
@@ -276,16 +282,6 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
  * polled at each but the first (iteration and viol: the current point's,
  * to report), and direction returns 1 if the caller asked to stop.
  */
-/* The variables that the last step still moved (MOVING_STEP). */
-static size_t moving(const struct newton *nw)
-{
-	size_t m = 0;
-
-	for (size_t k = 0; k < nw->p->n; k++)
-		m += fabs(nw->step[k]) > MOVING_STEP;
-	return m;
-}
-
 static int direction(struct newton *nw, double eta, int max_it, int iteration, double viol)
 {
 	const struct newton_problem *p = nw->p;
@@ -360,8 +356,7 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 		     (ARMIJO * s * gd < -p->f_noise || v1 <= 10 * *viol)) ||
 		    (f1 <= p->f_noise && v1 < *viol) ||
 		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
-			for (size_t k = 0; k < n; k++)
-				nw->step[k] = s * nw->d[k];
+			memcpy(nw->step, nw->d, n * sizeof *nw->step);
 			memcpy(x, nw->x1, n * sizeof *x);
 			memcpy(nw->g, nw->hq, n * sizeof *nw->g);
 			*viol = v1;
@@ -441,7 +436,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		 * most half of them still move or they no longer get fewer,
 		 * and those point the zero search to its rows (newton_moving) */
 		fulls = full ? fulls + 1 : 0;
-		now = moving(nw);
+		now = p->linear_stop ? moving(nw) : 0;
 		narrowing = 2 * now > p->n && now < last;
 		last = now;
 		if (p->linear_stop && !narrowing &&
@@ -524,5 +519,5 @@ enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o
 void newton_moving(const struct newton *nw, const uint32_t *var_row, uint8_t *rows)
 {
 	for (size_t k = 0; k < nw->p->n; k++)
-		rows[var_row[k]] |= fabs(nw->step[k]) > MOVING_STEP;
+		rows[var_row[k]] |= fabs(nw->step[k]) > SOLVER_MOVING;
 }

@@ -143,13 +143,20 @@ struct maxent_stats {
 	char reason[256];
 };
 
+/* A multiplier still moving: a step changes it by more than this. The
+ * multipliers are logarithms of the cells' factors, so 0.1 is a tenth of
+ * a cell's size; converged ones move by far less, one running off to
+ * infinity along a forced zero by about one per step. */
+#define SOLVER_MOVING 0.1
+
 /*
  * What a probe's solve leaves for solver.c (the probe and the zero
  * search): prev (per cell) the iterate before the last; ray (per row of
  * the invariants, set only, never cleared) the rows whose multiplier the
- * last step still moved by more than a tenth, where a solve that stops
- * short runs off toward a forced zero. A solve without one (NULL) is no
- * probe.
+ * last step still moves (SOLVER_MOVING; the two-level method: its Newton
+ * direction, undamped; the full dual: its last two iterates), where a
+ * solve that stops short runs off toward a forced zero. A solve without
+ * one (NULL) is no probe.
  */
 struct solver_probe {
 	double *prev;

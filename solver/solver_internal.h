@@ -320,8 +320,9 @@ void newton_destroy(struct newton *nw);
  * cancel (PM_ERR_CANCELLED); *stalled when the line search fails. */
 enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o, double target,
 			       double *x, struct maxent_stats *st, int *stalled);
-/* Sets rows[var_row[k]] for each variable k that newton_minimize's last
- * step still moved (a probe's runaway multipliers: newton.c). */
+/* Sets rows[var_row[k]] for each variable k that the direction of
+ * newton_minimize's last step still moves (SOLVER_MOVING: a probe's
+ * runaway multipliers). */
 void newton_moving(const struct newton *nw, const uint32_t *var_row, uint8_t *rows);
 
 /* ---- scaling.c ---------------------------------------------------------- */

@@ -662,6 +662,28 @@ static void test_block_breakdown(void)
 	}
 }
 
+/*
+ * A probe whose multiplier runs off: with t1 = t0, e^(x0 - x1) is
+ * forced to 0, x0 - x1 falls by about one per step, and the products'
+ * noise breaks CG on the blocks down. While that multiplier moves, the
+ * factor is made anew of the blocks, never of H whole (whose factor
+ * would not help along the runaway); the probe stops on linear
+ * convergence.
+ */
+static void test_runaway_breakdown(void)
+{
+	static const size_t halves[] = {0, 2, 4};
+	struct dup_run u;
+
+	dup_init(&u, 3, 0);
+	u.d.t[1] = u.d.t[0];
+	u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
+	u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.linear_stop = 1;
+	CHECK(dup_solve(&u, 1e-12) == PM_OK);
+	CHECK(u.stalled && u.d.forms >= 2 && u.d.wholes == 0);
+	CHECK(u.x[0] - u.x[1] < -3);
+}
+
 int main(void)
 {
 	static struct quad q;
@@ -705,5 +727,6 @@ int main(void)
 	test_dependent();
 	test_breakdown();
 	test_block_breakdown();
+	test_runaway_breakdown();
 	return check_done();
 }
