@@ -43,12 +43,16 @@
  * lowering it while the violation stays put, 66 damped steps and 12 s on
  * 25 records before the iteration cap. */
 #define STALL_STEPS 8
+/* PCG has left the level its residual can reach (pcg) once the residual
+ * is this many times the smallest it had. */
+#define CG_DIVERGED 1e3
 
 struct newton {
 	const struct newton_problem *p;
 	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *step; /* the direction of the last step taken, whole */
+	double *best; /* PCG's iterate of the smallest residual */
 	double *ldl;  /* n x n: the factorization of H at some point (or NULL) */
 	double *work; /* for the factorization */
 	/* ldl preconditions (since the first step, or since CG cost more);
@@ -219,17 +223,26 @@ static double residual(struct newton *nw)
  * H's near null directions an old factor's pivots no longer match H, and
  * the products' rounding outweighs what is left), else 0. With Jacobi
  * the residual may grow on the way and still end low: no such test.
+ * Below some level the residual cannot go: the part of -g along H's null
+ * directions that no dropped row accounts for (rows that depend across
+ * blocks, their right-hand sides consistent only to rounding). There,
+ * CG on the singular system diverges (Kaasschieter 1988): its steps
+ * divide by vanishing curvature, d runs off along the null directions
+ * and the residual grows. A residual CG_DIVERGED times the smallest so
+ * far ends it; whenever CG ends short of eta, d is its iterate of the
+ * smallest residual (nw->best).
  */
 static int pcg(struct newton *nw, double eta, double g2, int max_it, int iteration, double viol)
 {
 	size_t n = nw->p->n;
-	double rz;
+	double rz, r2 = g2, least = g2; /* the smallest residual, d = 0's at first */
+	int ret = 0;
 
 	precondition(nw, nw->res, nw->z);
 	memcpy(nw->q, nw->z, n * sizeof *nw->q);
 	rz = dot(nw->res, nw->z, n);
 	for (int it = 0; it < max_it; it++) {
-		double qhq, a, rz1, r2;
+		double qhq, a, rz1;
 
 		/* the first right after the caller's own poll */
 		if (it > 0 && stop_asked(nw, iteration, viol))
@@ -238,8 +251,10 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
 		nw->products++;
 		nw->spent++;
 		qhq = dot(nw->q, nw->hq, n);
-		if (!(qhq > 1e-300))
-			return -1;
+		if (!(qhq > 1e-300)) {
+			ret = -1;
+			break;
+		}
 		a = rz / qhq;
 		for (size_t k = 0; k < n; k++) {
 			nw->d[k] += a * nw->q[k];
@@ -248,15 +263,26 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
 		r2 = sqrt(dot(nw->res, nw->res, n));
 		if (r2 <= eta * g2)
 			return 0;
-		if (nw->dense && r2 > 2 * g2)
-			return -1;
+		if (r2 < least) {
+			least = r2;
+			memcpy(nw->best, nw->d, n * sizeof *nw->d);
+		} else if (r2 > CG_DIVERGED * least) {
+			break;
+		}
+		if (nw->dense && r2 > 2 * g2) {
+			ret = -1;
+			break;
+		}
 		precondition(nw, nw->res, nw->z);
 		rz1 = dot(nw->res, nw->z, n);
 		for (size_t k = 0; k < n; k++)
 			nw->q[k] = nw->z[k] + rz1 / rz * nw->q[k];
 		rz = rz1;
 	}
-	return 0;
+	/* short of eta: the best iterate */
+	if (least < g2 && r2 > least)
+		memcpy(nw->d, nw->best, n * sizeof *nw->d);
+	return ret;
 }
 
 /* The variables that the last step's direction (whole, before any
@@ -459,7 +485,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 {
 	size_t n = p->n + 1;
 	struct newton *nw = calloc(1, sizeof *nw);
-	double *all = calloc(9 * n, sizeof *all);
+	double *all = calloc(10 * n, sizeof *all);
 
 	*out = NULL;
 	if (!nw || !all) {
@@ -477,6 +503,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->diag = all + 6 * n;
 	nw->x1 = all + 7 * n;
 	nw->step = all + 8 * n;
+	nw->best = all + 9 * n;
 	nw->nb = nw->nf = p->n_blocks > 1 ? p->n_blocks : 1;
 	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
 	if (!nw->sq) {
