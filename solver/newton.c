@@ -94,20 +94,34 @@ static size_t block(const struct newton *nw, size_t b, size_t *lo)
 	return p->block_off[b + 1] - *lo;
 }
 
+struct block_solves {
+	const struct newton *nw;
+	double *z;
+};
+
+static void block_solve(void *ctx, size_t b, int part)
+{
+	const struct block_solves *bs = ctx;
+	size_t lo, m = block(bs->nw, b, &lo);
+
+	(void)part;
+	schur_dense_solve(bs->nw->ldl + bs->nw->sq[b], m, bs->z + lo);
+}
+
+/* z = M^-1 r: Jacobi, or the factor: H whole, or its blocks, which are
+ * independent and solved on the pool (every CG step has one solve, and
+ * on thousands of rows the blocks' triangular solves cost about what the
+ * step's product does, which runs on the pool too). */
 static void precondition(const struct newton *nw, const double *r, double *z)
 {
-	size_t lo;
+	struct block_solves bs = {nw, z};
 
 	if (!nw->dense) {
 		jacobi(nw, r, z);
 		return;
 	}
 	memcpy(z, r, nw->p->n * sizeof *z);
-	for (size_t b = 0; b < nw->nf; b++) {
-		size_t m = block(nw, b, &lo);
-
-		schur_dense_solve(nw->ldl + nw->sq[b], m, z + lo);
-	}
+	parallel_items(nw->nf > 1 ? nw->p->pool : NULL, nw->nf, block_solve, &bs);
 }
 
 /* out = H v; a dependent row's entry is left out (0), as the factor

@@ -123,18 +123,16 @@ static void apply_part(void *ctx, int p, int parts)
 	memset(pt->vec, 0, t->r * sizeof *pt->vec);
 	twolevel_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++) {
-		size_t off, g, h;
+		size_t off, g, h, x0, x1;
 
 		twolevel_shape(t, k, &off, &g, &h);
-		for (size_t c = 0; c < g * h; c++) {
-			pt->t[c] = 0;
-			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-				pt->t[c] += t->vin[t->ck[x]];
-		}
+		x0 = t->ck_off[off], x1 = t->ck_off[off + g * h];
+		memset(pt->t, 0, g * h * sizeof *pt->t);
+		for (size_t x = x0; x < x1; x++)
+			pt->t[t->ce[x] - off] += t->vin[t->ck[x]];
 		bucket_apply(t, pt, k, pt->t, pt->u);
-		for (size_t c = 0; c < g * h; c++)
-			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-				pt->vec[t->ck[x]] += pt->u[c];
+		for (size_t x = x0; x < x1; x++)
+			pt->vec[t->ck[x]] += pt->u[t->ce[x] - off];
 	}
 }
 
@@ -155,25 +153,24 @@ static size_t bucket_rows(struct twolevel *t, struct twolevel_part *pt, size_t k
 
 	twolevel_shape(t, k, &off, &g, &h);
 	pt->tick++;
-	for (size_t c = 0; c < g * h; c++) {
-		for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++) {
-			uint32_t row = t->ck[x];
-			double v = t->y[off + c];
+	for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++) {
+		uint32_t row = t->ck[x];
+		size_t c = t->ce[x] - off;
+		double v = t->y[t->ce[x]];
 
-			if (pt->stamp[row] != pt->tick) {
-				if ((n + 1) * (g + h) > pt->pq_cap)
-					return 0;
-				pt->stamp[row] = pt->tick;
-				pt->loc[row] = (uint32_t)n;
-				pt->rows[n] = row;
-				pt->acc[n] = 0;
-				memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
-				n++;
-			}
-			pt->acc[pt->loc[row]] += v;
-			pt->pq[pt->loc[row] * (g + h) + c / h] += v;
-			pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
+		if (pt->stamp[row] != pt->tick) {
+			if ((n + 1) * (g + h) > pt->pq_cap)
+				return 0;
+			pt->stamp[row] = pt->tick;
+			pt->loc[row] = (uint32_t)n;
+			pt->rows[n] = row;
+			pt->acc[n] = 0;
+			memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
+			n++;
 		}
+		pt->acc[pt->loc[row]] += v;
+		pt->pq[pt->loc[row] * (g + h) + c / h] += v;
+		pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
 	}
 	return n;
 }
