@@ -723,6 +723,12 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			 dl.expired	  ? "time_limit"
 			 : u.ms.reason[0] ? u.ms.reason
 					  : "violation above the tolerance");
+	/* a forced zero left unknown keeps its cell shrinking step by step */
+	if (r->status != SOLVER_CONVERGED && !dl.expired && u.z.undecided)
+		snprintf(r->reason + strlen(r->reason), sizeof r->reason - strlen(r->reason),
+			 "; the forced zeros of %zu component(s) too large for the exact "
+			 "search were left undecided",
+			 u.z.undecided);
 	r->seconds = solver_now() - t0;
 out:
 	run_finish(&u);

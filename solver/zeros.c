@@ -302,9 +302,9 @@ static enum pm_status component_center(struct zeros *z, size_t i, const uint8_t 
 /*
  * ZEROS_EXACT: every open component decided, the interior point method
  * first (the simplex is far slower on components of 100,000 cells), the
- * linear program where it does not settle; then what the new zeros
- * imply. Only the rows a component's zeros could need are in it: the
- * open ones.
+ * linear program where it does not settle (or not at all where that is
+ * too large: z->undecided); then what the new zeros imply. Only the rows
+ * a component's zeros could need are in it: the open ones.
  */
 static enum pm_status exact(struct zeros *z, const struct solver_options *o, int *infeasible,
 			    struct pm_error *err)
@@ -383,7 +383,7 @@ static enum pm_status stages(struct zeros *z, enum zeros_depth depth,
 		st = open_components(z);
 	if (!st && !*infeasible && depth >= ZEROS_EXACT && z->open.n) {
 		st = exact(z, o, infeasible, err);
-		if (!st) /* every component decided */
+		if (!st) /* every component decided (or left to the solve) */
 			components_finish(&z->open);
 	}
 	return st;

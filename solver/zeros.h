@@ -69,6 +69,10 @@ struct zeros {
 	size_t found;		/* forced zeros so far */
 	size_t added;		/* of which the last zeros_deepen found */
 	double seconds;		/* in zeros_deepen, every call */
+	/* components whose exact decision was too large (zeros_lp.c's
+	 * LP_MAX_ENTRIES, after the interior point method's CENTER_ROWS):
+	 * their forced zeros stay unknown, the solve's to run down */
+	size_t undecided;
 	struct relax_memo *memo;
 };
 
@@ -374,14 +378,16 @@ void zeros_lp_release(void);
  * The zero finder's program on component i of cs (its buckets' invariant
  * rows and its knowledge rows): every cell no solution makes positive
  * gets z->zero set; PM_ERR_INCONSISTENT, naming an irreducible set of
- * conflicting rules, when no solution exists.
+ * conflicting rules, when no solution exists. A program too large to
+ * build (LP_MAX_ENTRIES) is not: z->undecided counts the component.
  */
 enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
 				  const struct solver_options *o, struct pm_error *err);
 /* Propagation or a relaxation proved that no solution exists: the
  * components of the touched buckets (every knowledge row linking them)
  * are tried until one's conflicting rules are named
- * (PM_ERR_INCONSISTENT); PM_OK if none shows a conflict. */
+ * (PM_ERR_INCONSISTENT; if the only candidates are too large to build,
+ * the verdict without the names); PM_OK if none shows a conflict. */
 enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o,
 				 struct pm_error *err);
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */

@@ -414,6 +414,35 @@ static enum pm_status component_cells(struct lp_context *bd, struct component *c
 	return PM_OK;
 }
 
+/*
+ * The largest program built, in matrix entries: GLPK keeps each in a
+ * list node, in the simplex's row and column copies and in the LU
+ * factors' fill, some hundreds of bytes in all, and its exact simplex
+ * more. The zero finder of a 1,000,000-record table's one component
+ * (10,000,000 columns) took 11 GB before it was stopped; one of 24,000
+ * cells ran longer than 16 minutes. Larger components stay undecided
+ * (struct zeros.undecided).
+ */
+#define LP_MAX_ENTRIES 1000000
+
+/* The entries of the program lp_build makes of c (rows selected by use,
+ * may be NULL: all), before it is built. */
+static size_t lp_entries(const struct lp_context *bd, const struct component *c, const uint8_t *use,
+			 int homog)
+{
+	const struct invariants *inv = bd->inv;
+	size_t n = homog ? 2 * c->m : 0;
+
+	for (size_t k = 0; k < c->n_buckets; k++)
+		for (size_t e = bd->brow_off[c->buckets[k]]; e < bd->brow_off[c->buckets[k] + 1];
+		     e++)
+			n += inv->row_off[bd->brow[e] + 1] - inv->row_off[bd->brow[e]] + !!homog;
+	for (size_t k = 0; k < c->n_krows; k++)
+		if (!use || use[k])
+			n += inv->row_off[c->krows[k] + 1] - inv->row_off[c->krows[k]] + !!homog;
+	return n;
+}
+
 /* GLPK's matrix triplets, 1-based. */
 struct triplets {
 	size_t n, cap;
@@ -672,8 +701,9 @@ static int zero_claims(const struct lp_context *bd, const struct component *c, g
 	return 1;
 }
 
-/* Zero finder LP on one component; conflicts are reported. */
-static enum pm_status component_solve(struct lp_context *bd, struct component *c,
+/* Zero finder LP on one component; conflicts are reported. *undecided
+ * (and nothing done) when its program is over LP_MAX_ENTRIES. */
+static enum pm_status component_solve(struct lp_context *bd, struct component *c, int *undecided,
 				      struct pm_error *err)
 {
 	glp_prob *lp = NULL;
@@ -681,11 +711,16 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 	int r = -3; /* out of memory */
 	enum pm_status st;
 
+	*undecided = 0;
 	/* every cell, those known to be zero too: some are zero only to 1e-9
 	 * records (the certificates), and without them an exact program may
 	 * find no solution where there is one */
 	if (component_cells(bd, c, 0))
 		goto out;
+	if (lp_entries(bd, c, NULL, 1) > LP_MAX_ENTRIES) {
+		*undecided = 1;
+		return PM_OK;
+	}
 	lp = lp_build(bd, c, NULL, 1);
 	claim = malloc(c->m + 1);
 	if (!lp || !claim)
@@ -722,6 +757,7 @@ static enum pm_status infeasible_components(struct lp_context *bd, struct compon
 					    struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
+	size_t large = 0, rules = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		int p = proved_infeasible(bd, &cs[i], NULL);
@@ -729,8 +765,19 @@ static enum pm_status infeasible_components(struct lp_context *bd, struct compon
 		if (p)
 			return p < 0 ? PM_ERR_NOMEM : conflict_report(bd, &cs[i], err);
 	}
-	for (size_t i = 0; !st && i < n; i++)
-		st = component_solve(bd, &cs[i], err);
+	for (size_t i = 0; !st && i < n; i++) {
+		int undecided;
+
+		st = component_solve(bd, &cs[i], &undecided, err);
+		large += undecided;
+		rules += undecided ? cs[i].n_krows : 0;
+	}
+	/* the conflict lies in a component too large to name its rules */
+	if (!st && large)
+		st = error_set(err, PM_ERR_INCONSISTENT, "rules",
+			       "no distribution satisfies the rules together; the conflict lies "
+			       "among %zu of them, too many to name the conflicting ones",
+			       rules);
 	return st;
 }
 
@@ -749,7 +796,10 @@ enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, 
 			      .n_buckets = cs->b_off[i + 1] - cs->b_off[i],
 			      .krows = cs->row + cs->r_off[i],
 			      .n_krows = cs->r_off[i + 1] - cs->r_off[i]};
-	enum pm_status st = component_solve(&bd, &c, err);
+	int undecided;
+	enum pm_status st = component_solve(&bd, &c, &undecided, err);
+
+	z->undecided += (size_t)undecided;
 
 	component_finish(&c);
 	context_finish(&bd);

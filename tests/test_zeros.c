@@ -705,6 +705,60 @@ static void test_lp_solve(void)
 	glp_free_env();
 }
 
+/*
+ * A component whose zero finder would be too large to build: 12,000
+ * buckets of five records (25 cells each, 300,000 in all) that one rule
+ * P(s0 | a = x) = 0.5 links. The program would hold about 1.3 million
+ * entries, over LP_MAX_ENTRIES: zeros_lp_component leaves the component
+ * undecided (no zero, z.undecided counts it) without building it, and
+ * the conflict search gives its verdict without the rules' names.
+ */
+static void test_lp_too_large(void)
+{
+	static const char *const attrs[] = {"a"};
+	const char *attr = "a", *x = "x";
+	struct pm_error err = {0};
+	struct dataset_builder *b = dataset_builder_create(NULL, attrs, 1, "v", &err);
+	struct dataset *ds = NULL;
+	struct knowledge k;
+	struct invariants inv;
+	struct zeros z;
+	size_t before, n = 0;
+
+	for (int g = 0; g < 12000; g++)
+		for (int i = 0; i < 5; i++) {
+			char group[16], q[16], sv[8];
+			const char *qv = i ? q : "x";
+
+			snprintf(group, sizeof group, "g%d", g);
+			snprintf(q, sizeof q, "q%d", i);
+			snprintf(sv, sizeof sv, "s%d", i);
+			CHECK(dataset_builder_add_record(b, &qv, group, sv, &err) == PM_OK);
+		}
+	CHECK(dataset_builder_finish(b, &ds, &err) == PM_OK);
+	dataset_builder_destroy(b);
+	knowledge_init(&k);
+	CHECK(knowledge_add_user(&k, ds, &attr, &x, 1, "s0", 1, 0.5, 0, 0, 0, 0, "rules", &err) ==
+	      PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	CHECK(inv.n_cells == 300000);
+	CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
+	CHECK(zeros_deepen(&z, ZEROS_RELAXED, NULL, NULL, &err) == PM_OK);
+	CHECK(z.open.n == 1 && z.open.b_off[1] == 12000);
+	before = z.found;
+	CHECK(zeros_lp_component(&z, &z.open, 0, NULL, &err) == PM_OK);
+	CHECK(z.undecided == 1);
+	for (size_t c = 0; c < inv.n_cells; c++)
+		n += z.zero[c];
+	CHECK(n == before);
+	CHECK(zeros_lp_conflict(&z, NULL, &err) == PM_ERR_INCONSISTENT);
+	CHECK(strstr(err.message, "too many to name") != NULL && !strcmp(err.field, "rules"));
+	zeros_finish(&z);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, skipped = 0, capped = 0, more = 0, zeros = 0,
@@ -713,6 +767,7 @@ int main(void)
 	test_csum();
 	test_lp_solve();
 	test_hand_cases();
+	test_lp_too_large();
 	for (uint64_t seed = 1; seed <= 300; seed++)
 		random_instance(0x5eed0000 + seed, 1, 0, &unresolved);
 	/* deterministic knowledge never needs the linear program */
