@@ -172,26 +172,32 @@ static int q_form(void *ctx)
  * a product and H whole once CG on them took 2 more. */
 enum forming { PRODUCTS, FORMED, SWITCHED, BLOCKED, TIERED };
 
+/* The problem of q, H formed as `how` says. */
+static struct newton_problem quad_problem(struct quad *q, enum forming how, struct parallel *pool)
+{
+	return (struct newton_problem){.ctx = q,
+				       .n = N,
+				       .eval = q_eval,
+				       .prepare = q_prepare,
+				       .diag = q_diag,
+				       .hv = q_hv,
+				       .hessian = how != PRODUCTS ? q_hessian : NULL,
+				       .formed = how == FORMED || how == BLOCKED,
+				       .cg_budget = how == SWITCHED || how == TIERED ? 2 : 0,
+				       .n_blocks = how == BLOCKED || how == TIERED ? 3 : 0,
+				       .block_off = q_blocks,
+				       .whole = how == TIERED,
+				       .block_budget = 1,
+				       .form = q_form,
+				       /* f - base by subtraction: rounding of f's size */
+				       .f_noise = 1e-9,
+				       .pool = pool};
+}
+
 /* Minimizes from 0; returns max |x - x*|. */
 static double run(struct quad *q, const double *xs, enum forming how, struct parallel *pool)
 {
-	struct newton_problem p = {.ctx = q,
-				   .n = N,
-				   .eval = q_eval,
-				   .prepare = q_prepare,
-				   .diag = q_diag,
-				   .hv = q_hv,
-				   .hessian = how != PRODUCTS ? q_hessian : NULL,
-				   .formed = how == FORMED || how == BLOCKED,
-				   .cg_budget = how == SWITCHED || how == TIERED ? 2 : 0,
-				   .n_blocks = how == BLOCKED || how == TIERED ? 3 : 0,
-				   .block_off = q_blocks,
-				   .whole = how == TIERED,
-				   .block_budget = 1,
-				   .form = q_form,
-				   /* f - base by subtraction: rounding of f's size */
-				   .f_noise = 1e-9,
-				   .pool = pool};
+	struct newton_problem p = quad_problem(q, how, pool);
 	struct solver_options o;
 	struct maxent_stats st = {0};
 	double x[N] = {0}, worst = 0;
@@ -717,18 +723,7 @@ static void test_inconsistent(struct parallel *pool)
 		for (int e = 0; e < q.nnz[j]; e++)
 			q.t[q.col[j][e]] += q.val[j][e] * exp(ys[j]);
 	for (int blocks = 0; blocks < 2; blocks++) {
-		struct newton_problem p = {.ctx = &q,
-					   .n = N,
-					   .eval = q_eval,
-					   .prepare = q_prepare,
-					   .diag = q_diag,
-					   .hv = q_hv,
-					   .hessian = blocks ? q_hessian : NULL,
-					   .formed = blocks,
-					   .n_blocks = blocks ? 3 : 0,
-					   .block_off = q_blocks,
-					   .f_noise = 1e-9,
-					   .pool = pool};
+		struct newton_problem p = quad_problem(&q, blocks ? BLOCKED : PRODUCTS, pool);
 		struct solver_options o;
 		struct maxent_stats st = {0};
 		double x[N] = {0}, worst = 0;
