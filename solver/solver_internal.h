@@ -441,8 +441,13 @@ struct twolevel {
 	double *dd, *ex, *xm, dmu_max; /* μ - μ0, its exp and expm1; max |μ - μ0| */
 	size_t *ck_off;		       /* per cell: the open rows through it (local) */
 	uint32_t *ck, *ce;	       /* ce: per entry of ck, its cell */
-	size_t *rc_off;		       /* per open row: its cells (rc, local) */
-	uint32_t *rc;
+	size_t *rc_off;		       /* prefix sums of the open rows' cell counts */
+	/* open row k's cells (local numbers) at rcb + rc_at[k]: rc, or the
+	 * invariants' own rows where the local numbers are theirs (every
+	 * coupled bucket at its place: one copy of the entries fewer) */
+	const uint32_t *rcb;
+	size_t *rc_at;
+	uint32_t *rc;	     /* owned, or NULL */
 	size_t ck_max;	     /* most open rows through a cell */
 	double *y0, *y;	     /* per local cell */
 	uint8_t *exact;	     /* per coupled bucket: y = y0 solves it at μ0 */

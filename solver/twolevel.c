@@ -105,6 +105,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->ce);
 	free(t->rc_off);
 	free(t->rc);
+	free(t->rc_at);
 	free(t->y0);
 	free(t->exact);
 	free(t->lr_off);
@@ -260,7 +261,7 @@ static void grad_item(void *ctx, size_t i, int p)
 
 	(void)p;
 	for (size_t k = t->gr_off[i]; k < t->gr_off[i + 1]; k++) {
-		const uint32_t *c = t->rc + t->rc_off[k];
+		const uint32_t *c = t->rcb + t->rc_at[k];
 		size_t n = t->rc_off[k + 1] - t->rc_off[k], x = 0;
 		double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 

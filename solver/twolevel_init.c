@@ -107,30 +107,47 @@ static void local_cells(struct twolevel *t, const uint32_t *pos)
 	free(lc); /* NULL (no memory for it, or a small component): slow path */
 }
 
-/* Per row its local cells (rc), then per local cell the open rows
- * through it (ck) and each entry's cell (ce): the local numbers found
- * once. */
+/* Do the coupled buckets' local cell numbers equal the invariants'? */
+static int local_is_global(const struct twolevel *t)
+{
+	for (size_t k = 0; k < t->nb; k++)
+		if (t->coff[k] != t->inv->cell_off[t->bk[k]])
+			return 0;
+	return 1;
+}
+
+/* Per row its local cells (rc, or the invariants' rows where the numbers
+ * are the same), then per local cell the open rows through it (ck) and
+ * each entry's cell (ce): the local numbers found once. */
 static enum pm_status init_entries(struct twolevel *t, const uint32_t *pos)
 {
 	size_t cells = t->coff[t->nb], n = t->rc_off[t->r];
+	int same = local_is_global(t);
 
 	t->ck_off = calloc(cells + 2, sizeof *t->ck_off);
-	t->rc = malloc((n + 1) * sizeof *t->rc);
+	t->rc = same ? NULL : malloc((n + 1) * sizeof *t->rc);
 	t->ck = malloc((n + 1) * sizeof *t->ck);
 	t->ce = malloc((n + 1) * sizeof *t->ce);
-	if (!t->ck_off || !t->rc || !t->ck || !t->ce)
+	if (!t->ck_off || (!same && !t->rc) || !t->ck || !t->ce)
 		return PM_ERR_NOMEM;
-	local_cells(t, pos);
-	for (size_t x = 0; x < n; x++)
-		t->ck_off[t->rc[x] + 2]++;
+	t->rcb = same ? t->inv->row_cell : t->rc;
+	for (size_t k = 0; k < t->r; k++)
+		t->rc_at[k] = same ? t->inv->row_off[t->row[k]] : t->rc_off[k];
+	if (!same)
+		local_cells(t, pos);
+	for (size_t k = 0; k < t->r; k++)
+		for (size_t x = 0; x < t->rc_off[k + 1] - t->rc_off[k]; x++)
+			t->ck_off[t->rcb[t->rc_at[k] + x] + 2]++;
 	for (size_t c = 0; c < cells; c++) {
 		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
 		t->ck_off[c + 2] += t->ck_off[c + 1];
 	}
 	for (size_t k = 0; k < t->r; k++)
-		for (size_t x = t->rc_off[k]; x < t->rc_off[k + 1]; x++) {
-			t->ck[t->ck_off[t->rc[x] + 1]] = (uint32_t)k;
-			t->ce[t->ck_off[t->rc[x] + 1]++] = t->rc[x];
+		for (size_t x = 0; x < t->rc_off[k + 1] - t->rc_off[k]; x++) {
+			uint32_t c = t->rcb[t->rc_at[k] + x];
+
+			t->ck[t->ck_off[c + 1]] = (uint32_t)k;
+			t->ce[t->ck_off[c + 1]++] = c;
 		}
 	return PM_OK;
 }
@@ -198,8 +215,9 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	t->ex = malloc((nr + 1) * sizeof *t->ex);
 	t->xm = malloc((nr + 1) * sizeof *t->xm);
 	t->rc_off = malloc((nr + 1) * sizeof *t->rc_off);
+	t->rc_at = malloc((nr + 1) * sizeof *t->rc_at);
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->dd || !t->ex || !t->xm ||
-	    !t->rc_off || init_blocks(t, rows, nr))
+	    !t->rc_off || !t->rc_at || init_blocks(t, rows, nr))
 		return PM_ERR_NOMEM;
 	t->rc_off[0] = 0;
 	for (size_t k = 0; k < nr; k++) {
