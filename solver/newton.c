@@ -236,15 +236,15 @@ static double residual(struct newton *nw)
  * along q, or, with a factor, a residual past twice the first: along
  * H's near null directions an old factor's pivots no longer match H, and
  * the products' rounding outweighs what is left), else 0. With Jacobi
- * the residual may grow on the way and still end low: no such test.
- * Below some level the residual cannot go: the part of -g along H's null
- * directions that no dropped row accounts for (rows that depend across
- * blocks, their right-hand sides consistent only to rounding). There,
- * CG on the singular system diverges (Kaasschieter 1988): its steps
- * divide by vanishing curvature, d runs off along the null directions
- * and the residual grows. A residual CG_DIVERGED times the smallest so
- * far ends it; whenever CG ends short of eta, d is its iterate of the
- * smallest residual (nw->best).
+ * the residual may grow on the way and still end low: no such test. But
+ * the residual cannot go below the part of -g along H's null directions
+ * that no dropped row accounts for (rows that depend across blocks,
+ * their right-hand sides consistent only to rounding). There, CG on the
+ * singular system diverges (Kaasschieter 1988): its steps divide by
+ * vanishing curvature, d runs off along the null directions and the
+ * residual grows. A residual CG_DIVERGED times the smallest so far ends
+ * it, with any preconditioner; whenever CG ends short of eta, d is its
+ * iterate of the smallest residual (nw->best).
  */
 static int pcg(struct newton *nw, double eta, double g2, int max_it, int iteration, double viol)
 {
