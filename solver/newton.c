@@ -19,6 +19,7 @@
  * CG breaks down. The workspace, the factor with it, lasts across calls
  * (a polish after a first target).
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,18 @@ struct newton {
 	/* ldl preconditions (since the first step, or since CG cost more);
 	 * factored: it holds a factorization */
 	int dense, factored;
-	long products;	 /* CG's products H v in the last direction */
-	long spent;	 /* ... and in all since the last factorization */
-	size_t nb, *sq;	 /* H's blocks (1: H whole), and where each is in ldl */
-	size_t nf;	 /* the factor's blocks now: 1 (H whole) or nb */
+	long products;	/* CG's products H v in the last direction */
+	long spent;	/* ... and in all since the last factorization */
+	size_t nb, *sq; /* H's blocks (1: H whole), and where each is in ldl */
+	size_t nf;	/* the factor's blocks now: 1 (H whole) or nb */
+	/* the rows each block's factor holds, the known dependent ones
+	 * left out (kept[lo ..], nk[b] of them, in the block's local
+	 * numbers) and, at the same place, scratch for its solves */
+	uint32_t *kept;
+	size_t *nk;
+	double *zk;
 	int whole_nulls; /* dependent rows looked for on H whole */
+	int slow;	 /* the last step left more than half the violation */
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -99,13 +107,27 @@ struct block_solves {
 	double *z;
 };
 
+/* Block b's solve on its kept rows (gathered into zk, each block's own
+ * range of it); a dependent row's entry is 0, as its null pivot gave. */
 static void block_solve(void *ctx, size_t b, int part)
 {
 	const struct block_solves *bs = ctx;
-	size_t lo, m = block(bs->nw, b, &lo);
+	const struct newton *nw = bs->nw;
+	size_t lo, m = block(nw, b, &lo), k = nw->nk[b];
+	const uint32_t *kept = nw->kept + lo;
+	double *z = bs->z + lo, *zk = nw->zk + lo;
 
 	(void)part;
-	schur_dense_solve(bs->nw->ldl + bs->nw->sq[b], m, bs->z + lo);
+	if (k == m) {
+		schur_dense_solve(nw->ldl + nw->sq[b], m, z);
+		return;
+	}
+	for (size_t i = 0; i < k; i++)
+		zk[i] = z[kept[i]];
+	schur_dense_solve(nw->ldl + nw->sq[b], k, zk);
+	memset(z, 0, m * sizeof *z);
+	for (size_t i = 0; i < k; i++)
+		z[kept[i]] = zk[i];
 }
 
 /* z = M^-1 r: Jacobi, or the factor: H whole, or its blocks, which are
@@ -136,33 +158,42 @@ static void multiply(const struct newton *nw, const double *v, double *out)
 			out[k] = 0;
 }
 
-/* Row and column k of a formed block (lower triangle, n x n) set to 0. */
-static void drop_row(double *h, size_t n, size_t k)
+/* The rows of a formed block (lower triangle, m x m) that are not known
+ * to be dependent, packed in place into the leading k x k (k returned,
+ * their local numbers in kept): entry (i, j) moves to i k + j <= its
+ * place, so each goes where nothing is left to read. */
+static size_t pack_rows(double *a, size_t m, const uint8_t *null, uint32_t *kept)
 {
-	memset(h + k * n, 0, (k + 1) * sizeof *h);
-	for (size_t i = k + 1; i < n; i++)
-		h[i * n + k] = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < m; i++)
+		if (!(null && null[i]))
+			kept[k++] = (uint32_t)i;
+	for (size_t i = 0; k < m && i < k; i++)
+		for (size_t j = 0; j <= i; j++)
+			a[i * k + j] = a[(size_t)kept[i] * m + kept[j]];
+	return k;
 }
 
 /* Block b formed at nw->ldl + nw->sq[b]: its diagonal into diag, the
- * known dependent rows dropped, factored; the first time, its null
- * pivots are the dependent rows (a row that depends on its block's
- * others depends on H's). */
+ * known dependent rows left out (their null pivots would cost the cubic
+ * factorization their share: half the rows on some knowledge bounds),
+ * factored; the first time, its null pivots are the dependent rows (a
+ * row that depends on its block's others depends on H's). */
 static void factor_block(struct newton *nw, size_t b, int first)
 {
 	const struct newton_problem *p = nw->p;
 	struct newton_null *nl = p->null;
-	size_t lo, m = block(nw, b, &lo);
+	size_t lo, m = block(nw, b, &lo), k;
 	double *a = nw->ldl + nw->sq[b];
+	const uint32_t *kept = nw->kept + lo;
 
 	for (size_t i = 0; i < m; i++)
 		nw->diag[lo + i] = a[i * m + i];
-	for (size_t k = 0; nl && nl->known && k < m; k++)
-		if (nl->row[lo + k])
-			drop_row(a, m, k);
-	schur_dense_factor(a, m, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work, p->pool);
-	for (size_t k = 0; first && k < m; k++)
-		nl->row[lo + k] = !(a[k * m + k] > 0);
+	k = nw->nk[b] = pack_rows(a, m, nl && nl->known ? nl->row + lo : NULL, nw->kept + lo);
+	schur_dense_factor(a, k, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work, p->pool);
+	for (size_t i = 0; first && i < k; i++)
+		nl->row[lo + kept[i]] = !(a[i * k + i] > 0);
 }
 
 /*
@@ -244,7 +275,11 @@ static double residual(struct newton *nw)
  * vanishing curvature, d runs off along the null directions and the
  * residual grows. A residual CG_DIVERGED times the smallest so far ends
  * it, with any preconditioner; whenever CG ends short of eta, d is its
- * iterate of the smallest residual (nw->best).
+ * iterate of the smallest residual (nw->best). Or the residual stays
+ * put while the steps shrink without end (curvature along q falling
+ * geometrically): what is left of it lies where the preconditioner sees
+ * nothing. So CG also ends once a step no longer changes d (below its
+ * rounding).
  */
 static int pcg(struct newton *nw, double eta, double g2, int max_it, int iteration, double viol)
 {
@@ -256,7 +291,7 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
 	memcpy(nw->q, nw->z, n * sizeof *nw->q);
 	rz = dot(nw->res, nw->z, n);
 	for (int it = 0; it < max_it; it++) {
-		double qhq, a, rz1;
+		double qhq, a, rz1, dmax = 0, step = 0;
 
 		/* the first right after the caller's own poll */
 		if (it > 0 && stop_asked(nw, iteration, viol))
@@ -273,8 +308,12 @@ static int pcg(struct newton *nw, double eta, double g2, int max_it, int iterati
 		for (size_t k = 0; k < n; k++) {
 			nw->d[k] += a * nw->q[k];
 			nw->res[k] -= a * nw->hq[k];
+			dmax = fmax(dmax, fabs(nw->d[k]));
+			step = fmax(step, fabs(a * nw->q[k]));
 		}
 		r2 = sqrt(dot(nw->res, nw->res, n));
+		if (!(step > DBL_EPSILON * dmax))
+			break;
 		if (r2 <= eta * g2)
 			return 0;
 		if (r2 < least) {
@@ -348,11 +387,16 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 		/* an old factor broke down: made anew, in a probe of the same
 		 * blocks while some multiplier still moves (there CG breaks
 		 * down where H vanishes along a forced zero's runaway
-		 * multiplier, which H whole would not change); when none
-		 * does, the breakdown is rounding, which H whole ends */
+		 * multiplier, which H whole would not change), unless the
+		 * probe runs to its end (NEWTON_STOP_STALL) and the blocks'
+		 * last step did not halve the violation: H whole is then what
+		 * is left to try before it stalls; when none moves, the
+		 * breakdown is rounding, which H whole ends */
 		fresh = 1;
-		factor_at(nw,
-			  p->linear_stop && nw->nf > 1 && moving(nw) ? nw->nf : next_blocks(nw));
+		factor_at(nw, p->stop && nw->nf > 1 && moving(nw) &&
+				      !(p->stop == NEWTON_STOP_STALL && nw->slow)
+				  ? nw->nf
+				  : next_blocks(nw));
 	}
 	if (!(dot(nw->d, nw->g, n) < 0)) {
 		jacobi(nw, nw->g, nw->d);
@@ -409,8 +453,9 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 }
 
 /* The factor's storage (every block square) and its scratch (for the
- * largest block); NULL on failure. */
-static void factor_alloc(struct newton *nw)
+ * largest block), and the kept rows' lists; returns 0 on failure, none
+ * of them allocated (so nw->ldl set means all are). */
+static int factor_alloc(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
 	int whole = nw->nb == 1 || p->whole;
@@ -422,6 +467,16 @@ static void factor_alloc(struct newton *nw)
 			     : widest;
 	nw->ldl = malloc((whole ? p->n * p->n : nw->sq[nw->nb]) * sizeof *nw->ldl + 1);
 	nw->work = malloc(schur_dense_work(widest) * sizeof *nw->work);
+	nw->kept = malloc((p->n + 1) * sizeof *nw->kept);
+	nw->nk = malloc((nw->nb + 1) * sizeof *nw->nk);
+	nw->zk = malloc((p->n + 1) * sizeof *nw->zk);
+	if (nw->ldl && nw->work && nw->kept && nw->nk && nw->zk)
+		return 1;
+	free(nw->ldl), free(nw->work), free(nw->kept), free(nw->nk), free(nw->zk);
+	nw->ldl = nw->work = nw->zk = NULL;
+	nw->kept = NULL;
+	nw->nk = NULL;
+	return 0;
 }
 
 /* A factorization preconditions from now on: CG took more products in
@@ -435,9 +490,29 @@ static void switch_to_formed(struct newton *nw)
 
 	if (nw->dense || !p->hessian || nw->spent <= budget(nw))
 		return;
-	if (!nw->ldl)
-		factor_alloc(nw);
-	nw->dense = nw->ldl && nw->work && (!p->form || !p->form(p->ctx));
+	nw->dense = (nw->ldl || factor_alloc(nw)) && (!p->form || !p->form(p->ctx));
+}
+
+/*
+ * Whether a probe stops here (p->stop), the violation of the last
+ * STALL_STEPS steps before this one in past (a ring, steps so far): full
+ * steps (fulls in a row) that only shrink the violation by a constant
+ * factor, the optimum at infinity (a cell forced to zero), or no
+ * halving over STALL_STEPS steps. Newton's first steps from far away do
+ * the same, but move most multipliers, fewer at each step (narrowing),
+ * where a forced zero's run moves its own few, the same ones: a probe
+ * stops once at most half of them still move or they no longer get
+ * fewer, and those point the zero search to its rows (newton_moving).
+ */
+static int stop_early(const struct newton_problem *p, int narrowing, int fulls, int steps,
+		      const double *past, double viol)
+{
+	int linear =
+	    fulls >= LINEAR_STEPS &&
+	    viol > pow(LINEAR_RATE, LINEAR_STEPS) * past[(steps - LINEAR_STEPS + 1) % STALL_STEPS];
+	int stall = steps >= STALL_STEPS && viol > 0.5 * past[steps % STALL_STEPS];
+
+	return p->stop && !narrowing && (stall || (p->stop == NEWTON_STOP_LINEAR && linear));
 }
 
 static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
@@ -468,22 +543,12 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 			break;
 		}
 		st->iterations++;
-		/* full steps that only shrink the violation by a constant factor:
-		 * the optimum is at infinity (a cell forced to zero). Newton's
-		 * first steps from far away do the same, but move most
-		 * multipliers, fewer at each step, where a forced zero's run
-		 * moves its own few, the same ones: a probe stops once at
-		 * most half of them still move or they no longer get fewer,
-		 * and those point the zero search to its rows (newton_moving) */
+		nw->slow = viol > 0.5 * before;
 		fulls = full ? fulls + 1 : 0;
-		now = p->linear_stop ? moving(nw) : 0;
+		now = p->stop ? moving(nw) : 0;
 		narrowing = 2 * now > p->n && now < last;
 		last = now;
-		if (p->linear_stop && !narrowing &&
-		    ((fulls >= LINEAR_STEPS &&
-		      viol > pow(LINEAR_RATE, LINEAR_STEPS) *
-				 past[(steps - LINEAR_STEPS + 1) % STALL_STEPS]) ||
-		     (steps >= STALL_STEPS && viol > 0.5 * past[steps % STALL_STEPS]))) {
+		if (stop_early(p, narrowing, fulls, steps, past, viol)) {
 			*stalled = 1;
 			break;
 		}
@@ -531,8 +596,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 		nw->sq[b + 1] = nw->sq[b] + m * m;
 	}
 	if (p->hessian && p->formed) {
-		factor_alloc(nw);
-		nw->dense = nw->ldl && nw->work;
+		nw->dense = factor_alloc(nw);
 	}
 	*out = nw;
 	return PM_OK;
@@ -545,6 +609,9 @@ void newton_destroy(struct newton *nw)
 	free(nw->g);
 	free(nw->ldl);
 	free(nw->work);
+	free(nw->kept);
+	free(nw->nk);
+	free(nw->zk);
 	free(nw->sq);
 	free(nw);
 }

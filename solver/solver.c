@@ -453,7 +453,12 @@ static struct solver_options probe_options(const struct solver_options *o, int u
  * rows gave zeros). A depth that adds no zero leaves the problem as it
  * was, so the last probe's verdict stands and the search goes on at
  * once; at ZEROS_EXACT such a probe's converged solve is the answer
- * (cells it left tiny, not a forced zero, made it look unclean).
+ * (cells it left tiny, not a forced zero, made it look unclean). A
+ * probe whose failure leads to ZEROS_EXACT is the last chance
+ * (struct solver_probe.last): a probe cannot tell a forced zero from a
+ * tiny positive cell, both shrinking by a steady factor, and the exact
+ * decision only speeds up a solve that runs to its end anyway, so it
+ * does, and a converged one is the answer, clean or not.
  */
 static enum pm_status solve_all(const struct dataset *ds, const struct invariants *inv,
 				const struct solver_options *o, struct run *u,
@@ -491,6 +496,8 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 			continue;
 		}
 		probe = u->z.depth < ZEROS_EXACT && u->z.open.n;
+		/* a failure leads to ZEROS_EXACT (unless its ray gives zeros) */
+		u->probe.last = rayed || u->z.depth >= ZEROS_RELAXED;
 		if (run_phase(u, SOLVER_PHASE_ITERATE, used, err))
 			return PM_ERR_CANCELLED;
 		so = probe ? probe_options(o, used) : *o;
@@ -501,7 +508,8 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 		u->ms.iterations += used;
 		used = u->ms.iterations;
 		/* at the caller's limit: a best effort, not converged */
-		if (st || !probe || probe_clean(inv, u, r->cells) || used >= o->max_iterations)
+		if (st || !probe || (u->probe.last && u->ms.converged) ||
+		    probe_clean(inv, u, r->cells) || used >= o->max_iterations)
 			break;
 		ray = u->probe.ray;
 		d += !hinted;

@@ -161,6 +161,11 @@ struct maxent_stats {
 struct solver_probe {
 	double *prev;
 	uint8_t *ray;
+	/* the solve's last chance before the exact zero decision (solver.c):
+	 * it runs to its end as the solve proper does (no stop on linear
+	 * convergence, polished) and a converged one is the answer; a stall
+	 * still ends it (no L-BFGS), leaving prev and ray */
+	int last;
 };
 
 /*

@@ -262,6 +262,17 @@ struct newton_null {
 	int known;
 };
 
+/* When newton_minimize may stop short of its target (*stalled), once at
+ * most half the variables still move (Newton's first steps from far away
+ * move most of them): for probes (solver.c). */
+enum newton_stop {
+	NEWTON_STOP_NONE = 0, /* at the target, the limit or a failed line search */
+	/* stagnation: the violation not halved over STALL_STEPS steps */
+	NEWTON_STOP_STALL,
+	/* that, or linear convergence, the mark of a minimum at infinity */
+	NEWTON_STOP_LINEAR,
+};
+
 /* A smooth convex function of n variables for newton_minimize. */
 struct newton_problem {
 	void *ctx;
@@ -297,9 +308,8 @@ struct newton_problem {
 	int formed;
 	long cg_budget;
 	int (*form)(void *ctx);
-	/* stop (*stalled) on linear convergence, the mark of a minimum at
-	 * infinity, once at most half the variables still move: for probes */
-	int linear_stop;
+	/* whether to stop short of the target (*stalled): for probes */
+	enum newton_stop stop;
 	/* rounding error of f: a decrease below it proves nothing */
 	double f_noise;
 	/* for factoring a large formed H on all cores (may be NULL) */

@@ -599,13 +599,13 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 	for (size_t k = 0; k < t->r; k++)
 		max_rhs = fmax(max_rhs, t->rhs[k]);
 	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
-	np.linear_stop = probe != NULL;
+	np.stop = !probe ? NEWTON_STOP_NONE : probe->last ? NEWTON_STOP_STALL : NEWTON_STOP_LINEAR;
 	t->loosest = TWOLEVEL_LOOSE;
 	t->outer = target;
 	ret = newton_minimize(nw, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
 	    st->max_violation >
-		(polish = polish_target(t, target, 1e-13 * max_rhs, probe != NULL))) {
+		(polish = polish_target(t, target, 1e-13 * max_rhs, probe && !probe->last))) {
 		struct solver_options po = *o;
 
 		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations

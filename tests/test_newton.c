@@ -226,7 +226,7 @@ static double run(struct quad *q, const double *xs, enum forming how, struct par
  * A probe's problem with no minimum: f(x) = 2 ln(1 + e^x) - 3x falls
  * forever while its gradient (the violation) tends to -1, and a trial
  * more than 0.5 from the prepared point is rejected (f = inf), as a wild
- * point's inner scaling is: every step is damped. With linear_stop the
+ * point's inner scaling is: every step is damped. With NEWTON_STOP_LINEAR the
  * stagnation rule must end it within a few steps, not at the iteration
  * cap.
  */
@@ -291,7 +291,7 @@ static double probe_1d(struct newton_problem p, double target, struct maxent_sta
 	double x[1] = {0};
 
 	p.n = 1;
-	p.linear_stop = 1;
+	p.stop = NEWTON_STOP_LINEAR;
 	p.f_noise = 1e-12;
 	solver_options_init(&o);
 	*stalled = 0;
@@ -453,7 +453,7 @@ static int wide_run(const int *moving, uint8_t *rows)
 				   .prepare = wide_prepare,
 				   .diag = wide_diag,
 				   .hv = wide_hv,
-				   .linear_stop = 1,
+				   .stop = NEWTON_STOP_LINEAR,
 				   .f_noise = 1e-12};
 	struct solver_options o;
 	struct maxent_stats st = {0};
@@ -657,7 +657,7 @@ static void test_breakdown(void)
 /*
  * The same breakdown on H's blocks, which Newton reaches first (Jacobi
  * for one direction, then the blocks): the factor is made anew of H
- * whole, in a probe (linear_stop) too, as no multiplier runs off here
+ * whole, in a probe (NEWTON_STOP_LINEAR) too, as no multiplier runs off here
  * (the breakdown is the products' rounding, which H whole ends): the
  * probe converges like the solve.
  */
@@ -670,7 +670,8 @@ static void test_block_breakdown(void)
 
 		dup_init(&u, 2, 0);
 		u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
-		u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.linear_stop = probe;
+		u.p.block_budget = 0, u.p.cg_budget = 1000,
+		u.p.stop = probe ? NEWTON_STOP_LINEAR : NEWTON_STOP_NONE;
 		CHECK(dup_solve(&u, 1e-12) == PM_OK);
 		CHECK(u.d.forms >= 1);
 		CHECK(u.d.wholes >= 1 && !u.stalled && u.st.max_violation <= 1e-12);
@@ -694,7 +695,7 @@ static void test_runaway_breakdown(void)
 	dup_init(&u, 3, 0);
 	u.d.t[1] = u.d.t[0];
 	u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
-	u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.linear_stop = 1;
+	u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.stop = NEWTON_STOP_LINEAR;
 	CHECK(dup_solve(&u, 1e-12) == PM_OK);
 	CHECK(u.stalled && u.d.forms >= 2 && u.d.wholes == 0);
 	CHECK(u.x[0] - u.x[1] < -3);
