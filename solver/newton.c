@@ -70,7 +70,9 @@ struct newton {
 	size_t *nk;
 	double *zk;
 	int whole_nulls; /* dependent rows looked for on H whole */
-	int slow;	 /* the last step left more than half the violation */
+	/* the last step left more than half the violation, with at most
+	 * half the variables moving (past Newton's first steps) */
+	int slow;
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -543,11 +545,11 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 			break;
 		}
 		st->iterations++;
-		nw->slow = viol > 0.5 * before;
 		fulls = full ? fulls + 1 : 0;
 		now = p->stop ? moving(nw) : 0;
 		narrowing = 2 * now > p->n && now < last;
 		last = now;
+		nw->slow = 2 * now <= p->n && viol > 0.5 * before;
 		if (stop_early(p, narrowing, fulls, steps, past, viol)) {
 			*stalled = 1;
 			break;

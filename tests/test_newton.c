@@ -498,6 +498,9 @@ struct dup {
 	double t[4], base, a, b, c; /* exponentials at the prepared point */
 	double noise;		    /* test_breakdown's, in the products */
 	int forms, wholes;	    /* H formed, its blocks or whole */
+	/* > 0: a trial farther than this from the prepared point x0 is
+	 * rejected (f = inf), as a wild point's inner scaling is */
+	double reach, x0[4];
 };
 
 static double dup_f(const double *x, const double *t, double *g, double *viol)
@@ -518,6 +521,9 @@ static double dup_eval(void *ctx, const double *x, double *g, double *viol)
 {
 	struct dup *d = ctx;
 
+	for (int i = 0; d->reach > 0 && i < 4; i++)
+		if (fabs(x[i] - d->x0[i]) > d->reach)
+			return INFINITY;
 	return dup_f(x, d->t, g, viol) - d->base;
 }
 
@@ -527,6 +533,7 @@ static void dup_prepare(void *ctx, const double *x)
 	double v;
 
 	d->base = dup_f(x, d->t, NULL, &v);
+	memcpy(d->x0, x, sizeof d->x0);
 	d->a = exp(x[0] + x[1]);
 	d->b = exp(x[0] - x[1]);
 	d->c = exp(x[2] + x[3]);
@@ -702,6 +709,34 @@ static void test_runaway_breakdown(void)
 }
 
 /*
+ * The same runaway as a last chance (NEWTON_STOP_STALL): no stop on
+ * linear convergence, so it runs to the target (e^(x0 - x1) below it,
+ * shrinking by e per full step), on the blocks all the way, each step
+ * past the first ones more than halving the violation. With every step
+ * damped to 0.5 (a factor of e^-0.5 per step: the blocks no longer halve
+ * it), a breakdown makes H whole instead, and it still converges.
+ */
+static void test_last_chance(void)
+{
+	static const size_t halves[] = {0, 2, 4};
+
+	for (int damped = 0; damped < 2; damped++) {
+		struct dup_run u;
+
+		dup_init(&u, 3, 0);
+		u.d.t[1] = u.d.t[0];
+		u.d.reach = damped ? 0.5 : 0;
+		u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
+		u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.stop = NEWTON_STOP_STALL;
+		CHECK(dup_solve(&u, 1e-10) == PM_OK);
+		CHECK(!u.stalled && u.st.max_violation <= 1e-10 && u.d.forms >= 2);
+		CHECK(damped ? u.d.wholes >= 1 : u.d.wholes == 0);
+		CHECK(u.x[0] - u.x[1] < -15);
+		CHECK(fabs(u.x[0] + u.x[1] - log(u.d.t[0])) < 1e-9);
+	}
+}
+
+/*
  * H singular along a direction that crosses the blocks, with the
  * gradient a little off it (the rounding of a table's counts, where rows
  * depend across blocks): B's rows each sum to 0, so every x + c 1 gives
@@ -788,6 +823,7 @@ int main(void)
 	test_breakdown();
 	test_block_breakdown();
 	test_runaway_breakdown();
+	test_last_chance();
 	CHECK(parallel_create(2, &pool) == PM_OK);
 	test_inconsistent(pool);
 	parallel_destroy(pool);
