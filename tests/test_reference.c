@@ -407,10 +407,11 @@ out:
 	free(dense);
 }
 
-/* Everything solver_run reports that the reference can vouch for. */
-static void compare(const struct dataset *ds, const struct reference_system *sys, const double *ref,
-		    const double *cf, const struct invariants *inv, const struct solver_result *r,
-		    struct worst *w)
+/* Everything solver_run reports that the reference can vouch for but the
+ * count of forced zeros (compare). */
+static void compare_answer(const struct dataset *ds, const struct reference_system *sys,
+			   const double *ref, const double *cf, const struct invariants *inv,
+			   const struct solver_result *r, struct worst *w)
 {
 	int inf_ref, inf_cf;
 	double acc = accuracy(ds, sys, ref, &inf_ref), base = accuracy(ds, sys, cf, &inf_cf);
@@ -419,7 +420,6 @@ static void compare(const struct dataset *ds, const struct reference_system *sys
 		fprintf(stderr,
 			"solver: not converged after %d iterations, max_violation %.3g: %s\n",
 			r->iterations, r->max_violation, r->reason);
-	CHECK(r->forced_zeros == sys->n_forced);
 	compare_cells(sys, inv, r, w);
 	compare_posterior(ds, r, ref, w);
 	CHECK_NEAR(r->entropy, reference_entropy(sys), AGREE);
@@ -431,6 +431,15 @@ static void compare(const struct dataset *ds, const struct reference_system *sys
 	CHECK_NEAR(r->baseline_accuracy, base, AGREE);
 	note(&w->accuracy, fabs(r->estimation_accuracy - acc));
 	note(&w->baseline, fabs(r->baseline_accuracy - base));
+}
+
+/* Everything solver_run reports that the reference can vouch for. */
+static void compare(const struct dataset *ds, const struct reference_system *sys, const double *ref,
+		    const double *cf, const struct invariants *inv, const struct solver_result *r,
+		    struct worst *w)
+{
+	CHECK(r->forced_zeros == sys->n_forced);
+	compare_answer(ds, sys, ref, cf, inv, r, w);
 }
 
 /* Random knowledge mined from the instance's own records. */
@@ -524,6 +533,87 @@ out:
 	dataset_destroy(ds);
 }
 
+/* A table of n records whose SA follows the QI values but for one record
+ * in about `noise` (so that mined rules come near 0 and 1), in buckets
+ * of 3 to 6 records. Caller frees with dataset_destroy. */
+static struct dataset *skewed_table(uint64_t *rng, size_t n, size_t noise, size_t n_attrs)
+{
+	static const char *const attrs[] = {"a", "b", "c"};
+	static const char *const vals[] = {"v0", "v1", "v2", "v3", "v4"};
+	static const char *const sas[] = {"s0", "s1", "s2", "s3", "s4", "s5", "s6"};
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	struct dataset_builder *b = dataset_builder_create("skewed", attrs, n_attrs, "sa", &err);
+	size_t size = rng_in(rng, 3, 6);
+	for (size_t i = 0; b && i < n; i++) {
+		size_t q[3] = {0}, s;
+		const char *qi[3];
+		char group[32];
+		for (size_t a = 0; a < n_attrs; a++) {
+			q[a] = rng_in(rng, 0, 2 + a);
+			qi[a] = vals[q[a]];
+		}
+		s = rng_in(rng, 0, noise) == 0 ? rng_in(rng, 0, 6) : (q[0] + 2 * q[1] + q[2]) % 7;
+		snprintf(group, sizeof(group), "g%zu", i / size);
+		CHECK(dataset_builder_add_record(b, qi, group, sas[s], &err) == PM_OK);
+	}
+	CHECK(b && dataset_builder_finish(b, &ds, &err) == PM_OK);
+	dataset_builder_destroy(b);
+	return ds;
+}
+
+/*
+ * The last chance (solver/README.md): a probe whose failure would lead to
+ * the exact zero decision runs to its end, and a converged one is the
+ * answer even where cells still shrink. On these two tables (found by a
+ * seed search over skewed_table, two-level method) it leaves 4 and 7 of
+ * the forced zeros unfound, each below the tolerance: the answer must
+ * still agree with the reference's, whose zeros are exact.
+ */
+static void test_last_chance(void)
+{
+	static const uint64_t seeds[] = {254, 1670};
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(*seeds); i++) {
+		uint64_t rng = seeds[i] * 7919 + 17;
+		size_t n_attrs = rng_in(&rng, 2, 3), noise = rng_in(&rng, 2, 60);
+		size_t n = rng_in(&rng, 100, 1200);
+		struct dataset *ds = skewed_table(&rng, n, noise, n_attrs);
+		struct knowledge k;
+		struct miner_options mo;
+		struct invariants inv;
+		struct reference_system sys;
+		struct solver_options so;
+		struct solver_result r;
+		struct pm_error err = {0};
+		struct worst w;
+		double *ref = calloc(ds->n_tuples * ds->sa_values.n + 1, sizeof(*ref));
+		double *cf = calloc(ds->n_tuples * ds->sa_values.n + 1, sizeof(*cf));
+		memset(&w, 0, sizeof(w));
+		knowledge_init(&k);
+		miner_options_init(&mo);
+		mo.positive = rng_in(&rng, 5, 120);
+		mo.negative = rng_in(&rng, 5, 120);
+		mo.min_support = rng_in(&rng, 1, 3);
+		mo.qi_attributes = rng_in(&rng, 1, ds->n_attrs);
+		CHECK(miner_run(ds, &mo, &k, &err) == PM_OK);
+		CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+		CHECK(reference_solve(ds, &k, ref, &sys) == REFERENCE_OK);
+		closed_form(&sys, cf);
+		solver_options_init(&so);
+		so.tolerance = 1e-10;
+		CHECK(solver_run(ds, &k, &inv, &so, &r, &err) == PM_OK);
+		CHECK(r.forced_zeros < sys.n_forced);
+		compare_answer(ds, &sys, ref, cf, &inv, &r, &w);
+		solver_result_finish(&r);
+		reference_free(&sys);
+		invariants_finish(&inv);
+		knowledge_finish(&k);
+		dataset_destroy(ds);
+		free(ref);
+		free(cf);
+	}
+}
+
 static void test_cross_check(void)
 {
 	struct worst w;
@@ -557,6 +647,7 @@ int main(void)
 	test_fractional_rule_by_hand();
 	test_deterministic();
 	test_inconsistent_and_unsupported();
+	test_last_chance();
 	test_cross_check();
 	return check_done();
 }
