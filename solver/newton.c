@@ -54,6 +54,12 @@ struct newton {
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *step; /* the direction of the last step taken, whole */
 	double *best; /* PCG's iterate of the smallest residual */
+	/* with l1 weights: F's pseudo-gradient at the current point (else
+	 * g itself) and the orthant of the next step per variable (+1, -1;
+	 * 0: held at 0), any_held whether some variable is */
+	double *pg;
+	int8_t *orth;
+	int any_held;
 	double *ldl;  /* n x n: the factorization of H at some point (or NULL) */
 	double *work; /* for the factorization */
 	/* ldl preconditions (since the first step, or since CG cost more);
@@ -88,6 +94,75 @@ static void jacobi(const struct newton *nw, const double *r, double *z)
 {
 	for (size_t k = 0; k < nw->p->n; k++)
 		z[k] = nw->diag[k] > 0 ? r[k] / nw->diag[k] : r[k];
+}
+
+/* ---- the L1 terms (newton_problem.l1) ---------------------------------- */
+
+/* Variable k's pseudo-gradient (Andrew & Gao 2007): F's slope toward the
+ * side x moves to, at x = 0 the steeper descending side, 0 if neither
+ * descends. */
+static double pseudo(double x, double g, double w)
+{
+	if (x > 0 || (x == 0 && g + w < 0))
+		return g + w;
+	if (x < 0 || (x == 0 && g - w > 0))
+		return g - w;
+	return 0;
+}
+
+/* F's pseudo-gradient at x for f's gradient g into pg (g itself without
+ * weights); returns its largest weighted entry, those variables'
+ * violation. */
+static double pseudo_gradient(const struct newton_problem *p, const double *x, const double *g,
+			      double *pg)
+{
+	double worst = 0;
+
+	for (size_t k = 0; k < p->n; k++) {
+		pg[k] = p->l1 && p->l1[k] > 0 ? pseudo(x[k], g[k], p->l1[k]) : g[k];
+		worst = p->l1 && p->l1[k] > 0 ? fmax(worst, fabs(pg[k])) : worst;
+	}
+	return worst;
+}
+
+/* The orthant of the next step from x: the sign of each weighted x, or
+ * at 0 that of -pg (0: held at 0). */
+static void orthant(struct newton *nw, const double *x)
+{
+	const struct newton_problem *p = nw->p;
+
+	nw->any_held = 0;
+	for (size_t k = 0; p->l1 && k < p->n; k++) {
+		double s = x[k] != 0 ? x[k] : -nw->pg[k];
+
+		nw->orth[k] = !(p->l1[k] > 0) ? 1 : s > 0 ? 1 : s < 0 ? -1 : 0;
+		nw->any_held |= nw->orth[k] == 0;
+	}
+}
+
+/* A held variable's entry of v set to 0 (CG runs on the others). */
+static void unhold(const struct newton *nw, double *v)
+{
+	for (size_t k = 0; nw->any_held && k < nw->p->n; k++)
+		if (!nw->orth[k])
+			v[k] = 0;
+}
+
+/* F(x) - F(x0), x0 the prepared point: f's by eval, with the gradient
+ * into g and F's pseudo-gradient into pg (may be NULL: nw->pg); *viol
+ * covers the weighted variables too. */
+static double evaluate(struct newton *nw, const double *x, const double *x0, double *g, double *pg,
+		       double *viol)
+{
+	const struct newton_problem *p = nw->p;
+	double f = p->eval(p->ctx, x, g, viol);
+
+	if (!p->l1)
+		return f;
+	*viol = fmax(*viol, pseudo_gradient(p, x, g, pg ? pg : nw->pg));
+	for (size_t k = 0; k < p->n; k++)
+		f += p->l1[k] * (fabs(x[k]) - fabs(x0[k]));
+	return f;
 }
 
 /* Block b of the factor: variables lo .. lo + n, stored square at
@@ -142,10 +217,11 @@ static void precondition(const struct newton *nw, const double *r, double *z)
 
 	if (!nw->dense) {
 		jacobi(nw, r, z);
-		return;
+	} else {
+		memcpy(z, r, nw->p->n * sizeof *z);
+		parallel_items(nw->nf > 1 ? nw->p->pool : NULL, nw->nf, block_solve, &bs);
 	}
-	memcpy(z, r, nw->p->n * sizeof *z);
-	parallel_items(nw->nf > 1 ? nw->p->pool : NULL, nw->nf, block_solve, &bs);
+	unhold(nw, z);
 }
 
 /* out = H v; a dependent row's entry is left out (0), as the factor
@@ -158,6 +234,7 @@ static void multiply(const struct newton *nw, const double *v, double *out)
 	for (size_t k = 0; nw->dense && nl && nl->known && k < nw->p->n; k++)
 		if (nl->row[k])
 			out[k] = 0;
+	unhold(nw, out);
 }
 
 /* The rows of a formed block (lower triangle, m x m) that are not known
@@ -251,14 +328,15 @@ static int stop_asked(const struct newton *nw, int iteration, double viol)
 	return o->tick && o->tick(o->tick_ctx, iteration, viol);
 }
 
-/* The residual -g, a dependent row's entry left out; returns its norm. */
+/* The residual -pg, a dependent row's entry left out (and a held
+ * variable's, which is 0); returns its norm. */
 static double residual(struct newton *nw)
 {
 	const struct newton_problem *p = nw->p;
 
 	for (size_t k = 0; k < p->n; k++) {
 		nw->d[k] = 0;
-		nw->res[k] = nw->dense && p->null && p->null->row[k] ? 0 : -nw->g[k];
+		nw->res[k] = nw->dense && p->null && p->null->row[k] ? 0 : -nw->pg[k];
 	}
 	return sqrt(dot(nw->res, nw->res, p->n));
 }
@@ -377,7 +455,7 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	for (int pass = 0; pass < 2; pass++) {
 		double g2 = residual(nw);
 
-		if (fresh && nw->nf == 1) { /* H whole: exact */
+		if (fresh && nw->nf == 1 && !nw->any_held) { /* H whole: exact */
 			precondition(nw, nw->res, nw->d);
 			break;
 		}
@@ -400,12 +478,35 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 				  ? nw->nf
 				  : next_blocks(nw));
 	}
-	if (!(dot(nw->d, nw->g, n) < 0)) {
-		jacobi(nw, nw->g, nw->d);
+	if (!(dot(nw->d, nw->pg, n) < 0)) {
+		jacobi(nw, nw->pg, nw->d);
 		for (size_t k = 0; k < n; k++)
 			nw->d[k] = -nw->d[k];
 	}
+	/* a weighted variable moves only downhill of its pseudo-gradient */
+	for (size_t k = 0; p->l1 && k < n; k++)
+		if (p->l1[k] > 0 && !(nw->d[k] * nw->pg[k] < 0))
+			nw->d[k] = 0;
 	return 0;
+}
+
+/* x1 = x + s d, within the orthant (a weighted variable that would
+ * change sign stops at 0); *sgd becomes the decrease F's pseudo-gradient
+ * predicts for it (s d's own without weights). */
+static void trial(struct newton *nw, const double *x, double s, double *sgd)
+{
+	const struct newton_problem *p = nw->p;
+
+	for (size_t k = 0; k < p->n; k++) {
+		nw->x1[k] = x[k] + s * nw->d[k];
+		if (p->l1 && p->l1[k] > 0 && nw->x1[k] * nw->orth[k] < 0)
+			nw->x1[k] = 0;
+	}
+	if (!p->l1)
+		return;
+	*sgd = 0;
+	for (size_t k = 0; k < p->n; k++)
+		*sgd += nw->pg[k] * (nw->x1[k] - x[k]);
 }
 
 /*
@@ -425,21 +526,19 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
-	double gd = dot(nw->g, nw->d, n), v1;
-	int stop = 0;
+	double gd = dot(nw->pg, nw->d, n), v1;
+	int stop = 0, taken = 0;
 
-	for (int i = 0; i < LINE_HALVINGS; i++) {
-		double s = ldexp(1.0, -i), f1;
+	for (int i = 0; !taken && i < LINE_HALVINGS; i++) {
+		double s = ldexp(1.0, -i), f1, sgd = s * gd;
 
 		if (i > 0 && (stop = stop_asked(nw, iteration, *viol)))
 			break;
-		for (size_t k = 0; k < n; k++)
-			nw->x1[k] = x[k] + s * nw->d[k];
-		f1 = p->eval(p->ctx, nw->x1, nw->hq, &v1);
+		trial(nw, x, s, &sgd);
+		f1 = evaluate(nw, nw->x1, x, nw->hq, nw->res, &v1);
 		if (!isfinite(f1))
 			continue;
-		if ((f1 <= ARMIJO * s * gd &&
-		     (ARMIJO * s * gd < -p->f_noise || v1 <= 10 * *viol)) ||
+		if ((f1 <= ARMIJO * sgd && (ARMIJO * sgd < -p->f_noise || v1 <= 10 * *viol)) ||
 		    (f1 <= p->f_noise && v1 < *viol) ||
 		    (v1 <= 0.1 * *viol && f1 <= 1e-8 * fabs(gd))) {
 			memcpy(nw->step, nw->d, n * sizeof *nw->step);
@@ -447,11 +546,14 @@ static int line_search(struct newton *nw, int iteration, double *x, double *viol
 			memcpy(nw->g, nw->hq, n * sizeof *nw->g);
 			*viol = v1;
 			*full = i == 0;
-			return 1;
+			taken = 1;
 		}
 	}
-	p->eval(p->ctx, x, nw->g, viol);
-	return stop ? -1 : 0;
+	if (!taken) /* back to x: the problem's state, the gradients */
+		evaluate(nw, x, x, nw->g, NULL, viol);
+	else if (p->l1)
+		pseudo_gradient(p, x, nw->g, nw->pg);
+	return taken ? 1 : stop ? -1 : 0;
 }
 
 /* The factor's storage (every block square) and its scratch (for the
@@ -526,14 +628,15 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	size_t last = SIZE_MAX, now; /* variables moving (moving()) */
 	double past[STALL_STEPS];    /* the violation of the last STALL_STEPS steps */
 
-	p->eval(p->ctx, x, nw->g, &viol);
-	g0 = sqrt(dot(nw->g, nw->g, p->n));
+	evaluate(nw, x, x, nw->g, NULL, &viol);
+	g0 = sqrt(dot(nw->pg, nw->pg, p->n));
 	while (viol > target && st->iterations < o->max_iterations) {
-		double eta = fmin(0.1, sqrt(sqrt(dot(nw->g, nw->g, p->n)) / (g0 + 1e-300)));
+		double eta = fmin(0.1, sqrt(sqrt(dot(nw->pg, nw->pg, p->n)) / (g0 + 1e-300)));
 		double before = viol;
 		int full = 0, moved, narrowing;
 
 		p->prepare(p->ctx, x);
+		orthant(nw, x);
 		if (direction(nw, eta, cg_max, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 		moved = line_search(nw, st->iterations, x, &viol, &full);
@@ -566,7 +669,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 {
 	size_t n = p->n + 1;
 	struct newton *nw = calloc(1, sizeof *nw);
-	double *all = calloc(10 * n, sizeof *all);
+	double *all = calloc(11 * n, sizeof *all);
 
 	*out = NULL;
 	if (!nw || !all) {
@@ -585,9 +688,11 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->x1 = all + 7 * n;
 	nw->step = all + 8 * n;
 	nw->best = all + 9 * n;
+	nw->pg = p->l1 ? all + 10 * n : nw->g;
+	nw->orth = p->l1 ? calloc(n, sizeof *nw->orth) : NULL;
 	nw->nb = nw->nf = p->n_blocks > 1 ? p->n_blocks : 1;
 	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
-	if (!nw->sq) {
+	if (!nw->sq || (p->l1 && !nw->orth)) {
 		newton_destroy(nw);
 		return PM_ERR_NOMEM;
 	}
@@ -609,6 +714,7 @@ void newton_destroy(struct newton *nw)
 	if (!nw)
 		return;
 	free(nw->g);
+	free(nw->orth);
 	free(nw->ldl);
 	free(nw->work);
 	free(nw->kept);

@@ -278,8 +278,19 @@ struct newton_problem {
 	void *ctx;
 	size_t n;
 	/* f(x) - f(prepared point), the gradient into g (may be NULL) and
-	 * the largest violation (records) at x */
+	 * the largest violation (records) at x, of the variables without an
+	 * l1 weight */
 	double (*eval)(void *ctx, const double *x, double *g, double *violation);
+	/* F = f + sum_k l1[k] |x_k| is what is minimized (l1 may be NULL:
+	 * F = f). A box row lo <= a.y <= hi has the dual term
+	 * min(lo x_k, hi x_k) = mid x_k - half |x_k|: its midpoint goes in
+	 * f's linear term and its half width here (Kazama & Tsujii 2003 as
+	 * an L1 term). Newton then runs orthant-wise (Andrew & Gao 2007):
+	 * on the pseudo-gradient, each step within the orthant it starts
+	 * in, a variable at 0 whose pseudo-gradient is 0 held there. Such a
+	 * variable's violation is its pseudo-gradient: its row outside the
+	 * box, or off the bound its multiplier's sign says binds. */
+	const double *l1;
 	/* x, the point of the last eval, is the new current point: values
 	 * relative to it, and H at it */
 	void (*prepare)(void *ctx, const double *x);

@@ -779,6 +779,247 @@ static void test_inconsistent(struct parallel *pool)
 	}
 }
 
+/*
+ * Box rows lo <= (B y)_k <= hi with y = exp(B^T x): the dual F(x) =
+ * sum_j exp((B^T x)_j) - mid . x + sum_k half_k |x_k| (newton_problem.l1;
+ * half = 0: an equality row at mid). BX_N rows, BX_M cells, each cell in
+ * one to three rows; lo and hi around (B y0)_k of a random positive y0,
+ * so that the boxes hold a solution; some tight enough to bind, some
+ * equalities.
+ */
+#define BX_N 8
+#define BX_M 24
+
+struct box {
+	uint8_t in[BX_N][BX_M];
+	double mid[BX_N], half[BX_N], lo[BX_N], hi[BX_N];
+	double base, e[BX_M]; /* at the prepared point */
+};
+
+static void box_y(const struct box *b, const double *x, double *y)
+{
+	for (int j = 0; j < BX_M; j++) {
+		double t = 0;
+
+		for (int k = 0; k < BX_N; k++)
+			t += b->in[k][j] * x[k];
+		y[j] = exp(t);
+	}
+}
+
+/* f (without the L1 terms), its gradient B y - mid, and the largest
+ * violation of an equality row. */
+static double box_f(const struct box *b, const double *x, double *g, double *viol)
+{
+	double y[BX_M], f = 0;
+
+	box_y(b, x, y);
+	*viol = 0;
+	for (int j = 0; j < BX_M; j++)
+		f += y[j];
+	for (int k = 0; k < BX_N; k++) {
+		double by = 0;
+
+		for (int j = 0; j < BX_M; j++)
+			by += b->in[k][j] * y[j];
+		f -= b->mid[k] * x[k];
+		if (g)
+			g[k] = by - b->mid[k];
+		if (!(b->half[k] > 0))
+			*viol = fmax(*viol, fabs(by - b->mid[k]));
+	}
+	return f;
+}
+
+static double box_eval(void *ctx, const double *x, double *g, double *viol)
+{
+	struct box *b = ctx;
+
+	return box_f(b, x, g, viol) - b->base;
+}
+
+static void box_prepare(void *ctx, const double *x)
+{
+	struct box *b = ctx;
+	double v;
+
+	b->base = box_f(b, x, NULL, &v);
+	box_y(b, x, b->e);
+}
+
+static void box_hv(void *ctx, const double *v, double *out)
+{
+	struct box *b = ctx;
+
+	for (int k = 0; k < BX_N; k++) {
+		out[k] = 0;
+		for (int j = 0; j < BX_M; j++) {
+			double t = 0;
+
+			for (int l = 0; b->in[k][j] && l < BX_N; l++)
+				t += b->in[l][j] * v[l];
+			out[k] += b->in[k][j] * b->e[j] * t;
+		}
+	}
+}
+
+static void box_diag(void *ctx, double *out)
+{
+	struct box *b = ctx;
+
+	for (int k = 0; k < BX_N; k++) {
+		out[k] = 0;
+		for (int j = 0; j < BX_M; j++)
+			out[k] += b->in[k][j] * b->e[j];
+	}
+}
+
+/* H whole, or its two blocks of BX_N / 2 (box_halves). */
+static const size_t box_halves[] = {0, BX_N / 2, BX_N};
+
+static void box_hessian(void *ctx, int blocks, double *out)
+{
+	struct box *b = ctx;
+	double v[BX_N] = {0}, col[BX_N];
+	const int m = BX_N / 2;
+
+	for (int l = 0; l < BX_N; l++) {
+		v[l] = 1;
+		box_hv(b, v, col);
+		v[l] = 0;
+		for (int k = l; k < BX_N; k++) {
+			if (!blocks)
+				out[k * BX_N + l] = col[k];
+			else if (k / m == l / m) /* block k / m at (k / m) m^2 */
+				out[(k / m) * m * m + (k % m) * m + l % m] = col[k];
+		}
+	}
+}
+
+static void box_make(struct box *b, uint64_t *s)
+{
+	double y0[BX_M];
+
+	memset(b, 0, sizeof *b);
+	for (int j = 0; j < BX_M; j++) {
+		int rows = 1 + (int)(rnd() * 3);
+
+		for (int r = 0; r < rows; r++)
+			b->in[(int)(rnd() * BX_N)][j] = 1;
+		y0[j] = 0.2 + 3 * rnd();
+	}
+	for (int k = 0; k < BX_N; k++) {
+		double by = 0, shape = rnd();
+
+		for (int j = 0; j < BX_M; j++)
+			by += b->in[k][j] * y0[j];
+		/* an equality, a box around by, or one that only just holds it */
+		b->lo[k] = shape < 0.2 ? by : shape < 0.6 ? by * (1 - 0.3 * rnd()) : by;
+		b->hi[k] = shape < 0.2 ? by : shape < 0.6 ? by * (1 + 0.3 * rnd()) : by * 1.5;
+		if (shape > 0.8) /* the other side */
+			b->lo[k] = by * 0.5, b->hi[k] = by;
+		b->mid[k] = (b->lo[k] + b->hi[k]) / 2;
+		b->half[k] = (b->hi[k] - b->lo[k]) / 2;
+	}
+	(void)s;
+}
+
+/* F(x + t e_k) - F(x) minimized over t by bisection on its (one-sided)
+ * derivative: the slow method's step. */
+static double box_coordinate(const struct box *b, double *x, int k)
+{
+	double lo = -40, hi = 40, y[BX_M], x0 = x[k];
+
+	box_y(b, x, y);
+	for (int it = 0; it < 200; it++) {
+		double t = (lo + hi) / 2, d = -b->mid[k];
+
+		for (int j = 0; j < BX_M; j++)
+			d += b->in[k][j] * y[j] * exp(b->in[k][j] * t);
+		/* the L1 term's slope on the side t moves to (at x0 + t = 0 the
+		 * subgradient [-half, half] is taken whole: stop there) */
+		if (x0 + t > 0)
+			d += b->half[k];
+		else if (x0 + t < 0)
+			d -= b->half[k];
+		else if (fabs(d) <= b->half[k])
+			lo = hi = t;
+		if (lo == hi)
+			break;
+		if (d > 0 || (x0 + t == 0 && d - b->half[k] > 0))
+			hi = t;
+		else
+			lo = t;
+	}
+	x[k] = x0 + (lo + hi) / 2;
+	if (fabs(x[k]) < 1e-300)
+		x[k] = 0;
+	return fabs(x[k] - x0);
+}
+
+/*
+ * Newton on box rows against a slow independent method (coordinate
+ * descent on F, each step exact by bisection), over random boxes, with
+ * H never formed (CG and Jacobi), formed from the first step, and its
+ * blocks first (then H whole once CG on them took 1000 products): the
+ * same y to 1e-8, and Newton's x meets the optimality conditions, each
+ * box row within its box and at the bound its multiplier's sign says,
+ * an equality row at its value.
+ */
+static void test_l1(void)
+{
+	for (int c = 0; c < 40; c++) {
+		struct box b;
+		double xs[BX_N] = {0}, ys[BX_M], moved = 1;
+
+		box_make(&b, NULL);
+		for (int sweep = 0; sweep < 200000 && moved > 1e-15; sweep++) {
+			moved = 0;
+			for (int k = 0; k < BX_N; k++)
+				moved = fmax(moved, box_coordinate(&b, xs, k));
+		}
+		box_y(&b, xs, ys);
+		for (int formed = 0; formed < 3; formed++) {
+			struct newton_problem p = {.ctx = &b,
+						   .n = BX_N,
+						   .eval = box_eval,
+						   .prepare = box_prepare,
+						   .diag = box_diag,
+						   .hv = box_hv,
+						   .hessian = formed ? box_hessian : NULL,
+						   .formed = formed == 1,
+						   .n_blocks = formed == 2 ? 2 : 0,
+						   .block_off = box_halves,
+						   .whole = 1,
+						   .block_budget = 0,
+						   .cg_budget = 1000,
+						   .l1 = b.half,
+						   .f_noise = 1e-13};
+			struct solver_options o;
+			struct maxent_stats st = {0};
+			double x[BX_N] = {0}, y[BX_M], worst = 0;
+			int stalled = 0;
+
+			solver_options_init(&o);
+			CHECK(minimize(&p, &o, 1e-11, x, &st, &stalled) == PM_OK);
+			CHECK(!stalled && st.max_violation <= 1e-11);
+			box_y(&b, x, y);
+			for (int j = 0; j < BX_M; j++)
+				worst = fmax(worst, fabs(y[j] - ys[j]));
+			CHECK(worst <= 1e-8);
+			for (int k = 0; k < BX_N; k++) {
+				double by = 0;
+
+				for (int j = 0; j < BX_M; j++)
+					by += b.in[k][j] * y[j];
+				CHECK(by >= b.lo[k] - 1e-9 && by <= b.hi[k] + 1e-9);
+				CHECK(!(x[k] > 0) || fabs(by - b.lo[k]) <= 1e-9);
+				CHECK(!(x[k] < 0) || fabs(by - b.hi[k]) <= 1e-9);
+			}
+		}
+	}
+}
+
 int main(void)
 {
 	static struct quad q;
@@ -824,6 +1065,7 @@ int main(void)
 	test_block_breakdown();
 	test_runaway_breakdown();
 	test_last_chance();
+	test_l1();
 	CHECK(parallel_create(2, &pool) == PM_OK);
 	test_inconsistent(pool);
 	parallel_destroy(pool);
