@@ -10,8 +10,9 @@
  * Method, all in records (y = N * P(q,s,b)):
  *  - cells (q,s,b) for q and s present in b (zero-invariants);
  *  - rows: every QI-invariant, every SA-invariant (the redundant one kept:
- *    iterative scaling does not mind) and one row per equality rule,
- *    sum over b and q matching Qv of y[q,s,b] = lo * n(Qv);
+ *    iterative scaling does not mind) and one row per rule,
+ *    lo * n(Qv) <= sum over b and q matching Qv of y[q,s,b] <= hi * n(Qv)
+ *    (an equality where lo = hi);
  *  - forced zeros: cell j is zero in every solution iff max y_j subject to
  *    the rows and y >= 0 is 0, decided with GLPK's exact (rational) simplex,
  *    so "zero" means exactly zero. To need fewer LPs the objective is the
@@ -21,7 +22,11 @@
  *  - cyclic Bregman projections (iterative scaling, all coefficients 1)
  *    from y = 1 on the remaining cells; they converge to the I-projection
  *    of the uniform vector, which is the maximum-entropy point because
- *    sum y = N is fixed by the QI rows;
+ *    sum y = N is fixed by the QI rows. An interval row keeps its dual
+ *    variable z (the log of the factor it put on its cells so far), and
+ *    each projection scales by e^d, d = clamp(-z, log(lo / S), log(hi / S))
+ *    for its sum S (Bregman 1967; Censor & Zenios 1997, Section 6.8):
+ *    afterwards z > 0 only at lo, z < 0 only at hi, z = 0 in between;
  *  - P*(s|q) = sum_b y[q,s,b] / n(q).
  *
  * Everything is static so the header can be included by a single test.
@@ -48,7 +53,7 @@ enum reference_status {
 	REFERENCE_OK = 0,
 	REFERENCE_INCONSISTENT = 1,  /* no y >= 0 satisfies the rows */
 	REFERENCE_NOT_CONVERGED = 2, /* iterative scaling hit the sweep cap */
-	REFERENCE_UNSUPPORTED = 3,   /* an inequality rule (lo != hi) */
+	REFERENCE_UNSUPPORTED = 3,   /* the published form (no records) */
 	REFERENCE_FAILED = 4,	     /* no memory, LP solver error */
 };
 
@@ -64,8 +69,9 @@ struct reference_system {
 	size_t n_rows, nnz;
 	size_t *row_off; /* n_rows + 1 */
 	uint32_t *row_cell;
-	double *rhs;	 /* records */
-	uint8_t *forced; /* zero in every solution */
+	double *rhs, *hi; /* records: each row lo (rhs) to hi */
+	double *z;	  /* each row's dual variable (reference_scale) */
+	uint8_t *forced;  /* zero in every solution */
 	size_t n_forced;
 	double *y; /* the estimate, records */
 	long sweeps;
@@ -85,6 +91,8 @@ REFERENCE_FN void reference_free(struct reference_system *sys)
 	free(sys->row_off);
 	free(sys->row_cell);
 	free(sys->rhs);
+	free(sys->hi);
+	free(sys->z);
 	free(sys->forced);
 	free(sys->y);
 	memset(sys, 0, sizeof(*sys));
@@ -153,7 +161,7 @@ static int reference_matches(const struct dataset *ds, const struct rule *r, siz
 /* Appends the cells of one row: every cell with q in qmask (NULL = any),
  * s == s0 (or any s when s0 < 0), b == b0 (or any b when b0 < 0). */
 static void reference_row(struct reference_system *sys, const uint8_t *qmask, long q0, long s0,
-			  long b0, double rhs)
+			  long b0, double rhs, double hi)
 {
 	for (size_t c = 0; c < sys->n_cells; c++) {
 		if (qmask && !qmask[sys->cell_q[c]])
@@ -168,20 +176,20 @@ static void reference_row(struct reference_system *sys, const uint8_t *qmask, lo
 	 * LP would call a 1-ulp mismatch infeasible, so snap near-integers. */
 	if (fabs(rhs - nearbyint(rhs)) <= 1e-9)
 		rhs = nearbyint(rhs);
+	if (fabs(hi - nearbyint(hi)) <= 1e-9)
+		hi = nearbyint(hi);
 	sys->rhs[sys->n_rows] = rhs;
+	sys->hi[sys->n_rows] = hi;
 	sys->row_off[++sys->n_rows] = sys->nnz;
 }
 
-/* One knowledge row: sum over b, q matching Qv of y[q,s,b] = lo * n(Qv). */
+/* One knowledge row: lo * n(Qv) <= sum over b, q matching Qv of y[q,s,b]
+ * <= hi * n(Qv). */
 static enum reference_status reference_rule_row(const struct dataset *ds,
 						struct reference_system *sys, const struct rule *r,
 						size_t i, uint8_t *qmask)
 {
 	uint64_t nqv = 0;
-	if (r->lo != r->hi) {
-		snprintf(sys->message, sizeof(sys->message), "rule %zu is an inequality", i);
-		return REFERENCE_UNSUPPORTED;
-	}
 	if (r->sa >= sys->n_s) {
 		snprintf(sys->message, sizeof(sys->message), "rule %zu: bad SA code", i);
 		return REFERENCE_FAILED;
@@ -190,7 +198,7 @@ static enum reference_status reference_rule_row(const struct dataset *ds,
 		qmask[q] = (uint8_t)reference_matches(ds, r, q);
 	for (size_t j = 0; j < ds->n_records; j++)
 		nqv += qmask[ds->rec_tuple[j]];
-	reference_row(sys, qmask, -1, r->sa, -1, r->lo * (double)nqv);
+	reference_row(sys, qmask, -1, r->sa, -1, r->lo * (double)nqv, r->hi * (double)nqv);
 	return REFERENCE_OK;
 }
 
@@ -203,19 +211,21 @@ static enum reference_status reference_rows(const struct dataset *ds, const stru
 	uint8_t *qmask = calloc(sys->n_q + 1, 1);
 	sys->row_off = calloc(cap + 1, sizeof(*sys->row_off));
 	sys->rhs = calloc(cap + 1, sizeof(*sys->rhs));
+	sys->hi = calloc(cap + 1, sizeof(*sys->hi));
+	sys->z = calloc(cap + 1, sizeof(*sys->z));
 	sys->row_cell = calloc(sys->n_cells * (2 + n_rules) + 1, sizeof(*sys->row_cell));
-	if (!qmask || !sys->row_off || !sys->rhs || !sys->row_cell)
+	if (!qmask || !sys->row_off || !sys->rhs || !sys->hi || !sys->z || !sys->row_cell)
 		goto out;
 	for (size_t b = 0; b < sys->n_b; b++)
 		for (size_t q = 0; q < sys->n_q; q++)
 			if (sys->qb[q * sys->n_b + b])
 				reference_row(sys, NULL, (long)q, -1, (long)b,
-					      sys->qb[q * sys->n_b + b]);
+					      sys->qb[q * sys->n_b + b], sys->qb[q * sys->n_b + b]);
 	for (size_t b = 0; b < sys->n_b; b++)
 		for (size_t s = 0; s < sys->n_s; s++)
 			if (sys->sb[s * sys->n_b + b])
 				reference_row(sys, NULL, -1, (long)s, (long)b,
-					      sys->sb[s * sys->n_b + b]);
+					      sys->sb[s * sys->n_b + b], sys->sb[s * sys->n_b + b]);
 	for (size_t i = 0; i < n_rules; i++)
 		if ((st = reference_rule_row(ds, sys, &k->rules[i], i, qmask)) != REFERENCE_OK)
 			goto out;
@@ -225,8 +235,8 @@ out:
 	return st;
 }
 
-/* Builds the system for ds (records form) and the equality rules of k
- * (k may be NULL). Free with reference_free, also after a failure. */
+/* Builds the system for ds (records form) and the rules of k (k may be
+ * NULL). Free with reference_free, also after a failure. */
 REFERENCE_FN enum reference_status
 reference_build(const struct dataset *ds, const struct knowledge *k, struct reference_system *sys)
 {
@@ -247,7 +257,7 @@ reference_build(const struct dataset *ds, const struct knowledge *k, struct refe
 	return sys->forced && sys->y ? REFERENCE_OK : REFERENCE_FAILED;
 }
 
-/* The LP: every row as an equality, every cell a column y >= 0. */
+/* The LP: every row within its bounds, every cell a column y >= 0. */
 static glp_prob *reference_lp(const struct reference_system *sys)
 {
 	glp_prob *lp = glp_create_prob();
@@ -263,7 +273,8 @@ static glp_prob *reference_lp(const struct reference_system *sys)
 	glp_add_rows(lp, (int)sys->n_rows);
 	glp_add_cols(lp, (int)sys->n_cells);
 	for (size_t r = 0; r < sys->n_rows; r++)
-		glp_set_row_bnds(lp, (int)r + 1, GLP_FX, sys->rhs[r], sys->rhs[r]);
+		glp_set_row_bnds(lp, (int)r + 1, sys->rhs[r] < sys->hi[r] ? GLP_DB : GLP_FX,
+				 sys->rhs[r], sys->hi[r]);
 	for (size_t c = 0; c < sys->n_cells; c++)
 		glp_set_col_bnds(lp, (int)c + 1, GLP_LO, 0.0, 0.0);
 	for (size_t r = 0; r < sys->n_rows; r++)
@@ -361,33 +372,54 @@ out:
 	return st;
 }
 
-/* max over rows of |A y - c|, records. */
+static double reference_sum(const struct reference_system *sys, const double *y, size_t r)
+{
+	double sum = 0.0;
+	for (size_t e = sys->row_off[r]; e < sys->row_off[r + 1]; e++)
+		sum += y[sys->row_cell[e]];
+	return sum;
+}
+
+/* max over rows of how far A y is outside [lo, hi], records. */
 REFERENCE_FN double reference_violation(const struct reference_system *sys, const double *y)
 {
 	double worst = 0.0;
 	for (size_t r = 0; r < sys->n_rows; r++) {
-		double sum = 0.0;
-		for (size_t e = sys->row_off[r]; e < sys->row_off[r + 1]; e++)
-			sum += y[sys->row_cell[e]];
-		if (fabs(sum - sys->rhs[r]) > worst)
-			worst = fabs(sum - sys->rhs[r]);
+		double sum = reference_sum(sys, y, r);
+		worst = fmax(worst, fmax(sys->rhs[r] - sum, sum - sys->hi[r]));
 	}
 	return worst;
 }
 
-/* One Bregman projection onto row r: scale its free cells to the rhs. */
+/* That, and for an interval row off the bound its dual variable says
+ * binds (z > 0: lo, z < 0: hi): the optimality conditions' residual. */
+static double reference_kkt(const struct reference_system *sys)
+{
+	double worst = 0.0;
+	for (size_t r = 0; r < sys->n_rows; r++) {
+		double sum = reference_sum(sys, sys->y, r), lo = sys->rhs[r], hi = sys->hi[r];
+		worst = fmax(worst, sys->z[r] > 0   ? fabs(sum - lo)
+				    : sys->z[r] < 0 ? fabs(sum - hi)
+						    : fmax(lo - sum, sum - hi));
+	}
+	return worst;
+}
+
+/* One Bregman projection onto row r: its free cells scaled by e^d, d =
+ * clamp(-z, log(lo / S), log(hi / S)) (an equality: to lo). */
 static int reference_project(struct reference_system *sys, size_t r)
 {
-	double sum = 0.0, f;
-	if (sys->rhs[r] == 0.0)
+	double sum, d, lo = sys->rhs[r], hi = sys->hi[r];
+	if (hi == 0.0)
 		return 0; /* all its cells are forced zero */
-	for (size_t e = sys->row_off[r]; e < sys->row_off[r + 1]; e++)
-		sum += sys->y[sys->row_cell[e]];
+	sum = reference_sum(sys, sys->y, r);
 	if (!(sum > 0.0))
-		return -1;
-	f = sys->rhs[r] / sum;
+		return lo == 0.0 ? 0 : -1; /* at lo already, or below it for good */
+	d = lo == hi ? log(lo / sum)
+		     : fmin(fmax(-sys->z[r], lo > 0 ? log(lo / sum) : -INFINITY), log(hi / sum));
+	sys->z[r] = lo == hi ? 0.0 : sys->z[r] + d;
 	for (size_t e = sys->row_off[r]; e < sys->row_off[r + 1]; e++)
-		sys->y[sys->row_cell[e]] *= f;
+		sys->y[sys->row_cell[e]] *= exp(d);
 	return 0;
 }
 
@@ -398,8 +430,9 @@ REFERENCE_FN enum reference_status reference_scale(struct reference_system *sys)
 	double tol = REFERENCE_TOL * (double)sys->n_records;
 	for (size_t c = 0; c < sys->n_cells; c++)
 		sys->y[c] = sys->forced[c] ? 0.0 : 1.0;
+	memset(sys->z, 0, sys->n_rows * sizeof(*sys->z));
 	for (sys->sweeps = 0; sys->sweeps < REFERENCE_MAX_SWEEPS; sys->sweeps++) {
-		sys->max_violation = reference_violation(sys, sys->y);
+		sys->max_violation = reference_kkt(sys);
 		if (sys->max_violation <= tol)
 			return REFERENCE_OK;
 		for (size_t r = 0; r < sys->n_rows; r++)

@@ -271,7 +271,9 @@ static void test_deterministic(void)
 }
 
 /* s1 x2 with P(s1|q1) = P(s1|q2) = 0 leaves only q3 (one record): no
- * assignment exists. An inequality rule is refused, not misread. */
+ * assignment exists; nor does one with P(s1|q2) at most 0.5 beside
+ * P(s1|q1) = 0 (q3's one record would take 1.5 s1). The published form
+ * is refused (no records). */
 static void test_inconsistent_and_unsupported(void)
 {
 	struct dataset *ds = build(xy, 2, det_rows, 4);
@@ -284,12 +286,93 @@ static void test_inconsistent_and_unsupported(void)
 	rules[1] = make_rule(ds, xy, q2, 2, "s1", 0.0);
 	fprintf(stderr, "(the next reference_solve message is expected)\n");
 	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_INCONSISTENT);
-	rules[1].hi = 0.5;
-	k.n = 1;
-	rules[0] = rules[1];
+	rules[1].lo = 0.0, rules[1].hi = 0.5;
+	fprintf(stderr, "(the next reference_solve message is expected)\n");
+	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_INCONSISTENT);
+	ds->has_ground_truth = 0;
 	fprintf(stderr, "(the next reference_solve message is expected)\n");
 	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_UNSUPPORTED);
+	ds->has_ground_truth = 1;
 	dataset_destroy(ds);
+}
+
+/* The reference's posterior for one rule r (NULL: none) on ds. */
+static void one_rule(const struct dataset *ds, const struct rule *r, double *post)
+{
+	struct rule copy;
+	struct knowledge k = {0, 1, &copy};
+	if (r)
+		copy = *r, k.n = 1;
+	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_OK);
+}
+
+static double max_diff(const double *a, const double *b, size_t n)
+{
+	double d = 0.0;
+	for (size_t i = 0; i < n; i++)
+		d = fmax(d, fabs(a[i] - b[i]));
+	return d;
+}
+
+/*
+ * Interval rules in the reference, against its own equalities, on random
+ * tables with a rule on a tuple's first attribute value and a recorded
+ * SA value: min = max = c is probability: c; an interval that holds the
+ * no-knowledge P0 changes nothing; c halfway to the records' own P (both
+ * feasible, so c is too) gives probability: c from [0, c] when c < P0 and
+ * from [c, 1] when c > P0.
+ */
+static void test_intervals(void)
+{
+	int bound_sides[2] = {0, 0};
+	for (uint64_t i = 0; i < 40; i++) {
+		uint64_t rng = SEED * 3000017 + i;
+		struct dataset *ds = random_dataset(&rng);
+		size_t n = ds->n_tuples * ds->sa_values.n, q = rng_in(&rng, 0, ds->n_tuples - 1);
+		double *p0 = calloc(n + 1, sizeof(*p0)), *pa = calloc(n + 1, sizeof(*pa));
+		double *pb = calloc(n + 1, sizeof(*pb)), p, c;
+		struct rule r;
+		memset(&r, 0, sizeof(r));
+		r.n_terms = 1;
+		r.attr[0] = 0;
+		r.value[0] = ds->tuples[q * ds->n_attrs];
+		r.sa = ds->rec_sa[rng_in(&rng, 0, ds->n_records - 1)];
+		r.source = RULE_USER;
+		one_rule(ds, NULL, p0);
+		/* P0(s | a0 = v) over the matching tuples, and the records' own */
+		{
+			double num = 0.0, den = 0.0, own = 0.0;
+			for (size_t t = 0; t < ds->n_tuples; t++)
+				if (ds->tuples[t * ds->n_attrs] == r.value[0]) {
+					num += p0[t * ds->sa_values.n + r.sa] * ds->tuple_count[t];
+					den += ds->tuple_count[t];
+				}
+			for (size_t j = 0; j < ds->n_records; j++)
+				own += ds->tuples[ds->rec_tuple[j] * ds->n_attrs] == r.value[0] &&
+				       ds->rec_sa[j] == r.sa;
+			p = num / den;
+			c = 0.5 * (p + own / den);
+		}
+		r.lo = r.hi = c;
+		one_rule(ds, &r, pa);
+		r.lo = c, r.hi = c;
+		one_rule(ds, &r, pb);
+		CHECK(max_diff(pa, pb, n) == 0.0);
+		r.lo = fmax(0.0, p - 0.1), r.hi = fmin(1.0, p + 0.1);
+		one_rule(ds, &r, pb);
+		CHECK_NEAR(max_diff(p0, pb, n), 0.0, 1e-10);
+		if (fabs(c - p) > 1e-3) {
+			r.lo = c < p ? 0.0 : c, r.hi = c < p ? c : 1.0;
+			one_rule(ds, &r, pb);
+			CHECK_NEAR(max_diff(pa, pb, n), 0.0, 1e-10);
+			bound_sides[c > p]++;
+		}
+		free(p0);
+		free(pa);
+		free(pb);
+		dataset_destroy(ds);
+	}
+	CHECK(bound_sides[0] >= 5 && bound_sides[1] >= 5); /* both sides tried */
 }
 
 /* ---- randomized cross-check --------------------------------------------- */
@@ -647,6 +730,7 @@ int main(void)
 	test_fractional_rule_by_hand();
 	test_deterministic();
 	test_inconsistent_and_unsupported();
+	test_intervals();
 	test_last_chance();
 	test_cross_check();
 	return check_done();
