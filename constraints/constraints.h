@@ -217,8 +217,10 @@ enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struc
  * (has_min/has_max for "min"/"max"). Names and values are resolved against
  * ds; errors are reported under field (e.g. "rules[3]"): unknown attribute,
  * attribute repeated, value absent from the data, unknown SA value (these
- * three with a "did you mean" when error_suggest finds one), probability
- * outside [0,1], missing probability, min/max not supported yet.
+ * three with a "did you mean" when error_suggest finds one), a bound
+ * outside [0, 1], no bound, "probability" with "min"/"max", min above
+ * max. Without "probability" the rule is the interval min (default 0)
+ * to max (default 1).
  */
 enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 				  const char *const *attrs, const char *const *values,
@@ -304,6 +306,9 @@ struct invariants {
 	size_t *row_off;    /* n_rows + 1 */
 	uint32_t *row_cell; /* a row's cells, ascending */
 	double *rhs;	    /* records */
+	/* records: a row's upper bound, rhs itself but for a knowledge row
+	 * of an interval rule (lo <= P <= hi), whose rhs is its lower bound */
+	double *hi;
 	uint8_t *row_kind;
 	uint32_t *row_ref;
 	/* knowledge rows touching bucket b: kb_row[kb_off[b] .. kb_off[b+1]);

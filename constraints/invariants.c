@@ -215,6 +215,7 @@ static enum pm_status row_reserve(struct invariants *inv, struct row_buf *rb, si
 
 		if (grow(&inv->row_off, cap + 1, sizeof *inv->row_off) ||
 		    grow(&inv->rhs, cap, sizeof *inv->rhs) ||
+		    grow(&inv->hi, cap, sizeof *inv->hi) ||
 		    grow(&inv->row_kind, cap, sizeof *inv->row_kind) ||
 		    grow(&inv->row_ref, cap, sizeof *inv->row_ref))
 			return PM_ERR_NOMEM;
@@ -242,7 +243,7 @@ static enum pm_status row_push(struct invariants *inv, struct row_buf *rb, const
 	inv->row_off[rb->n_rows] = rb->n_nz;
 	memcpy(inv->row_cell + rb->n_nz, cells, n * sizeof *cells);
 	rb->n_nz += n;
-	inv->rhs[rb->n_rows] = rhs;
+	inv->rhs[rb->n_rows] = inv->hi[rb->n_rows] = rhs;
 	inv->row_kind[rb->n_rows] = (uint8_t)kind;
 	inv->row_ref[rb->n_rows] = ref;
 	rb->n_rows++;
@@ -293,17 +294,14 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 		size_t n;
 		double rhs;
 
-		if (rule->lo != rule->hi) {
-			st = error_set(err, PM_ERR_INPUT, "rules",
-				       "rule %zu: inequality rules (min/max) are not supported yet",
-				       r);
-			break;
-		}
 		n = rule_cells(ds, inv, rule, tmp, &n_qv);
 		sort_cells(tmp, tmp + inv->n_cells, n);
-		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv). */
+		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv),
+		 * an interval lo n(Qv) to hi n(Qv) */
 		rhs = rule->source == RULE_USER ? rule->lo * (double)n_qv : (double)rule->n_qv_s;
 		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
+		if (!st && rule->source == RULE_USER && rule->hi > rule->lo)
+			inv->hi[rb->n_rows - 1] = rule->hi * (double)n_qv;
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
 	return st;
@@ -523,6 +521,7 @@ void invariants_finish(struct invariants *inv)
 	free(inv->row_off);
 	free(inv->row_cell);
 	free(inv->rhs);
+	free(inv->hi);
 	free(inv->row_kind);
 	free(inv->row_ref);
 	free(inv->kb_off);

@@ -108,24 +108,45 @@ static void sort_terms(struct rule *r)
 	}
 }
 
-/* Checks "probability"/"min"/"max"; only equalities are supported now. */
-static enum pm_status check_bounds(int has_p, double p, int has_min, int has_max, const char *field,
-				   struct pm_error *err)
+/* A probability bound of field's key: finite, within [0, 1]. */
+static enum pm_status check_bound(double v, const char *field, const char *key,
+				  struct pm_error *err)
 {
 	char f[256];
 
-	if (has_min || has_max) {
+	if (isfinite(v) && v >= 0 && v <= 1)
+		return PM_OK;
+	field_join(f, sizeof f, field, key, NULL);
+	return error_set(err, PM_ERR_INPUT, f, "must be between 0 and 1, got %g", v);
+}
+
+/* "probability", or "min" and/or "max" (the other side 0 or 1), into
+ * [*lo, *hi]. */
+static enum pm_status check_bounds(int has_p, double p, int has_min, double min, int has_max,
+				   double max, const char *field, double *lo, double *hi,
+				   struct pm_error *err)
+{
+	char f[256];
+	enum pm_status st;
+
+	if (has_p && (has_min || has_max)) {
 		field_join(f, sizeof f, field, has_min ? "min" : "max", NULL);
 		return error_set(err, PM_ERR_INPUT, f,
-				 "inequality rules (min/max) are not supported yet; use "
-				 "\"probability\"");
+				 "cannot go with \"probability\": give the probability, or "
+				 "\"min\" and/or \"max\"");
 	}
-	if (!has_p)
-		return error_set(err, PM_ERR_INPUT, field ? field : "", "needs \"probability\"");
-	if (!isfinite(p) || p < 0 || p > 1) {
-		field_join(f, sizeof f, field, "probability", NULL);
-		return error_set(err, PM_ERR_INPUT, f, "must be between 0 and 1, got %g", p);
-	}
+	if (!has_p && !has_min && !has_max)
+		return error_set(err, PM_ERR_INPUT, field ? field : "",
+				 "needs \"probability\" (or \"min\" and/or \"max\")");
+	if ((has_p && (st = check_bound(p, field, "probability", err))) ||
+	    (has_min && (st = check_bound(min, field, "min", err))) ||
+	    (has_max && (st = check_bound(max, field, "max", err))))
+		return st;
+	*lo = has_p ? p : has_min ? min : 0;
+	*hi = has_p ? p : has_max ? max : 1;
+	if (*lo > *hi)
+		return error_set(err, PM_ERR_INPUT, field ? field : "",
+				 "\"min\" (%g) is above \"max\" (%g)", *lo, *hi);
 	return PM_OK;
 }
 
@@ -162,11 +183,10 @@ enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 				 error_clip(sa, clip),
 				 did_you_mean(sa, ds->sa_values.str, ds->sa_values.n, hint));
 	}
-	st = check_bounds(has_p, p, has_min, has_max, field, err);
+	st = check_bounds(has_p, p, has_min, min, has_max, max, field, &r.lo, &r.hi, err);
 	if (st)
 		return st;
 	r.sa = (uint32_t)s;
-	r.lo = r.hi = p;
 	r.source = RULE_USER;
 	r.n_qv = knowledge_count_qv(ds, &r);
 	return knowledge_append(k, &r, err);

@@ -90,13 +90,15 @@ static double bucket_violation(const struct dataset *ds, const struct invariants
 	return worst;
 }
 
+/* How far row r's sum is from its rhs (an interval's: outside it). */
 static double row_violation(const struct invariants *inv, size_t r, const double *y)
 {
 	double s = 0;
 
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
 		s += y[inv->row_cell[e]];
-	return fabs(s - inv->rhs[r]);
+	return inv->hi[r] > inv->rhs[r] ? fmax(0, fmax(inv->rhs[r] - s, s - inv->hi[r]))
+					: fabs(s - inv->rhs[r]);
 }
 
 /* Buckets up to this many SA values have the closed form and its

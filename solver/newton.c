@@ -60,8 +60,10 @@ struct newton {
 	double *pg;
 	int8_t *orth;
 	int any_held;
-	double *ldl;  /* n x n: the factorization of H at some point (or NULL) */
-	double *work; /* for the factorization */
+	uint8_t *fheld;	 /* held when the factor was made: left out of it */
+	const double *x; /* the current point (run's) */
+	double *ldl;	 /* n x n: the factorization of H at some point (or NULL) */
+	double *work;	 /* for the factorization */
 	/* ldl preconditions (since the first step, or since CG cost more);
 	 * factored: it holds a factorization */
 	int dense, factored;
@@ -97,6 +99,17 @@ static void jacobi(const struct newton *nw, const double *r, double *z)
 }
 
 /* ---- the L1 terms (newton_problem.l1) ---------------------------------- */
+
+/*
+ * A weighted variable's curvature gets this fraction of its own on top
+ * (products and factor alike: Levenberg-Marquardt on those variables).
+ * An interval row that depends on the others (its value fixed by them)
+ * has H singular along a direction where only its kink decides F: the
+ * shift makes the step along it finite, the orthant stops it at 0, and
+ * an equality row is never taken as dependent on an interval's. Above
+ * SCHUR_DEPENDENT, so that no interval row's pivot counts as null.
+ */
+#define L1_SHIFT 1e-6
 
 /* Variable k's pseudo-gradient (Andrew & Gao 2007): F's slope toward the
  * side x moves to, at x = 0 the steeper descending side, 0 if neither
@@ -138,6 +151,17 @@ static void orthant(struct newton *nw, const double *x)
 		nw->orth[k] = !(p->l1[k] > 0) ? 1 : s > 0 ? 1 : s < 0 ? -1 : 0;
 		nw->any_held |= nw->orth[k] == 0;
 	}
+}
+
+/* Has a variable been released or held since the factor was made (which
+ * leaves the held ones out: a variable it left out would get nothing
+ * from it)? */
+static int held_changed(const struct newton *nw)
+{
+	for (size_t k = 0; nw->p->l1 && k < nw->p->n; k++)
+		if (nw->fheld[k] != !nw->orth[k])
+			return 1;
+	return 0;
 }
 
 /* A held variable's entry of v set to 0 (CG runs on the others). */
@@ -231,6 +255,9 @@ static void multiply(const struct newton *nw, const double *v, double *out)
 	const struct newton_null *nl = nw->p->null;
 
 	nw->p->hv(nw->p->ctx, v, out);
+	for (size_t k = 0; nw->p->l1 && k < nw->p->n; k++)
+		if (nw->p->l1[k] > 0)
+			out[k] += L1_SHIFT * nw->diag[k] * v[k];
 	for (size_t k = 0; nw->dense && nl && nl->known && k < nw->p->n; k++)
 		if (nl->row[k])
 			out[k] = 0;
@@ -241,12 +268,13 @@ static void multiply(const struct newton *nw, const double *v, double *out)
  * to be dependent, packed in place into the leading k x k (k returned,
  * their local numbers in kept): entry (i, j) moves to i k + j <= its
  * place, so each goes where nothing is left to read. */
-static size_t pack_rows(double *a, size_t m, const uint8_t *null, uint32_t *kept)
+static size_t pack_rows(double *a, size_t m, const uint8_t *null, const int8_t *orth,
+			uint32_t *kept)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < m; i++)
-		if (!(null && null[i]))
+		if (!(null && null[i]) && !(orth && !orth[i]))
 			kept[k++] = (uint32_t)i;
 	for (size_t i = 0; k < m && i < k; i++)
 		for (size_t j = 0; j <= i; j++)
@@ -267,12 +295,16 @@ static void factor_block(struct newton *nw, size_t b, int first)
 	double *a = nw->ldl + nw->sq[b];
 	const uint32_t *kept = nw->kept + lo;
 
-	for (size_t i = 0; i < m; i++)
+	for (size_t i = 0; i < m; i++) {
 		nw->diag[lo + i] = a[i * m + i];
-	k = nw->nk[b] = pack_rows(a, m, nl && nl->known ? nl->row + lo : NULL, nw->kept + lo);
+		if (p->l1 && p->l1[lo + i] > 0)
+			a[i * m + i] *= 1 + L1_SHIFT;
+	}
+	k = nw->nk[b] = pack_rows(a, m, nl && nl->known ? nl->row + lo : NULL,
+				  p->l1 ? nw->orth + lo : NULL, nw->kept + lo);
 	schur_dense_factor(a, k, first ? SCHUR_DEPENDENT : SCHUR_PIVOT_EPS, nw->work, p->pool);
 	for (size_t i = 0; first && i < k; i++)
-		nl->row[lo + kept[i]] = !(a[i * k + i] > 0);
+		nl->row[lo + kept[i]] = !(a[i * k + i] > 0) && !(p->l1 && p->l1[lo + kept[i]] > 0);
 }
 
 /*
@@ -308,6 +340,8 @@ static void factor_at(struct newton *nw, size_t nf)
 	int first = p->null && (!p->null->known || (nf == 1 && !nw->whole_nulls));
 
 	nw->nf = nf;
+	for (size_t k = 0; p->l1 && k < p->n; k++)
+		nw->fheld[k] = !nw->orth[k];
 	p->hessian(p->ctx, nf > 1, nw->ldl);
 	for (size_t b = 0; b < nf; b++)
 		factor_block(nw, b, first);
@@ -445,7 +479,8 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
-	int fresh = nw->dense && (!nw->factored || nw->spent > p->cg_budget), ret = 0;
+	int fresh = nw->dense && (!nw->factored || nw->spent > p->cg_budget || held_changed(nw)),
+	    ret = 0;
 
 	if (fresh)
 		factor_at(nw, next_blocks(nw));
@@ -455,7 +490,7 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	for (int pass = 0; pass < 2; pass++) {
 		double g2 = residual(nw);
 
-		if (fresh && nw->nf == 1 && !nw->any_held) { /* H whole: exact */
+		if (fresh && nw->nf == 1) { /* H whole: exact */
 			precondition(nw, nw->res, nw->d);
 			break;
 		}
@@ -483,9 +518,10 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 		for (size_t k = 0; k < n; k++)
 			nw->d[k] = -nw->d[k];
 	}
-	/* a weighted variable moves only downhill of its pseudo-gradient */
+	/* a weighted variable at 0 moves only into the orthant its
+	 * pseudo-gradient chose (elsewhere the step stops at 0: trial) */
 	for (size_t k = 0; p->l1 && k < n; k++)
-		if (p->l1[k] > 0 && !(nw->d[k] * nw->pg[k] < 0))
+		if (p->l1[k] > 0 && nw->x[k] == 0 && !(nw->d[k] * nw->orth[k] > 0))
 			nw->d[k] = 0;
 	return 0;
 }
@@ -637,6 +673,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 
 		p->prepare(p->ctx, x);
 		orthant(nw, x);
+		nw->x = x;
 		if (direction(nw, eta, cg_max, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 		moved = line_search(nw, st->iterations, x, &viol, &full);
@@ -690,9 +727,10 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->best = all + 9 * n;
 	nw->pg = p->l1 ? all + 10 * n : nw->g;
 	nw->orth = p->l1 ? calloc(n, sizeof *nw->orth) : NULL;
+	nw->fheld = p->l1 ? calloc(n, sizeof *nw->fheld) : NULL;
 	nw->nb = nw->nf = p->n_blocks > 1 ? p->n_blocks : 1;
 	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
-	if (!nw->sq || (p->l1 && !nw->orth)) {
+	if (!nw->sq || (p->l1 && (!nw->orth || !nw->fheld))) {
 		newton_destroy(nw);
 		return PM_ERR_NOMEM;
 	}
@@ -715,6 +753,7 @@ void newton_destroy(struct newton *nw)
 		return;
 	free(nw->g);
 	free(nw->orth);
+	free(nw->fheld);
 	free(nw->ldl);
 	free(nw->work);
 	free(nw->kept);

@@ -459,6 +459,9 @@ struct twolevel {
 	size_t r;
 	uint32_t *row; /* open knowledge rows (inv rows) */
 	double *rhs, *scale, *mu, *mu0;
+	/* an interval row's half width (its rhs: the midpoint), the L1
+	 * weight of its multiplier (newton_problem.l1); NULL without one */
+	double *half;
 	double *dd, *ex, *xm, dmu_max; /* μ - μ0, its exp and expm1; max |μ - μ0| */
 	size_t *ck_off;		       /* per cell: the open rows through it (local) */
 	uint32_t *ck, *ce;	       /* ce: per entry of ck, its cell */

@@ -94,6 +94,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->blk_of);
 	free(t->blk_pk);
 	free(t->rhs);
+	free(t->half);
 	free(t->scale);
 	free(t->mu);
 	free(t->mu0);
@@ -310,7 +311,8 @@ static double eval_pass(struct twolevel *t, double *g, double *violation, double
 		f -= (t->mu[k] - t->mu0[k]) * t->rhs[k];
 		if (g)
 			g[k] = s - t->rhs[k];
-		*gmax = num_max(*gmax, fabs(s - t->rhs[k]));
+		/* an interval's: how far outside it (Newton adds the rest) */
+		*gmax = num_max(*gmax, fabs(s - t->rhs[k]) - (t->half ? t->half[k] : 0));
 	}
 	*violation = fmax(worst, *gmax);
 	return failed ? INFINITY : f;
@@ -465,7 +467,8 @@ void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 				      .form = nt_form,
 				      /* f sums terms of up to the records' size */
 				      .f_noise = 64 * DBL_EPSILON * records,
-				      .pool = t->pool};
+				      .pool = t->pool,
+				      .l1 = t->half};
 }
 
 /* ---- L-BFGS fallback ---------------------------------------------------- */
@@ -617,7 +620,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 	if (!ret && probe && probe->ray)
 		newton_moving(nw, t->row, probe->ray);
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
-	if (!ret && stalled && !probe && st->max_violation > target &&
+	if (!ret && stalled && !probe && !t->half && st->max_violation > target &&
 	    st->iterations < o->max_iterations)
 		ret = twolevel_lbfgs(t, o, target, st);
 	if (!ret)

@@ -220,10 +220,17 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	    !t->rc_off || !t->rc_at || init_blocks(t, rows, nr))
 		return PM_ERR_NOMEM;
 	t->rc_off[0] = 0;
+	for (size_t k = 0; k < nr && !t->half; k++)
+		if (inv->hi[t->row[k]] > inv->rhs[t->row[k]] &&
+		    !(t->half = calloc(nr + 1, sizeof *t->half)))
+			return PM_ERR_NOMEM;
 	for (size_t k = 0; k < nr; k++) {
 		size_t r = t->row[k], len = inv->row_off[r + 1] - inv->row_off[r];
 
-		t->rhs[k] = inv->rhs[r];
+		/* an interval lo..hi: its midpoint, and its half width as L1 */
+		t->rhs[k] = (inv->rhs[r] + inv->hi[r]) / 2;
+		if (t->half)
+			t->half[k] = (inv->hi[r] - inv->rhs[r]) / 2;
 		t->scale[k] = 1.0 / sqrt(fmax(1.0, inv->rhs[r]));
 		t->row_len = len > t->row_len ? len : t->row_len;
 		t->rc_off[k + 1] = t->rc_off[k] + len;

@@ -27,8 +27,18 @@ enum pm_status zeros_init(struct zeros *z, const struct dataset *ds, const struc
 	z->inv = inv;
 	z->zero = calloc(inv->n_cells + 1, 1);
 	z->implied = calloc(inv->n_rows + 1, 1);
+	z->settled = calloc(inv->n_rows + 1, 1);
 	z->memo = calloc(1, sizeof *z->memo);
-	return z->zero && z->implied && z->memo ? PM_OK : PM_ERR_NOMEM;
+	if (!z->zero || !z->implied || !z->settled || !z->memo)
+		return PM_ERR_NOMEM;
+	for (size_t r = 0; r < inv->n_rows; r++)
+		z->settled[r] = zeros_interval(inv, r);
+	return PM_OK;
+}
+
+int zeros_interval(const struct invariants *inv, size_t r)
+{
+	return inv->hi[r] > inv->rhs[r];
 }
 
 void zeros_finish(struct zeros *z)
@@ -37,26 +47,28 @@ void zeros_finish(struct zeros *z)
 		return;
 	free(z->zero);
 	free(z->implied);
+	free(z->settled);
 	relax_memo_finish(z->memo);
 	free(z->memo);
 	components_finish(&z->open);
 	memset(z, 0, sizeof *z);
 }
 
-/* Knowledge rows with right-hand side 0 zero all their cells. */
+/* Knowledge rows bounded by 0 (an equality's rhs, an interval's hi) zero
+ * all their cells. */
 static void direct_zeros(struct zeros *z)
 {
 	const struct invariants *inv = z->inv;
 
 	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++)
-		for (size_t e = inv->row_off[i]; inv->rhs[i] <= 0 && e < inv->row_off[i + 1]; e++)
+		for (size_t e = inv->row_off[i]; inv->hi[i] <= 0 && e < inv->row_off[i + 1]; e++)
 			z->zero[inv->row_cell[e]] = 1;
 }
 
 /*
- * A knowledge row with no cell at all cannot hold unless its rhs is 0, to
- * ZERO_RECORDS: P(s | Q) = 3e-10 over two records (6e-10 records) holds
- * here as it does where the row has a cell that is zero to 1e-9 records.
+ * A knowledge row with no cell at all cannot hold unless its rhs (an
+ * interval's lower bound) is 0, to ZERO_RECORDS: P(s | Q) = 3e-10 over two records (6e-10 records)
+ * holds here as it does where the row has a cell that is zero to 1e-9 records.
  */
 static enum pm_status empty_rows(const struct zeros *z, struct pm_error *err)
 {
@@ -83,7 +95,7 @@ static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *e
 
 	direct_zeros(z);
 	st = empty_rows(z, err);
-	return st ? st : zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+	return st ? st : zeros_propagate(z->inv, z->zero, z->settled, infeasible);
 }
 
 /*
@@ -101,10 +113,10 @@ static enum pm_status relax_and_propagate(struct zeros *z, size_t max_cells,
 	size_t found = 1;
 
 	while (!st && found && !*infeasible) {
-		st = zeros_relax(z->inv, z->implied, z->zero, max_cells, o, z->memo, &found,
+		st = zeros_relax(z->inv, z->settled, z->zero, max_cells, o, z->memo, &found,
 				 infeasible);
 		if (!st && found && !*infeasible)
-			st = zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+			st = zeros_propagate(z->inv, z->zero, z->settled, infeasible);
 	}
 	return st;
 }
@@ -118,7 +130,7 @@ static size_t open_buckets(const struct zeros *z, uint8_t *in)
 
 	memset(in, 0, inv->n_groups);
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
-		if (z->implied[r] || inv->row_off[r] == inv->row_off[r + 1])
+		if (z->settled[r] || inv->row_off[r] == inv->row_off[r + 1])
 			continue;
 		n++;
 		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
@@ -136,7 +148,7 @@ static enum pm_status open_components(struct zeros *z)
 
 	components_finish(&z->open);
 	if (!st && open_buckets(z, in))
-		st = components_build(z->inv, in, z->implied, 0, &z->open);
+		st = components_build(z->inv, in, z->settled, 0, &z->open);
 	free(in);
 	return st;
 }
@@ -292,7 +304,7 @@ static enum pm_status component_center(struct zeros *z, size_t i, const uint8_t 
 	}
 	*settled &= !only;
 	for (size_t r = 0; !st && *settled && r < cp.p.n_rows; r++)
-		z->implied[cp.rows[r]] |= cp.dependent[r];
+		z->settled[cp.rows[r]] |= cp.dependent[r];
 	component_problem_finish(&cp);
 	if (st == PM_ERR_CANCELLED)
 		return error_set(err, st, "", "the solve was cancelled");
@@ -319,7 +331,7 @@ static enum pm_status exact(struct zeros *z, const struct solver_options *o, int
 			st = zeros_lp_component(z, &z->open, i, o, err);
 	}
 	if (!st)
-		st = zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+		st = zeros_propagate(z->inv, z->zero, z->settled, infeasible);
 	if (!st && *infeasible)
 		st = error_set(err, PM_ERR_INTERNAL, "",
 			       "forced-zero propagation and the linear program disagree");
@@ -360,7 +372,7 @@ static enum pm_status guided(struct zeros *z, const uint8_t *ray, const struct s
 		st = component_center(z, i, ray, o, &settled, err);
 	}
 	if (!st && *used)
-		st = zeros_propagate(z->inv, z->zero, z->implied, infeasible);
+		st = zeros_propagate(z->inv, z->zero, z->settled, infeasible);
 	if (!st && *used && !*infeasible)
 		st = open_components(z);
 	return st;
@@ -423,6 +435,8 @@ enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8
 		z->added = found - z->found;
 		z->found = found;
 		z->depth = depth;
+		for (size_t r = 0; r < z->inv->n_rows; r++)
+			z->implied[r] = z->settled[r] && !zeros_interval(z->inv, r);
 	}
 	/* GLPK keeps a per-thread environment that would outlive a worker
 	 * thread; every program of this call is deleted, so free it */

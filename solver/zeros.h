@@ -64,6 +64,10 @@ struct zeros {
 	const struct knowledge *k; /* for conflict messages; may be NULL */
 	const struct invariants *inv;
 	uint8_t *zero, *implied;
+	/* the rows the search itself sets aside: the implied ones, and
+	 * those of interval rules (zeros_interval), which it leaves out (a
+	 * relaxation: every zero it proves without them is forced) */
+	uint8_t *settled;
 	struct components open;
 	enum zeros_depth depth; /* reached */
 	size_t found;		/* forced zeros so far */
@@ -75,6 +79,9 @@ struct zeros {
 	size_t undecided;
 	struct relax_memo *memo;
 };
+
+/* Is knowledge row r an interval (lo <= a.y <= hi, lo < hi)? */
+int zeros_interval(const struct invariants *inv, size_t r);
 
 /* Allocates z's arrays for inv (built from ds; k may be NULL if inv has
  * no knowledge rows); caller frees with zeros_finish, also after a

@@ -473,7 +473,8 @@ static int trip_add(struct triplets *t, int i, int j, double v)
 }
 
 /* Adds inv row `row` as LP row i: its local cells, and -c t when
- * homogenized (column t_col), else the bound c. */
+ * homogenized (column t_col: only the search's own rows, never an
+ * interval's), else the bound c (an interval's two). */
 static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int i, size_t row,
 		  int t_col)
 {
@@ -487,6 +488,8 @@ static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int i
 	}
 	if (t_col)
 		glp_set_row_bnds(lp, i, GLP_FX, 0, 0);
+	else if (zeros_interval(inv, row))
+		glp_set_row_bnds(lp, i, GLP_DB, inv->rhs[row], inv->hi[row]);
 	else
 		glp_set_row_bnds(lp, i, GLP_FX, inv->rhs[row], inv->rhs[row]);
 	return t_col && trip_add(t, i, t_col, -inv->rhs[row]) ? -1 : 0;
@@ -543,8 +546,9 @@ static glp_prob *lp_build(struct lp_context *bd, const struct component *c, cons
 
 /* Does propagation alone prove the component infeasible with the
  * knowledge rows in use[] (NULL: all of them)? Every other knowledge row
- * is set aside as resolved, which propagation skips. 1 yes, 0 no, -1 out
- * of memory. */
+ * is set aside as resolved, which propagation skips, and so is an
+ * interval's (propagation reads equalities; without it, a relaxation).
+ * 1 yes, 0 no, -1 out of memory. */
 static int proved_infeasible(struct lp_context *bd, const struct component *c, const uint8_t *use)
 {
 	const struct invariants *inv = bd->inv;
@@ -557,9 +561,9 @@ static int proved_infeasible(struct lp_context *bd, const struct component *c, c
 			size_t r = c->krows[k];
 			int used = !use || use[k];
 
-			resolved[r] = (uint8_t)!used;
+			resolved[r] = (uint8_t)(!used || zeros_interval(inv, r));
 			for (size_t e = inv->row_off[r];
-			     used && inv->rhs[r] <= 0 && e < inv->row_off[r + 1]; e++)
+			     used && inv->hi[r] <= 0 && e < inv->row_off[r + 1]; e++)
 				zero[inv->row_cell[e]] = 1;
 		}
 		if (zeros_propagate(inv, zero, resolved, &infeasible))

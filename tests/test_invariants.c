@@ -133,10 +133,15 @@ static void test_knowledge_rows(const struct dataset *ds)
 	      inv.touched[2] == 2);
 	invariants_finish(&inv);
 
-	/* inequality rules are refused until they are supported */
-	k.rules[0].hi = 0.5;
-	CHECK(invariants_build(ds, &k, &inv, &err) == PM_ERR_INPUT);
-	CHECK_CONTAINS(err.message, "not supported yet");
+	/* an interval rule: rhs its lower bound, hi its upper one, in
+	 * records; every other row has hi = rhs */
+	k.rules[0].hi = k.rules[0].lo + 0.5;
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	CHECK(k.rules[0].n_qv > 0 &&
+	      inv.hi[first] == inv.rhs[first] + 0.5 * (double)k.rules[0].n_qv);
+	for (size_t r = 0; r < inv.n_rows; r++)
+		CHECK(r == first || inv.hi[r] == inv.rhs[r]);
+	invariants_finish(&inv);
 	knowledge_finish(&k);
 }
 

@@ -83,15 +83,21 @@ static void test_errors(const struct dataset *ds)
 
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 0, 0, 0, 0, "rules[3]", &err);
-	check_error(st, &err, "rules[3]", "needs \"probability\"");
-	memset(&err, 0, sizeof err);
-	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, 0.1, 1, 0.3, "rules[3]", &err);
-	check_error(st, &err, "rules[3].min",
-		    "inequality rules (min/max) are not supported yet; use \"probability\"");
+	check_error(st, &err, "rules[3]", "needs \"probability\" (or \"min\" and/or \"max\")");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 1, 0.2, 0, 0, 1, 0.3, "rules[3]", &err);
 	check_error(st, &err, "rules[3].max",
-		    "inequality rules (min/max) are not supported yet; use \"probability\"");
+		    "cannot go with \"probability\": give the probability, or \"min\" and/or "
+		    "\"max\"");
+	memset(&err, 0, sizeof err);
+	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, 0.4, 1, 0.3, "rules[3]", &err);
+	check_error(st, &err, "rules[3]", "\"min\" (0.4) is above \"max\" (0.3)");
+	memset(&err, 0, sizeof err);
+	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, -0.1, 0, 0, "rules[3]", &err);
+	check_error(st, &err, "rules[3].min", "must be between 0 and 1, got -0.1");
+	memset(&err, 0, sizeof err);
+	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 0, 0, 1, NAN, "rules[3]", &err);
+	check_error(st, &err, "rules[3].max", "must be between 0 and 1, got nan");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, NULL, 1, 0.2, 0, 0, 0, 0, "rules[3]", &err);
 	check_error(st, &err, "rules[3]", "needs \"then\"");
@@ -100,6 +106,13 @@ static void test_errors(const struct dataset *ds)
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 1, 2, 0, 0, 0, 0, "", &err);
 	check_error(st, &err, "probability", "must be between 0 and 1, got 2");
 	CHECK(k.n == 0); /* nothing appended by a failed rule */
+	/* an interval: min and/or max, the other side 0 or 1 */
+	CHECK(knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, 0.1, 1, 0.3, "r", &err) == PM_OK);
+	CHECK(knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, 0.1, 0, 0, "r", &err) == PM_OK);
+	CHECK(knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 0, 0, 1, 0.3, "r", &err) == PM_OK);
+	CHECK(k.n == 3 && k.rules[0].lo == 0.1 && k.rules[0].hi == 0.3);
+	CHECK(k.rules[1].lo == 0.1 && k.rules[1].hi == 1 && k.rules[2].lo == 0 &&
+	      k.rules[2].hi == 0.3);
 	knowledge_finish(&k);
 }
 
