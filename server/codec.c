@@ -106,8 +106,9 @@ static const char *const knowledge_keys[] = {"rules", "mine", "solver", NULL};
 static const char *const knowledge_later[] = {"statements", "individuals", NULL};
 /* codec_rule writes "source", "support" and "confidence" too, and `pmaxent
  * mine` output must read back as knowledge */
-static const char *const rule_keys[] = {"if",	  "then",    "probability", "min", "max",
-					"source", "support", "confidence",  NULL};
+static const char *const rule_keys[] = {"if",	    "then",    "probability", "min",
+					"max",	    "source",  "support",     "confidence",
+					"achieved", "binding", NULL};
 static const char *const mine_keys[] = {"positive", "negative", "min_support", "qi_attributes",
 					NULL};
 static const char *const mine_later[] = {"vagueness", NULL};

@@ -140,13 +140,26 @@ json_t *codec_rule(const struct dataset *ds, const struct rule *r)
 	return checked(o, bad);
 }
 
-static json_t *rules_json(const struct dataset *ds, const struct knowledge *k)
+/* The rules, each with its achieved value and binding bound when the
+ * result has them (r may be NULL: the knowledge alone). */
+static json_t *rules_json(const struct dataset *ds, const struct knowledge *k,
+			  const struct solver_result *r)
 {
+	static const char *const bound[] = {[SOLVER_BINDING_MIN] = "min",
+					    [SOLVER_BINDING_MAX] = "max",
+					    [SOLVER_BINDING_VALUE] = "value"};
 	json_t *a = json_array();
 	int bad = !a;
 
-	for (size_t i = 0; k && i < k->n; i++)
-		bad |= json_array_append_new(a, codec_rule(ds, &k->rules[i]));
+	for (size_t i = 0; k && i < k->n; i++) {
+		json_t *o = codec_rule(ds, &k->rules[i]);
+
+		if (o && r && r->achieved)
+			bad |= put(o, "achieved", jreal(r->achieved[i])) |
+			       put(o, "binding",
+				   r->binding[i] ? json_string(bound[r->binding[i]]) : json_null());
+		bad |= json_array_append_new(a, o);
+	}
 	return checked(a, bad);
 }
 
@@ -154,7 +167,7 @@ json_t *codec_knowledge_json(const struct dataset *ds, const struct knowledge *k
 {
 	json_t *o = json_object();
 
-	return checked(o, put(o, "rules", rules_json(ds, k)));
+	return checked(o, put(o, "rules", rules_json(ds, k, NULL)));
 }
 
 /* ---- datasets out ------------------------------------------------------- */
@@ -328,7 +341,7 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 	       put(o, "seconds", jreal(r->seconds)) | put(o, "solve_phases", phases_json(r)) |
 	       put(o, "timings", timings_json(t)) | put(o, "entropy", jreal(r->entropy)) |
 	       put(o, "dataset", dataset_summary(ds)) | put(o, "constraints", constraints_json(r)) |
-	       put(o, "rules", rules_json(ds, k));
+	       put(o, "rules", rules_json(ds, k, r));
 	if (mined)
 		bad |= put(o, "mined", mined_json(mined));
 	bad |= put_accuracy(o, "estimation_accuracy", r->has_accuracy, r->estimation_accuracy,

@@ -122,6 +122,18 @@ struct solver_result {
 	size_t *post_off;
 	uint32_t *post_sa;
 	double *post_p;
+	/* with an interval rule among the knowledge (else NULL), per rule
+	 * of k: its left-hand side at the solution, P(then | if), and the
+	 * bound that holds it (SOLVER_BINDING_*) */
+	double *achieved;
+	uint8_t *binding;
+};
+
+enum solver_binding {
+	SOLVER_BINDING_NONE = 0, /* inside its interval */
+	SOLVER_BINDING_MIN,
+	SOLVER_BINDING_MAX,
+	SOLVER_BINDING_VALUE, /* an equality */
 };
 
 /*

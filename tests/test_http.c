@@ -253,6 +253,39 @@ static void test_csv_upload(void)
 	free(dir);
 }
 
+/* An interval rule over HTTP: P(flu | M) at least 0.6 binds at min
+ * (achieved 0.6); min above max, and the full dual, are 422 naming the
+ * rule. */
+static void test_solve_interval(unsigned port, const char *small)
+{
+	static const char *const rule = "{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\", ";
+	char body[8192];
+	json_t *r0;
+	struct resp r;
+
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": {\"rules\": [%s\"min\": 0.6}]}}", small, rule);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200);
+	r0 = json_array_get(json_object_get(r.json, "rules"), 0);
+	CHECK_STR(jstr(r0, "binding"), "min");
+	CHECK(fabs(json_real_value(json_object_get(r0, "achieved")) - 0.6) < 1e-9);
+	resp_free(&r);
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": {\"rules\": [%s\"min\": 0.6, \"max\": 0.5}]}}",
+		 small, rule);
+	r = post_json(port, "/v1/solve", body);
+	check_problem(&r, 422, "knowledge.rules[0]", "\"min\" (0.6) is above \"max\" (0.5)");
+	resp_free(&r);
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": {\"rules\": [%s\"min\": 0.6}]}, "
+		 "\"solver\": {\"method\": \"full-dual\"}}",
+		 small, rule);
+	r = post_json(port, "/v1/solve", body);
+	check_problem(&r, 422, "knowledge.rules[0]", "the full dual does not take intervals yet");
+	resp_free(&r);
+}
+
 static void test_solve(void)
 {
 	char *dir = temp_dir(), *small = data_file("codec_small.json"),
@@ -288,6 +321,7 @@ static void test_solve(void)
 	r = post_json(port, "/v1/solve", body);
 	check_problem(&r, 422, "extra", "unknown key");
 	resp_free(&r);
+	test_solve_interval(port, small);
 
 	http_stop(h);
 	json_decref(want);
