@@ -241,6 +241,9 @@ struct miner_options {
 	size_t negative;      /* K- */
 	uint64_t min_support; /* records, default 3 */
 	size_t qi_attributes; /* T; 0 = every antecedent size 1..n_attrs */
+	/* e >= 0: each mined rule P = c becomes the interval max(0, c - e)
+	 * <= P <= min(1, c + e) (SPEC 3.1); 0: equalities */
+	double vagueness;
 	/* Polled between attribute sets (every antecedent size makes their
 	 * number exponential in the attributes): a nonzero return stops the
 	 * run with PM_ERR_CANCELLED. NULL: never. */

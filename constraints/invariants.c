@@ -297,10 +297,11 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 		n = rule_cells(ds, inv, rule, tmp, &n_qv);
 		sort_cells(tmp, tmp + inv->n_cells, n);
 		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv),
-		 * an interval lo n(Qv) to hi n(Qv) */
-		rhs = rule->source == RULE_USER ? rule->lo * (double)n_qv : (double)rule->n_qv_s;
+		 * an interval (either) lo n(Qv) to hi n(Qv) */
+		rhs = rule->source == RULE_USER || rule->hi > rule->lo ? rule->lo * (double)n_qv
+								       : (double)rule->n_qv_s;
 		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
-		if (!st && rule->source == RULE_USER && rule->hi > rule->lo)
+		if (!st && rule->hi > rule->lo)
 			inv->hi[rb->n_rows - 1] = rule->hi * (double)n_qv;
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;

@@ -12,6 +12,7 @@
  * (worst rule at the root), so memory is O(|Q| * depth + K) and a candidate
  * that does not beat the root is rejected in O(1).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -417,7 +418,7 @@ static void miner_free(struct miner *m)
 
 /* Appends the heap's rules, best first, as knowledge rows. */
 static enum pm_status emit(const struct miner *m, const struct heap *h, enum rule_source src,
-			   struct knowledge *out, struct pm_error *err)
+			   double vagueness, struct knowledge *out, struct pm_error *err)
 {
 	for (size_t i = 0; i < h->n; i++) {
 		const struct cand *c = &h->v[i];
@@ -437,6 +438,10 @@ static enum pm_status emit(const struct miner *m, const struct heap *h, enum rul
 		r.n_qv = c->den;
 		r.n_qv_s = src == RULE_POSITIVE ? c->num : c->den - c->num;
 		r.lo = r.hi = (double)r.n_qv_s / (double)r.n_qv;
+		if (vagueness > 0) {
+			r.lo = fmax(0, r.lo - vagueness);
+			r.hi = fmin(1, r.hi + vagueness);
+		}
 		st = knowledge_append(out, &r, err);
 		if (st)
 			return st;
@@ -450,6 +455,7 @@ void miner_options_init(struct miner_options *o)
 	o->negative = 0;
 	o->min_support = 3;
 	o->qi_attributes = 0;
+	o->vagueness = 0;
 	o->stop = NULL;
 	o->stop_ctx = NULL;
 }
@@ -496,9 +502,9 @@ enum pm_status miner_run_counted(const struct dataset *ds, const struct miner_op
 	}
 	heap_sort(&m, &m.pos);
 	heap_sort(&m, &m.neg);
-	st = emit(&m, &m.pos, RULE_POSITIVE, out, err);
+	st = emit(&m, &m.pos, RULE_POSITIVE, o->vagueness, out, err);
 	if (!st)
-		st = emit(&m, &m.neg, RULE_NEGATIVE, out, err);
+		st = emit(&m, &m.neg, RULE_NEGATIVE, o->vagueness, out, err);
 	/* the heaps hold every rule that qualified, up to K */
 	if (!st && found)
 		*found = (struct miner_found){m.pos.n, m.neg.n};

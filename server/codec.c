@@ -109,9 +109,8 @@ static const char *const knowledge_later[] = {"statements", "individuals", NULL}
 static const char *const rule_keys[] = {"if",	    "then",    "probability", "min",
 					"max",	    "source",  "support",     "confidence",
 					"achieved", "binding", NULL};
-static const char *const mine_keys[] = {"positive", "negative", "min_support", "qi_attributes",
-					NULL};
-static const char *const mine_later[] = {"vagueness", NULL};
+static const char *const mine_keys[] = {"positive",	 "negative",  "min_support",
+					"qi_attributes", "vagueness", NULL};
 static const char *const solver_keys[] = {"method", "tolerance", "max_iterations", "time_limit",
 					  NULL};
 
@@ -562,6 +561,22 @@ static enum pm_status get_count(const json_t *mine, const char *key, long long m
 	return PM_OK;
 }
 
+/* mine.vagueness, a number in [0, 1] when present. */
+static enum pm_status get_vagueness(const json_t *mine, double *out, struct pm_error *err)
+{
+	const json_t *v = json_object_get(mine, "vagueness");
+
+	if (!v)
+		return PM_OK;
+	if (!json_is_number(v))
+		return bad_value(err, "mine.vagueness", "a number", v);
+	*out = json_number_value(v);
+	if (!(*out >= 0 && *out <= 1))
+		return error_set(err, PM_ERR_INPUT, "mine.vagueness",
+				 "must be between 0 and 1, got %g", *out);
+	return PM_OK;
+}
+
 static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, struct miner_options *o,
 				 struct pm_error *err)
 {
@@ -572,13 +587,15 @@ static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, stru
 		return bad_value(err, "mine", "an object", m);
 	miner_options_init(o);
 	support = (size_t)o->min_support;
-	if ((st = check_keys(m, "mine", mine_keys, mine_later, err)) ||
+	if ((st = check_keys(m, "mine", mine_keys, NULL, err)) ||
 	    (st = get_count(m, "positive", 0, MINER_MAX_K, &o->positive, err)) ||
 	    (st = get_count(m, "negative", 0, MINER_MAX_K, &o->negative, err)) ||
 	    (st = get_count(m, "min_support", 0, LLONG_MAX, &support, err)) ||
 	    (st = get_count(m, "qi_attributes", 1, LLONG_MAX, &o->qi_attributes, err)))
 		return st;
 	o->min_support = support;
+	if ((st = get_vagueness(m, &o->vagueness, err)))
+		return st;
 	if (ds && o->qi_attributes > ds->n_attrs)
 		return error_set(err, PM_ERR_INPUT, "mine.qi_attributes",
 				 "must be at most %zu (the number of QI attributes), got %zu",

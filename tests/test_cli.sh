@@ -311,6 +311,13 @@ EOF
 run 2 solve "$DATA/figure1.csv" "$TMP/kb_bad.json" --sa disease --group group
 err_is 'pmaxent: rules[0].min: cannot go with "probability": give the probability, or "min" and/or "max"'
 
+# mined rules made vague: each P = c becomes [c - 0.1, c + 0.1] (clipped)
+cat >"$TMP/kb_vague.json" <<'EOF'
+{"mine": {"positive": 3, "negative": 3, "min_support": 1, "vagueness": 0.1}}
+EOF
+run 0 solve "$DATA/figure1.csv" "$TMP/kb_vague.json" --sa disease --group group
+json_ok 'd["status"] == "converged" and len(d["rules"]) == 6 and all(r["max"] - r["min"] <= 0.2 + 1e-12 and r["min"] - 1e-9 <= r["achieved"] <= r["max"] + 1e-9 for r in d["rules"])'
+
 # ---- strict documents and limits --------------------------------------------
 
 run 2 solve "$DATA/codec_bad_ds_record_key.json"

@@ -696,6 +696,36 @@ static void test_stop(void)
 	dataset_destroy(ds);
 }
 
+/* vagueness e turns each mined rule P = c into max(0, c - e) <= P <=
+ * min(1, c + e), the same rules in the same order, clipped at 0 and 1 */
+static void test_vagueness(const struct dataset *ds)
+{
+	struct miner_options o;
+	struct knowledge exact, vague;
+	struct pm_error err = {0};
+
+	knowledge_init(&exact);
+	knowledge_init(&vague);
+	miner_options_init(&o);
+	o.positive = o.negative = 100;
+	o.min_support = 2;
+	o.qi_attributes = 1;
+	CHECK(miner_run(ds, &o, &exact, &err) == PM_OK);
+	o.vagueness = 0.25;
+	CHECK(miner_run(ds, &o, &vague, &err) == PM_OK);
+	CHECK(exact.n == vague.n && exact.n > 0);
+	for (size_t i = 0; i < exact.n && i < vague.n; i++) {
+		double c = exact.rules[i].lo;
+
+		CHECK(exact.rules[i].hi == c && vague.rules[i].sa == exact.rules[i].sa);
+		CHECK(vague.rules[i].lo == fmax(0, c - 0.25) &&
+		      vague.rules[i].hi == fmin(1, c + 0.25));
+		CHECK(vague.rules[i].n_qv == exact.rules[i].n_qv);
+	}
+	knowledge_finish(&exact);
+	knowledge_finish(&vague);
+}
+
 int main(void)
 {
 	const char *dir = getenv("PMAXENT_TEST_DATA");
@@ -717,6 +747,7 @@ int main(void)
 		test_fixed_size(ds);
 		test_errors(ds);
 		test_found(ds);
+		test_vagueness(ds);
 	}
 	dataset_destroy(ds);
 	table_free(&t);
