@@ -39,6 +39,16 @@ void solver_result_finish(struct solver_result *r)
 	memset(r, 0, sizeof *r);
 }
 
+/* The first row of an interval rule, or inv->n_rows if none. */
+static size_t first_interval(const struct invariants *inv)
+{
+	size_t r = 0;
+
+	while (r < inv->n_rows && !(inv->hi[r] > inv->rhs[r]))
+		r++;
+	return r;
+}
+
 /*
  * With an interval rule among the knowledge, each rule's left-hand side
  * at the solution and the bound that holds it: within the tolerance (in
@@ -48,11 +58,7 @@ void solver_result_finish(struct solver_result *r)
 static enum pm_status achieved(const struct knowledge *k, const struct invariants *inv,
 			       double tolerance, struct solver_result *r)
 {
-	int any = 0;
-
-	for (size_t row = 0; row < inv->n_rows; row++)
-		any |= inv->hi[row] > inv->rhs[row];
-	if (!any || !k || !k->n)
+	if (first_interval(inv) == inv->n_rows || !k || !k->n)
 		return PM_OK;
 	r->achieved = calloc(k->n + 1, sizeof *r->achieved);
 	r->binding = calloc(k->n + 1, 1);
@@ -720,17 +726,30 @@ static void best_point(struct run *u, double *y)
 static enum pm_status method_takes(const struct invariants *inv, const struct solver_options *o,
 				   struct pm_error *err)
 {
-	for (size_t r = 0; o->method == SOLVER_FULL_DUAL && r < inv->n_rows; r++)
-		if (inv->hi[r] > inv->rhs[r]) {
-			char field[32];
+	size_t r = first_interval(inv);
+	char field[32];
 
-			snprintf(field, sizeof field, "rules[%u]", inv->row_ref[r]);
-			return error_set(
-			    err, PM_ERR_INPUT, field,
-			    "an interval (min/max) is solved by the two-level method "
-			    "(the default); the full dual does not take intervals yet");
-		}
-	return PM_OK;
+	if (o->method != SOLVER_FULL_DUAL || r == inv->n_rows)
+		return PM_OK;
+	snprintf(field, sizeof field, "rules[%u]", inv->row_ref[r]);
+	return error_set(err, PM_ERR_INPUT, field,
+			 "an interval (min/max) is solved by the two-level method (the default); "
+			 "the full dual does not take intervals yet");
+}
+
+/*
+ * The zero search leaves the intervals out, so it cannot see that they
+ * conflict (with each other or the rest); the solve then does not
+ * converge. Then, and only then, the exact programs with the intervals'
+ * bounds decide: PM_ERR_INCONSISTENT naming an irreducible conflicting
+ * set, or PM_OK (no conflict: the result stands, not converged).
+ */
+static enum pm_status interval_conflict(struct run *u, const struct invariants *inv,
+					const struct solver_options *o, struct pm_error *err)
+{
+	if (u->ms.converged || first_interval(inv) == inv->n_rows)
+		return PM_OK;
+	return zeros_lp_conflict(&u->z, o, 0, err);
 }
 
 enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
@@ -760,6 +779,8 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		goto out;
 	}
 	st = solve_all(ds, inv, &wo, &u, r, err);
+	if (!st)
+		st = interval_conflict(&u, inv, &wo, err);
 	if (st == PM_ERR_CANCELLED && dl.expired) {
 		best_point(&u, r->cells);
 		st = error_set(err, PM_OK, "", "%s", ""); /* not a cancel */

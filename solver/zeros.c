@@ -88,6 +88,56 @@ static enum pm_status empty_rows(const struct zeros *z, struct pm_error *err)
 	return PM_OK;
 }
 
+/*
+ * An interval row's reach: per bucket b, its q hold qsum records of
+ * which at most min(qsum, n(s, b)) and at least qsum - (n(b) - n(s, b))
+ * can have its s, summed into [*l, *u] (the zeros left aside: a wider
+ * range, so an interval outside it is out of reach all the more).
+ */
+static void row_reach(const struct invariants *inv, size_t r, double *l, double *u)
+{
+	size_t e = inv->row_off[r];
+
+	*l = *u = 0;
+	while (e < inv->row_off[r + 1]) {
+		size_t c = inv->row_cell[e], b = inv->cell_group[c], h = inv->bucket_h[b];
+		size_t j = (c - inv->cell_off[b]) % h;
+		double qsum = 0, ns = invariants_sa_count(inv, b, j);
+
+		for (; e < inv->row_off[r + 1] && inv->cell_group[inv->row_cell[e]] == b; e++)
+			qsum +=
+			    invariants_qi_count(inv, b, (inv->row_cell[e] - inv->cell_off[b]) / h);
+		*u += fmin(qsum, ns);
+		*l += fmax(0, qsum - (inv->bucket_n[b] - ns));
+	}
+}
+
+/* An interval that its own row cannot reach (row_reach) is a conflict of
+ * one rule: named at once, where the exact programs (interval_conflict
+ * in solver.c) could take minutes on a large table. */
+static enum pm_status unreachable_intervals(const struct zeros *z, struct pm_error *err)
+{
+	const struct invariants *inv = z->inv;
+
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
+		double l, u, eps;
+		char msg[600] = "";
+
+		if (!zeros_interval(inv, r))
+			continue;
+		row_reach(inv, r, &l, &u);
+		eps = 1e-9 * fmax(1, u);
+		if (inv->rhs[r] <= u + eps && inv->hi[r] >= l - eps)
+			continue;
+		zeros_describe_row(z, r, msg, sizeof msg);
+		return error_set(err, PM_ERR_INCONSISTENT, "rules",
+				 "no distribution satisfies this rule: %s (the buckets allow only "
+				 "%.10g to %.10g records of it, the rule asks %.10g to %.10g)",
+				 msg, l, u, inv->rhs[r], inv->hi[r]);
+	}
+	return PM_OK;
+}
+
 /* ZEROS_CHEAP: the rows with right-hand side 0, then propagation. */
 static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *err)
 {
@@ -95,6 +145,8 @@ static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *e
 
 	direct_zeros(z);
 	st = empty_rows(z, err);
+	if (!st)
+		st = unreachable_intervals(z, err);
 	return st ? st : zeros_propagate(z->inv, z->zero, z->settled, infeasible);
 }
 
@@ -420,7 +472,7 @@ enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8
 	/* propagation or the relaxations found no solution: the rules of the
 	 * conflict named */
 	if (!st && infeasible) {
-		st = zeros_lp_conflict(z, o, err);
+		st = zeros_lp_conflict(z, o, 1, err);
 		if (!st)
 			st = error_set(err, PM_ERR_INTERNAL, "",
 				       "forced-zero propagation and the linear program disagree");

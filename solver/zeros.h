@@ -390,12 +390,15 @@ void zeros_lp_release(void);
  */
 enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
 				  const struct solver_options *o, struct pm_error *err);
-/* Propagation or a relaxation proved that no solution exists: the
- * components of the touched buckets (every knowledge row linking them)
- * are tried until one's conflicting rules are named
- * (PM_ERR_INCONSISTENT; if the only candidates are too large to build,
- * the verdict without the names); PM_OK if none shows a conflict. */
-enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o,
+/* The components of the touched buckets (every knowledge row linking
+ * them, an interval's with both its bounds) are tried until one's
+ * conflicting rules are named (PM_ERR_INCONSISTENT); PM_OK if none shows
+ * a conflict. proved: propagation or a relaxation proved that no
+ * solution exists, so that if the only candidates are too large to
+ * build the verdict stands without the names; else the programs are
+ * kept smaller (LP_CHECK_ENTRIES) and one too large means PM_OK
+ * (unknown). */
+enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o, int proved,
 				 struct pm_error *err);
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
 void zeros_describe_row(const struct zeros *z, size_t row, char *msg, size_t len);

@@ -305,7 +305,8 @@ struct lp_context {
 	uint8_t *zero;
 	size_t *brow_off; /* invariant rows of bucket b: brow[brow_off[b] ..) */
 	uint32_t *brow;
-	int32_t *local; /* inv cell -> local column, -1 if not in the LP */
+	int32_t *local;	    /* inv cell -> local column, -1 if not in the LP */
+	size_t max_entries; /* the largest program built (LP_MAX_ENTRIES) */
 };
 
 /* The invariant rows of each bucket and the local columns, for the linear
@@ -424,6 +425,16 @@ static enum pm_status component_cells(struct lp_context *bd, struct component *c
  * (struct zeros.undecided).
  */
 #define LP_MAX_ENTRIES 1000000
+/* The same for a check whether knowledge with intervals conflicts, not
+ * proved by anything (zeros_lp_conflict without proved): on Adult one of
+ * about 10^6 entries and its deletion filter took over nine minutes. */
+#define LP_CHECK_ENTRIES 100000
+
+/* LP rows for inv row `row`: two for an interval when homogenized. */
+static int lp_rows_of(const struct invariants *inv, size_t row, int homog)
+{
+	return 1 + (homog && zeros_interval(inv, row));
+}
 
 /* The entries of the program lp_build makes of c (rows selected by use,
  * may be NULL: all), before it is built. */
@@ -439,7 +450,8 @@ static size_t lp_entries(const struct lp_context *bd, const struct component *c,
 			n += inv->row_off[bd->brow[e] + 1] - inv->row_off[bd->brow[e]] + !!homog;
 	for (size_t k = 0; k < c->n_krows; k++)
 		if (!use || use[k])
-			n += inv->row_off[c->krows[k] + 1] - inv->row_off[c->krows[k]] + !!homog;
+			n += (inv->row_off[c->krows[k] + 1] - inv->row_off[c->krows[k]] + !!homog) *
+			     (size_t)lp_rows_of(inv, c->krows[k], homog);
 	return n;
 }
 
@@ -472,11 +484,8 @@ static int trip_add(struct triplets *t, int i, int j, double v)
 	return 0;
 }
 
-/* Adds inv row `row` as LP row i: its local cells, and -c t when
- * homogenized (column t_col: only the search's own rows, never an
- * interval's), else the bound c (an interval's two). */
-static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int i, size_t row,
-		  int t_col)
+/* Row `row`'s local cells as LP row i's. */
+static int lp_cells(const struct lp_context *bd, struct triplets *t, int i, size_t row)
 {
 	const struct invariants *inv = bd->inv;
 
@@ -486,13 +495,31 @@ static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int i
 		if (l >= 0 && trip_add(t, i, l + 1, 1.0))
 			return -1;
 	}
-	if (t_col)
-		glp_set_row_bnds(lp, i, GLP_FX, 0, 0);
-	else if (zeros_interval(inv, row))
-		glp_set_row_bnds(lp, i, GLP_DB, inv->rhs[row], inv->hi[row]);
-	else
-		glp_set_row_bnds(lp, i, GLP_FX, inv->rhs[row], inv->rhs[row]);
-	return t_col && trip_add(t, i, t_col, -inv->rhs[row]) ? -1 : 0;
+	return 0;
+}
+
+/* Adds inv row `row` as LP row ++*i: its local cells and the bound c (an
+ * interval's two), or when homogenized (column t_col) = c t; an interval
+ * then takes two rows, >= lo t and <= hi t. */
+static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int *i, size_t row,
+		  int t_col)
+{
+	const struct invariants *inv = bd->inv;
+	int box = zeros_interval(inv, row);
+
+	if (lp_cells(bd, t, ++*i, row))
+		return -1;
+	if (!t_col) {
+		glp_set_row_bnds(lp, *i, box ? GLP_DB : GLP_FX, inv->rhs[row], inv->hi[row]);
+		return 0;
+	}
+	glp_set_row_bnds(lp, *i, box ? GLP_LO : GLP_FX, 0, 0);
+	if (trip_add(t, *i, t_col, -inv->rhs[row]))
+		return -1;
+	if (!box)
+		return 0;
+	glp_set_row_bnds(lp, ++*i, GLP_UP, 0, 0);
+	return lp_cells(bd, t, *i, row) || trip_add(t, *i, t_col, -inv->hi[row]) ? -1 : 0;
 }
 
 /* The component's LP: homogenized zero finder, or (homog = 0) the plain
@@ -519,15 +546,15 @@ static glp_prob *lp_build(struct lp_context *bd, const struct component *c, cons
 	for (size_t k = 0; k < c->n_buckets; k++)
 		rows += (int)(bd->brow_off[c->buckets[k] + 1] - bd->brow_off[c->buckets[k]]);
 	for (size_t k = 0; k < c->n_krows; k++)
-		rows += !use || use[k];
+		rows += !use || use[k] ? lp_rows_of(bd->inv, c->krows[k], homog) : 0;
 	glp_add_rows(lp, rows + (homog ? m : 0));
 	for (size_t k = 0; k < c->n_buckets; k++)
 		for (size_t e = bd->brow_off[c->buckets[k]]; e < bd->brow_off[c->buckets[k] + 1];
 		     e++)
-			bad |= lp_row(bd, lp, &t, ++i, bd->brow[e], t_col);
+			bad |= lp_row(bd, lp, &t, &i, bd->brow[e], t_col);
 	for (size_t k = 0; k < c->n_krows; k++)
 		if (!use || use[k])
-			bad |= lp_row(bd, lp, &t, ++i, c->krows[k], t_col);
+			bad |= lp_row(bd, lp, &t, &i, c->krows[k], t_col);
 	for (int j = 1; homog && j <= m; j++) {
 		glp_set_row_bnds(lp, ++i, GLP_UP, 0, 0);
 		bad |= trip_add(&t, i, m + j, 1) | trip_add(&t, i, j, -1);
@@ -721,7 +748,7 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 	 * find no solution where there is one */
 	if (component_cells(bd, c, 0))
 		goto out;
-	if (lp_entries(bd, c, NULL, 1) > LP_MAX_ENTRIES) {
+	if (lp_entries(bd, c, NULL, 1) > bd->max_entries) {
 		*undecided = 1;
 		return PM_OK;
 	}
@@ -758,7 +785,7 @@ out:
  * relaxations' proof) each component's program decides.
  */
 static enum pm_status infeasible_components(struct lp_context *bd, struct component *cs, size_t n,
-					    struct pm_error *err)
+					    int proved, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
 	size_t large = 0, rules = 0;
@@ -776,8 +803,9 @@ static enum pm_status infeasible_components(struct lp_context *bd, struct compon
 		large += undecided;
 		rules += undecided ? cs[i].n_krows : 0;
 	}
-	/* the conflict lies in a component too large to name its rules */
-	if (!st && large)
+	/* the conflict lies in a component too large to name its rules
+	 * (when proved, as by propagation; else nothing is known) */
+	if (!st && large && proved)
 		st = error_set(err, PM_ERR_INCONSISTENT, "rules",
 			       "no distribution satisfies the rules together; the conflict lies "
 			       "among %zu of them, too many to name the conflicting ones",
@@ -789,7 +817,12 @@ static enum pm_status infeasible_components(struct lp_context *bd, struct compon
  * indexed when the first program is built). */
 static struct lp_context context_of(const struct zeros *z, const struct solver_options *o)
 {
-	return (struct lp_context){.o = o, .ds = z->ds, .k = z->k, .inv = z->inv, .zero = z->zero};
+	return (struct lp_context){.o = o,
+				   .ds = z->ds,
+				   .k = z->k,
+				   .inv = z->inv,
+				   .zero = z->zero,
+				   .max_entries = LP_MAX_ENTRIES};
 }
 
 enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
@@ -810,7 +843,7 @@ enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, 
 	return st;
 }
 
-enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o,
+enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o, int proved,
 				 struct pm_error *err)
 {
 	struct lp_context bd = context_of(z, o);
@@ -819,8 +852,10 @@ enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o
 	size_t n = 0;
 	enum pm_status st = components_split(&bd, &lists, &cs, &n);
 
+	if (!proved) /* only a check: no minutes of simplex on a hunch */
+		bd.max_entries = LP_CHECK_ENTRIES;
 	if (!st)
-		st = infeasible_components(&bd, cs, n, err);
+		st = infeasible_components(&bd, cs, n, proved, err);
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory finding forced zeros");
 	for (size_t i = 0; i < n; i++)

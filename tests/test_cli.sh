@@ -318,6 +318,20 @@ EOF
 run 0 solve "$DATA/figure1.csv" "$TMP/kb_vague.json" --sa disease --group group
 json_ok 'd["status"] == "converged" and len(d["rules"]) == 6 and all(r["max"] - r["min"] <= 0.2 + 1e-12 and r["min"] - 1e-9 <= r["achieved"] <= r["max"] + 1e-9 for r in d["rules"])'
 
+# an interval its own row cannot reach (at most 3 of the 4 men can have
+# Flu), and two that conflict only together (3 Flu in all): exit 3
+cat >"$TMP/kb_far.json" <<'EOF'
+{"rules": [{"if": {"gender": "male"}, "then": "Flu", "min": 0.9}]}
+EOF
+run 3 solve "$DATA/figure1.csv" "$TMP/kb_far.json" --sa disease --group group
+err_is 'pmaxent: rules: no distribution satisfies this rule: rules[0] P(Flu | gender=male) in [0.9, 1] (the buckets allow only 0 to 3 records of it, the rule asks 3.6 to 4)'
+cat >"$TMP/kb_both.json" <<'EOF'
+{"rules": [{"if": {"gender": "male"}, "then": "Flu", "min": 0.75},
+           {"if": {"gender": "female"}, "then": "Flu", "min": 0.5}]}
+EOF
+run 3 solve "$DATA/figure1.csv" "$TMP/kb_both.json" --sa disease --group group
+err_is 'pmaxent: rules: no distribution satisfies these rules together: rules[0] P(Flu | gender=male) in [0.75, 1]; rules[1] P(Flu | gender=female) in [0.5, 1]'
+
 # ---- strict documents and limits --------------------------------------------
 
 run 2 solve "$DATA/codec_bad_ds_record_key.json"

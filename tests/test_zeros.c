@@ -751,7 +751,7 @@ static void test_lp_too_large(void)
 	for (size_t c = 0; c < inv.n_cells; c++)
 		n += z.zero[c];
 	CHECK(n == before);
-	CHECK(zeros_lp_conflict(&z, NULL, &err) == PM_ERR_INCONSISTENT);
+	CHECK(zeros_lp_conflict(&z, NULL, 1, &err) == PM_ERR_INCONSISTENT);
 	CHECK(strstr(err.message, "too many to name") != NULL && !strcmp(err.field, "rules"));
 	zeros_finish(&z);
 	invariants_finish(&inv);
