@@ -348,6 +348,12 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 				struct invariants *inv, struct pm_error *err);
 void invariants_finish(struct invariants *inv);
 
+/* Is row r an interval (lo <= a.y <= hi with lo < hi: rhs is lo)? */
+static inline int invariants_interval(const struct invariants *inv, size_t r)
+{
+	return inv->hi[r] > inv->rhs[r];
+}
+
 /* Does some knowledge row touch bucket b? Without one its maximum is the
  * closed form, whatever else the rows force. */
 static inline int invariants_touched(const struct invariants *inv, size_t b)

@@ -97,8 +97,8 @@ static double row_violation(const struct invariants *inv, size_t r, const double
 
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
 		s += y[inv->row_cell[e]];
-	return inv->hi[r] > inv->rhs[r] ? fmax(0, fmax(inv->rhs[r] - s, s - inv->hi[r]))
-					: fabs(s - inv->rhs[r]);
+	return invariants_interval(inv, r) ? fmax(0, fmax(inv->rhs[r] - s, s - inv->hi[r]))
+					   : fabs(s - inv->rhs[r]);
 }
 
 /* Buckets up to this many SA values have the closed form and its
@@ -614,4 +614,38 @@ out:
 		error_set(err, st, "", "out of memory computing the metrics");
 	metrics_finish(&m);
 	return st;
+}
+
+/*
+ * With an interval rule among the knowledge, each rule's left-hand side
+ * at the solution and the bound that holds it: within the tolerance (in
+ * records) of min or max; an equality is held by its value. Rules whose
+ * row has no record (n(Qv) = 0) achieve 0.
+ */
+enum pm_status metrics_achieved(const struct knowledge *k, const struct invariants *inv,
+				double tolerance, struct solver_result *r)
+{
+	size_t first = 0;
+
+	while (first < inv->n_rows && !invariants_interval(inv, first))
+		first++;
+	if (first == inv->n_rows || !k || !k->n)
+		return PM_OK;
+	r->achieved = calloc(k->n + 1, sizeof *r->achieved);
+	r->binding = calloc(k->n + 1, 1);
+	if (!r->achieved || !r->binding)
+		return PM_ERR_NOMEM;
+	for (size_t row = inv->n_qi_rows + inv->n_sa_rows; row < inv->n_rows; row++) {
+		const struct rule *rule = &k->rules[inv->row_ref[row]];
+		double s = 0, lo = inv->rhs[row], hi = inv->hi[row];
+
+		for (size_t e = inv->row_off[row]; e < inv->row_off[row + 1]; e++)
+			s += r->cells[inv->row_cell[e]];
+		r->achieved[inv->row_ref[row]] = rule->n_qv ? s / (double)rule->n_qv : 0;
+		r->binding[inv->row_ref[row]] = hi == lo		    ? SOLVER_BINDING_VALUE
+						: fabs(s - lo) <= tolerance ? SOLVER_BINDING_MIN
+						: fabs(s - hi) <= tolerance ? SOLVER_BINDING_MAX
+									    : SOLVER_BINDING_NONE;
+	}
+	return PM_OK;
 }

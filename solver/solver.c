@@ -39,46 +39,6 @@ void solver_result_finish(struct solver_result *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* The first row of an interval rule, or inv->n_rows if none. */
-static size_t first_interval(const struct invariants *inv)
-{
-	size_t r = 0;
-
-	while (r < inv->n_rows && !(inv->hi[r] > inv->rhs[r]))
-		r++;
-	return r;
-}
-
-/*
- * With an interval rule among the knowledge, each rule's left-hand side
- * at the solution and the bound that holds it: within the tolerance (in
- * records) of min or max; an equality is held by its value. Rules whose
- * row has no record (n(Qv) = 0) achieve 0.
- */
-static enum pm_status achieved(const struct knowledge *k, const struct invariants *inv,
-			       double tolerance, struct solver_result *r)
-{
-	if (first_interval(inv) == inv->n_rows || !k || !k->n)
-		return PM_OK;
-	r->achieved = calloc(k->n + 1, sizeof *r->achieved);
-	r->binding = calloc(k->n + 1, 1);
-	if (!r->achieved || !r->binding)
-		return PM_ERR_NOMEM;
-	for (size_t row = inv->n_qi_rows + inv->n_sa_rows; row < inv->n_rows; row++) {
-		const struct rule *rule = &k->rules[inv->row_ref[row]];
-		double s = 0, lo = inv->rhs[row], hi = inv->hi[row];
-
-		for (size_t e = inv->row_off[row]; e < inv->row_off[row + 1]; e++)
-			s += r->cells[inv->row_cell[e]];
-		r->achieved[inv->row_ref[row]] = rule->n_qv ? s / (double)rule->n_qv : 0;
-		r->binding[inv->row_ref[row]] = hi == lo		    ? SOLVER_BINDING_VALUE
-						: fabs(s - lo) <= tolerance ? SOLVER_BINDING_MIN
-						: fabs(s - hi) <= tolerance ? SOLVER_BINDING_MAX
-									    : SOLVER_BINDING_NONE;
-	}
-	return PM_OK;
-}
-
 /* Is bucket b coupled to others by a knowledge row that needs a
  * multiplier (not implied by the invariants and the zeros)? */
 static int coupled(const struct invariants *inv, const uint8_t *implied, size_t b)
@@ -721,6 +681,16 @@ static void best_point(struct run *u, double *y)
 	u->closed_violation = u->kept_violation;
 }
 
+/* The first row of an interval rule, or inv->n_rows if none. */
+static size_t first_interval(const struct invariants *inv)
+{
+	size_t r = 0;
+
+	while (r < inv->n_rows && !invariants_interval(inv, r))
+		r++;
+	return r;
+}
+
 /* The full dual (maxent.c) does not take interval rules yet: the first
  * one is refused, naming it. */
 static enum pm_status method_takes(const struct invariants *inv, const struct solver_options *o,
@@ -794,7 +764,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		goto out;
 	}
 	st = metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
-	if (!st && (st = achieved(k, inv, o->tolerance, r)))
+	if (!st && (st = metrics_achieved(k, inv, o->tolerance, r)))
 		error_set(err, st, "", "out of memory");
 	if (st)
 		goto out;

@@ -169,6 +169,10 @@ enum pm_status metrics_compute(const struct dataset *ds, const struct invariants
 			       const uint8_t *closed, double closed_violation,
 			       struct parallel *pool, struct solver_result *r,
 			       struct pm_error *err);
+/* With an interval rule among k's (else nothing), r->achieved and
+ * r->binding from r->cells (struct solver_result), owned by r. */
+enum pm_status metrics_achieved(const struct knowledge *k, const struct invariants *inv,
+				double tolerance, struct solver_result *r);
 /* The last closed form metrics_closed_bucket computed (g == 0: none), to
  * copy when the next bucket has the same counts in the same order, as most
  * buckets of an Anatomy table do (l records, one per tuple and value). */

@@ -221,7 +221,7 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 		return PM_ERR_NOMEM;
 	t->rc_off[0] = 0;
 	for (size_t k = 0; k < nr && !t->half; k++)
-		if (inv->hi[t->row[k]] > inv->rhs[t->row[k]] &&
+		if (invariants_interval(inv, t->row[k]) &&
 		    !(t->half = calloc(nr + 1, sizeof *t->half)))
 			return PM_ERR_NOMEM;
 	for (size_t k = 0; k < nr; k++) {

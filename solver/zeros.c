@@ -32,13 +32,8 @@ enum pm_status zeros_init(struct zeros *z, const struct dataset *ds, const struc
 	if (!z->zero || !z->implied || !z->settled || !z->memo)
 		return PM_ERR_NOMEM;
 	for (size_t r = 0; r < inv->n_rows; r++)
-		z->settled[r] = zeros_interval(inv, r);
+		z->settled[r] = invariants_interval(inv, r);
 	return PM_OK;
-}
-
-int zeros_interval(const struct invariants *inv, size_t r)
-{
-	return inv->hi[r] > inv->rhs[r];
 }
 
 void zeros_finish(struct zeros *z)
@@ -123,7 +118,7 @@ static enum pm_status unreachable_intervals(const struct zeros *z, struct pm_err
 		double l, u, eps;
 		char msg[600] = "";
 
-		if (!zeros_interval(inv, r))
+		if (!invariants_interval(inv, r))
 			continue;
 		row_reach(inv, r, &l, &u);
 		eps = 1e-9 * fmax(1, u);
@@ -488,7 +483,7 @@ enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8
 		z->found = found;
 		z->depth = depth;
 		for (size_t r = 0; r < z->inv->n_rows; r++)
-			z->implied[r] = z->settled[r] && !zeros_interval(z->inv, r);
+			z->implied[r] = z->settled[r] && !invariants_interval(z->inv, r);
 	}
 	/* GLPK keeps a per-thread environment that would outlive a worker
 	 * thread; every program of this call is deleted, so free it */

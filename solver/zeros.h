@@ -65,7 +65,7 @@ struct zeros {
 	const struct invariants *inv;
 	uint8_t *zero, *implied;
 	/* the rows the search itself sets aside: the implied ones, and
-	 * those of interval rules (zeros_interval), which it leaves out (a
+	 * those of interval rules (invariants_interval), which it leaves out (a
 	 * relaxation: every zero it proves without them is forced) */
 	uint8_t *settled;
 	struct components open;
@@ -79,9 +79,6 @@ struct zeros {
 	size_t undecided;
 	struct relax_memo *memo;
 };
-
-/* Is knowledge row r an interval (lo <= a.y <= hi, lo < hi)? */
-int zeros_interval(const struct invariants *inv, size_t r);
 
 /* Allocates z's arrays for inv (built from ds; k may be NULL if inv has
  * no knowledge rows); caller frees with zeros_finish, also after a

@@ -433,7 +433,7 @@ static enum pm_status component_cells(struct lp_context *bd, struct component *c
 /* LP rows for inv row `row`: two for an interval when homogenized. */
 static int lp_rows_of(const struct invariants *inv, size_t row, int homog)
 {
-	return 1 + (homog && zeros_interval(inv, row));
+	return 1 + (homog && invariants_interval(inv, row));
 }
 
 /* The entries of the program lp_build makes of c (rows selected by use,
@@ -505,7 +505,7 @@ static int lp_row(struct lp_context *bd, glp_prob *lp, struct triplets *t, int *
 		  int t_col)
 {
 	const struct invariants *inv = bd->inv;
-	int box = zeros_interval(inv, row);
+	int box = invariants_interval(inv, row);
 
 	if (lp_cells(bd, t, ++*i, row))
 		return -1;
@@ -588,7 +588,7 @@ static int proved_infeasible(struct lp_context *bd, const struct component *c, c
 			size_t r = c->krows[k];
 			int used = !use || use[k];
 
-			resolved[r] = (uint8_t)(!used || zeros_interval(inv, r));
+			resolved[r] = (uint8_t)(!used || invariants_interval(inv, r));
 			for (size_t e = inv->row_off[r];
 			     used && inv->hi[r] <= 0 && e < inv->row_off[r + 1]; e++)
 				zero[inv->row_cell[e]] = 1;
