@@ -33,9 +33,11 @@ struct instance {
 	double *y;
 };
 
-/* Ranges of the knowledge: rules of each kind, QI attributes per rule. */
+/* Ranges of the knowledge: rules of each kind, QI attributes per rule;
+ * the mined rules' vagueness (0: equalities). */
 struct instance_knobs {
 	size_t rules[2], qi[2];
+	double vagueness;
 };
 
 /* The complete forced zeros (ZEROS_EXACT) and implied rows, into in. */
@@ -67,6 +69,7 @@ static int instance_make_k(struct instance *in, uint64_t *rng, const struct inst
 	mo.positive = rng_in(rng, kn->rules[0], kn->rules[1]);
 	mo.negative = rng_in(rng, kn->rules[0], kn->rules[1]);
 	mo.qi_attributes = rng_in(rng, kn->qi[0], kn->qi[1]);
+	mo.vagueness = kn->vagueness;
 	if (miner_run(in->ds, &mo, &in->k, &err))
 		return 0;
 	/* every other table repeats a few rules: rows equal to others, so H
@@ -94,7 +97,7 @@ static int instance_make_k(struct instance *in, uint64_t *rng, const struct inst
 /* 5 to 40 rules of each kind, on 1 or 2 QI attributes. */
 static __attribute__((unused)) int instance_make(struct instance *in, uint64_t *rng)
 {
-	static const struct instance_knobs kn = {{5, 40}, {1, 2}};
+	static const struct instance_knobs kn = {{5, 40}, {1, 2}, 0};
 
 	return instance_make_k(in, rng, &kn);
 }

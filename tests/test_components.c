@@ -206,7 +206,7 @@ int main(void)
 {
 	/* few rules on all 3 attributes (a tuple each): the buckets they do
 	 * not link are separate components */
-	static const struct instance_knobs knobs = {{1, 3}, {3, 3}};
+	static const struct instance_knobs knobs = {{1, 3}, {3, 3}, 0};
 	struct parallel *pool = NULL;
 	int many = 0, parallel = 0, solved = 0, overlap = 0, calls = 0;
 	double worst = 0;
