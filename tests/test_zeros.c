@@ -759,6 +759,55 @@ static void test_lp_too_large(void)
 	dataset_destroy(ds);
 }
 
+/*
+ * The exact programs read an interval as one: the paper's Figure 1 with
+ * P(Flu | male) in [0, 0.75] and P(Flu | female) in [0, 0.25] holds (2
+ * men and 1 woman with Flu), while the two as equalities at their lower
+ * bounds would leave its 3 Flu nowhere. With the men's at [0.75, 1] and
+ * the women's at [0.5, 1] they would need 5 Flu: the conflict is named.
+ */
+static void test_lp_intervals(void)
+{
+	static const char *const attrs[] = {"gender", "degree"};
+	static const char *const rows[][4] = {
+	    {"male", "college", "1", "Flu"},  {"male", "college", "1", "HIV"},
+	    {"female", "junior", "1", "BC"},  {"female", "college", "1", "BC"},
+	    {"male", "college", "2", "LC"},   {"female", "college", "2", "Flu"},
+	    {"male", "graduate", "3", "Flu"}, {"female", "graduate", "3", "BC"}};
+	const char *g = "gender", *male = "male", *female = "female";
+	struct pm_error err = {0};
+	struct dataset_builder *b = dataset_builder_create(NULL, attrs, 2, "d", &err);
+	struct dataset *ds = NULL;
+
+	for (size_t i = 0; i < 8; i++)
+		CHECK(dataset_builder_add_record(b, rows[i], rows[i][2], rows[i][3], &err) ==
+		      PM_OK);
+	CHECK(dataset_builder_finish(b, &ds, &err) == PM_OK);
+	dataset_builder_destroy(b);
+	for (int conflict = 0; conflict < 2; conflict++) {
+		struct knowledge k;
+		struct invariants inv;
+		struct zeros z;
+
+		knowledge_init(&k);
+		CHECK(knowledge_add_user(&k, ds, &g, &male, 1, "Flu", 0, 0, conflict, 0.75, 1,
+					 conflict ? 1 : 0.75, "r", &err) == PM_OK);
+		CHECK(knowledge_add_user(&k, ds, &g, &female, 1, "Flu", 0, 0, conflict, 0.5, 1,
+					 conflict ? 1 : 0.25, "r", &err) == PM_OK);
+		CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+		CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
+		CHECK(zeros_deepen(&z, ZEROS_EXACT, NULL, NULL, &err) == PM_OK);
+		CHECK(zeros_lp_conflict(&z, NULL, 0, &err) ==
+		      (conflict ? PM_ERR_INCONSISTENT : PM_OK));
+		CHECK(!conflict ||
+		      (strstr(err.message, "rules[0]") && strstr(err.message, "rules[1]")));
+		zeros_finish(&z);
+		invariants_finish(&inv);
+		knowledge_finish(&k);
+	}
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, skipped = 0, capped = 0, more = 0, zeros = 0,
@@ -768,6 +817,7 @@ int main(void)
 	test_lp_solve();
 	test_hand_cases();
 	test_lp_too_large();
+	test_lp_intervals();
 	for (uint64_t seed = 1; seed <= 300; seed++)
 		random_instance(0x5eed0000 + seed, 1, 0, &unresolved);
 	/* deterministic knowledge never needs the linear program */
