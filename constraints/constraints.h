@@ -354,6 +354,16 @@ static inline int invariants_interval(const struct invariants *inv, size_t r)
 	return inv->hi[r] > inv->rhs[r];
 }
 
+/* The first interval row, or inv->n_rows if none. */
+static inline size_t invariants_first_interval(const struct invariants *inv)
+{
+	size_t r = 0;
+
+	while (r < inv->n_rows && !invariants_interval(inv, r))
+		r++;
+	return r;
+}
+
 /* Does some knowledge row touch bucket b? Without one its maximum is the
  * closed form, whatever else the rows force. */
 static inline int invariants_touched(const struct invariants *inv, size_t b)

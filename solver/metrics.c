@@ -90,15 +90,14 @@ static double bucket_violation(const struct dataset *ds, const struct invariants
 	return worst;
 }
 
-/* How far row r's sum is from its rhs (an interval's: outside it). */
+/* How far row r's sum is outside [rhs, hi] (an equality: from rhs). */
 static double row_violation(const struct invariants *inv, size_t r, const double *y)
 {
 	double s = 0;
 
 	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
 		s += y[inv->row_cell[e]];
-	return invariants_interval(inv, r) ? fmax(0, fmax(inv->rhs[r] - s, s - inv->hi[r]))
-					   : fabs(s - inv->rhs[r]);
+	return fmax(0, fmax(inv->rhs[r] - s, s - inv->hi[r]));
 }
 
 /* Buckets up to this many SA values have the closed form and its
@@ -625,11 +624,7 @@ out:
 enum pm_status metrics_achieved(const struct knowledge *k, const struct invariants *inv,
 				double tolerance, struct solver_result *r)
 {
-	size_t first = 0;
-
-	while (first < inv->n_rows && !invariants_interval(inv, first))
-		first++;
-	if (first == inv->n_rows || !k || !k->n)
+	if (invariants_first_interval(inv) == inv->n_rows || !k || !k->n)
 		return PM_OK;
 	r->achieved = calloc(k->n + 1, sizeof *r->achieved);
 	r->binding = calloc(k->n + 1, 1);

@@ -60,10 +60,9 @@ struct newton {
 	double *pg;
 	int8_t *orth;
 	int any_held;
-	uint8_t *fheld;	 /* held when the factor was made: left out of it */
-	const double *x; /* the current point (run's) */
-	double *ldl;	 /* n x n: the factorization of H at some point (or NULL) */
-	double *work;	 /* for the factorization */
+	uint8_t *fheld; /* held when the factor was made: left out of it */
+	double *ldl;	/* n x n: the factorization of H at some point (or NULL) */
+	double *work;	/* for the factorization */
 	/* ldl preconditions (since the first step, or since CG cost more);
 	 * factored: it holds a factorization */
 	int dense, factored;
@@ -123,17 +122,17 @@ static double pseudo(double x, double g, double w)
 	return 0;
 }
 
-/* F's pseudo-gradient at x for f's gradient g into pg (g itself without
- * weights); returns its largest weighted entry, those variables'
- * violation. */
+/* F's pseudo-gradient at x for f's gradient g into pg (g itself for an
+ * unweighted variable; p->l1 set); returns its largest weighted entry,
+ * those variables' violation. */
 static double pseudo_gradient(const struct newton_problem *p, const double *x, const double *g,
 			      double *pg)
 {
 	double worst = 0;
 
 	for (size_t k = 0; k < p->n; k++) {
-		pg[k] = p->l1 && p->l1[k] > 0 ? pseudo(x[k], g[k], p->l1[k]) : g[k];
-		worst = p->l1 && p->l1[k] > 0 ? fmax(worst, fabs(pg[k])) : worst;
+		pg[k] = p->l1[k] > 0 ? pseudo(x[k], g[k], p->l1[k]) : g[k];
+		worst = p->l1[k] > 0 ? fmax(worst, fabs(pg[k])) : worst;
 	}
 	return worst;
 }
@@ -475,7 +474,8 @@ static size_t moving(const struct newton *nw)
  * polled at each but the first (iteration and viol: the current point's,
  * to report), and direction returns 1 if the caller asked to stop.
  */
-static int direction(struct newton *nw, double eta, int max_it, int iteration, double viol)
+static int direction(struct newton *nw, const double *x, double eta, int max_it, int iteration,
+		     double viol)
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
@@ -521,7 +521,7 @@ static int direction(struct newton *nw, double eta, int max_it, int iteration, d
 	/* a weighted variable at 0 moves only into the orthant its
 	 * pseudo-gradient chose (elsewhere the step stops at 0: trial) */
 	for (size_t k = 0; p->l1 && k < n; k++)
-		if (p->l1[k] > 0 && nw->x[k] == 0 && !(nw->d[k] * nw->orth[k] > 0))
+		if (p->l1[k] > 0 && x[k] == 0 && !(nw->d[k] * nw->orth[k] > 0))
 			nw->d[k] = 0;
 	return 0;
 }
@@ -673,8 +673,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 
 		p->prepare(p->ctx, x);
 		orthant(nw, x);
-		nw->x = x;
-		if (direction(nw, eta, cg_max, st->iterations, viol))
+		if (direction(nw, x, eta, cg_max, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 		moved = line_search(nw, st->iterations, x, &viol, &full);
 		switch_to_formed(nw);

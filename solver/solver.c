@@ -681,22 +681,12 @@ static void best_point(struct run *u, double *y)
 	u->closed_violation = u->kept_violation;
 }
 
-/* The first row of an interval rule, or inv->n_rows if none. */
-static size_t first_interval(const struct invariants *inv)
-{
-	size_t r = 0;
-
-	while (r < inv->n_rows && !invariants_interval(inv, r))
-		r++;
-	return r;
-}
-
 /* The full dual (maxent.c) does not take interval rules yet: the first
  * one is refused, naming it. */
 static enum pm_status method_takes(const struct invariants *inv, const struct solver_options *o,
 				   struct pm_error *err)
 {
-	size_t r = first_interval(inv);
+	size_t r = invariants_first_interval(inv);
 	char field[32];
 
 	if (o->method != SOLVER_FULL_DUAL || r == inv->n_rows)
@@ -717,7 +707,7 @@ static enum pm_status method_takes(const struct invariants *inv, const struct so
 static enum pm_status interval_conflict(struct run *u, const struct invariants *inv,
 					const struct solver_options *o, struct pm_error *err)
 {
-	if (u->ms.converged || first_interval(inv) == inv->n_rows)
+	if (u->ms.converged || invariants_first_interval(inv) == inv->n_rows)
 		return PM_OK;
 	return zeros_lp_conflict(&u->z, o, 0, err);
 }

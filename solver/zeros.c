@@ -62,8 +62,9 @@ static void direct_zeros(struct zeros *z)
 
 /*
  * A knowledge row with no cell at all cannot hold unless its rhs (an
- * interval's lower bound) is 0, to ZERO_RECORDS: P(s | Q) = 3e-10 over two records (6e-10 records)
- * holds here as it does where the row has a cell that is zero to 1e-9 records.
+ * interval's lower bound) is 0, to ZERO_RECORDS: P(s | Q) = 3e-10 over
+ * two records (6e-10 records) holds here as it does where the row has a
+ * cell that is zero to 1e-9 records.
  */
 static enum pm_status empty_rows(const struct zeros *z, struct pm_error *err)
 {
