@@ -204,9 +204,45 @@ struct rule {
 	uint64_t support, n_qv, n_qv_s;
 };
 
+/* A term of a statement (SPEC 3.1): coef * P_t, P_t = P(SA in then | if)
+ * (a distribution term, person < 0) or P(person's SA in then). */
+struct term {
+	double coef;
+	long person; /* index into knowledge.people; -1: a distribution term */
+	/* a distribution term's antecedent, as a rule's (n_terms 0: the
+	 * whole table; cond.sa, lo, hi unused), and n(if) over the records
+	 * (>= 1: an if that matches no record is an error); 1 for a person */
+	struct rule cond;
+	uint64_t n_qv;
+	size_t n_then;
+	uint32_t *then; /* SA codes, ascending and distinct; owned */
+};
+
+/* lo <= sum_t coef_t P_t <= hi; a missing bound is -INFINITY / INFINITY;
+ * "value" v is lo = hi = v with equality set. */
+struct statement {
+	char *name; /* owned; NULL when not named */
+	size_t n_terms;
+	struct term *terms; /* owned */
+	double lo, hi;
+	int equality;
+};
+
+/* A named person (Section 6 of the paper): one record of the table with
+ * tuple `tuple`, in bucket `group` when known (else -1). */
+struct individual {
+	char *name; /* owned */
+	uint32_t tuple;
+	long group;
+};
+
 struct knowledge {
 	size_t n, cap;
 	struct rule *rules; /* owned */
+	size_t n_statements, statements_cap;
+	struct statement *statements; /* owned */
+	size_t n_people, people_cap;
+	struct individual *people; /* owned */
 };
 
 void knowledge_init(struct knowledge *k);
@@ -233,6 +269,59 @@ void knowledge_describe(const struct dataset *ds, const struct rule *r, char *bu
 int knowledge_matches(const struct dataset *ds, const struct rule *r, uint32_t q);
 /* n(Qv) over the dataset's records (published QI values). */
 uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r);
+
+/* ---- statements.c ------------------------------------------------------- */
+
+/*
+ * A named person {"name": name, "qi": qi[0 .. n_qi), "group": group}
+ * (group NULL: not known), appended to k->people. Errors under field
+ * ("individuals[2]" + ".name", ".qi[1]", ".group"): an empty or repeated
+ * name; qi not of n_attrs values; a value absent from its attribute (with
+ * a "did you mean"); a tuple not in the table; an unknown group, or one
+ * without the tuple; more named people of the tuple (or of the tuple in
+ * that group) than the table has records for.
+ */
+enum pm_status statements_add_individual(struct knowledge *k, const struct dataset *ds,
+					 const char *name, const char *const *qi, size_t n_qi,
+					 const char *group, const char *field,
+					 struct pm_error *err);
+
+/* One term of a statement as read: exactly one of has_if (its conditions
+ * attrs/values[0 .. n_cond)) and person (NULL: none); then[0 .. n_then);
+ * coef (has_coef 0: 1). */
+struct statement_term_in {
+	int has_if;
+	const char *const *attrs, *const *values;
+	size_t n_cond;
+	const char *person;
+	const char *const *then;
+	size_t n_then;
+	int has_coef;
+	double coef;
+};
+
+/*
+ * A statement min <= sum coef_t P_t <= max, or = value, appended to
+ * k->statements; persons are looked up in k->people (add them first).
+ * name may be NULL. Errors under field ("statements[1]", then
+ * ".terms[0].if.age", ".terms[0].then[1]", ".terms[2].person", ".min",
+ * ...): no terms; a term with both or neither of if and person; an
+ * unknown attribute, value, SA value or person (with a "did you mean");
+ * an attribute repeated; an if that matches no record; an empty then, or
+ * one with a value twice; a coef, min, max or value that is not finite;
+ * value with min or max; none of them; min above max; a repeated name.
+ */
+enum pm_status statements_add(struct knowledge *k, const struct dataset *ds, const char *name,
+			      const struct statement_term_in *terms, size_t n_terms, int has_value,
+			      double value, int has_min, double min, int has_max, double max,
+			      const char *field, struct pm_error *err);
+/* Frees k's statements and people (knowledge_finish calls it). */
+void statements_clear(struct knowledge *k);
+/* The name a conflict report gives statement i: its "name", else
+ * "statements[i]"; into buf. */
+void statements_describe(const struct knowledge *k, size_t i, char *buf, size_t len);
+/* Index of the person called name in k->people, or -1. */
+long statements_person(const struct knowledge *k, const char *name);
 
 /* ---- miner.c ------------------------------------------------------------ */
 
@@ -386,6 +475,56 @@ static inline double invariants_qi_count(const struct invariants *inv, size_t b,
 static inline double invariants_sa_count(const struct invariants *inv, size_t b, size_t j)
 {
 	return j + 1 < inv->bucket_h[b] ? inv->rhs[inv->sa_row0[b] + j] : inv->sa_last[b];
+}
+
+/* ---- lifted.c ----------------------------------------------------------- */
+
+/*
+ * The pseudonym model of SPEC 3.1 (Section 6 of the paper), for knowledge
+ * with statements or named people. Its cells are the system's cells of
+ * inv (0 .. inv->n_cells: the unnamed people of each (q, s, b)), then
+ * each named person's cells x[i, s, b], one per bucket b that may hold
+ * them and value s of b (person i's: person_off[i] .. person_off[i + 1]).
+ * Unnamed people of one tuple are interchangeable, so they stay
+ * aggregated: the model grows with the named people, not with N.
+ *
+ * Its rows, CSR over cells with coefficients (records): every row of inv
+ * (a QI row also sums the named people of its tuple in its bucket, an SA
+ * or rule row the person cells of its value and tuples), then one row per
+ * named person (their cells sum to 1 record), then one per statement,
+ * sum_t coef_t P_t scaled by scale[i] records (the smallest n(if) among
+ * its terms, 1 with a person term). Every row is lo <= a.y <= hi: a
+ * missing statement bound becomes the value the row cannot pass (each
+ * P_t is in [0, 1]) widened by one scale, so that it never binds.
+ */
+struct lifted {
+	const struct invariants *inv; /* borrowed */
+	size_t n_cells, n_people;
+	size_t *person_off; /* n_people + 1, cell numbers (from inv->n_cells) */
+	/* per person cell (index - inv->n_cells): the system cell of its
+	 * (q, s, b), into which it aggregates */
+	uint32_t *agg;
+	/* the person cells of bucket b: pb_cell[pb_off[b] .. pb_off[b + 1]) */
+	size_t *pb_off;
+	uint32_t *pb_cell;
+	size_t n_rows, person_row0, statement_row0, n_statements;
+	size_t *row_off;
+	uint32_t *row_cell;
+	double *row_coef;
+	double *lo, *hi;
+	double *scale; /* per statement: records per unit of its sum */
+};
+
+/* Builds the model of ds, k (its rules built into inv by
+ * invariants_build, its people and statements) into m; caller frees with
+ * lifted_finish, also after a failure. */
+enum pm_status lifted_build(const struct dataset *ds, const struct knowledge *k,
+			    const struct invariants *inv, struct lifted *m, struct pm_error *err);
+void lifted_finish(struct lifted *m);
+/* Does k need the pseudonym model (statements or named people)? */
+static inline int lifted_needed(const struct knowledge *k)
+{
+	return k && (k->n_statements > 0 || k->n_people > 0);
 }
 
 /* ---- anatomy.c ---------------------------------------------------------- */

@@ -9,9 +9,7 @@
 
 void knowledge_init(struct knowledge *k)
 {
-	k->n = 0;
-	k->cap = 0;
-	k->rules = NULL;
+	memset(k, 0, sizeof *k);
 }
 
 void knowledge_finish(struct knowledge *k)
@@ -19,6 +17,7 @@ void knowledge_finish(struct knowledge *k)
 	if (!k)
 		return;
 	free(k->rules);
+	statements_clear(k);
 	knowledge_init(k);
 }
 

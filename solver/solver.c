@@ -36,6 +36,12 @@ void solver_result_finish(struct solver_result *r)
 	free(r->post_p);
 	free(r->achieved);
 	free(r->binding);
+	free(r->st_achieved);
+	free(r->st_binding);
+	free(r->person_off);
+	free(r->person_group);
+	free(r->person_sa);
+	free(r->person_p);
 	memset(r, 0, sizeof *r);
 }
 

@@ -127,6 +127,16 @@ struct solver_result {
 	 * bound that holds it (SOLVER_BINDING_*) */
 	double *achieved;
 	uint8_t *binding;
+	/* with statements (else NULL), per statement of k: sum coef_t P_t
+	 * at the solution and the bound that holds it */
+	double *st_achieved;
+	uint8_t *st_binding;
+	/* with named people (else NULL), person i's cells: bucket, SA code
+	 * and probability (records: each person is one) of entries
+	 * person_off[i] .. person_off[i + 1] */
+	size_t *person_off;
+	uint32_t *person_group, *person_sa;
+	double *person_p;
 };
 
 enum solver_binding {
