@@ -206,7 +206,7 @@ struct rule {
 
 /* A term of a statement (SPEC 3.1): coef * P_t, P_t = P(SA in then | if)
  * (a distribution term, person < 0) or P(person's SA in then). */
-struct term {
+struct statement_term {
 	double coef;
 	long person; /* index into knowledge.people; -1: a distribution term */
 	/* a distribution term's antecedent, as a rule's (n_terms 0: the
@@ -223,7 +223,7 @@ struct term {
 struct statement {
 	char *name; /* owned; NULL when not named */
 	size_t n_terms;
-	struct term *terms; /* owned */
+	struct statement_term *terms; /* owned */
 	double lo, hi;
 	int equality;
 };
