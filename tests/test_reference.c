@@ -174,7 +174,7 @@ static void test_zero_rule_by_hand(void)
 	struct dataset *ds = build(sex_degree, 2, rows, 3);
 	struct reference_system sys;
 	struct rule rule;
-	struct knowledge k = {1, 1, &rule};
+	struct knowledge k = {.n = 1, .cap = 1, .rules = &rule};
 	double post[3 * 3];
 	if (!ds)
 		return;
@@ -210,7 +210,7 @@ static void test_fractional_rule_by_hand(void)
 	struct dataset *ds = build(sex_degree, 2, rows, 4);
 	struct reference_system sys;
 	struct rule rule;
-	struct knowledge k = {1, 1, &rule};
+	struct knowledge k = {.n = 1, .cap = 1, .rules = &rule};
 	double post[2 * 2];
 	if (!ds)
 		return;
@@ -246,7 +246,7 @@ static void test_deterministic(void)
 	struct dataset *ds = build(xy, 2, det_rows, 4);
 	struct reference_system sys;
 	struct rule rules[3];
-	struct knowledge k = {3, 3, rules};
+	struct knowledge k = {.n = 3, .cap = 3, .rules = rules};
 	double post[3 * 3];
 	if (!ds)
 		return;
@@ -278,7 +278,7 @@ static void test_inconsistent_and_unsupported(void)
 {
 	struct dataset *ds = build(xy, 2, det_rows, 4);
 	struct rule rules[2];
-	struct knowledge k = {2, 2, rules};
+	struct knowledge k = {.n = 2, .cap = 2, .rules = rules};
 	double post[3 * 3];
 	if (!ds)
 		return;
@@ -300,7 +300,7 @@ static void test_inconsistent_and_unsupported(void)
 static void one_rule(const struct dataset *ds, const struct rule *r, double *post)
 {
 	struct rule copy;
-	struct knowledge k = {0, 1, &copy};
+	struct knowledge k = {.n = 0, .cap = 1, .rules = &copy};
 	if (r)
 		copy = *r, k.n = 1;
 	CHECK(reference_solve(ds, &k, post, NULL) == REFERENCE_OK);
