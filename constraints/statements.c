@@ -26,3 +26,11 @@ void statements_clear(struct knowledge *k)
 	k->people = NULL;
 	k->n_statements = k->statements_cap = k->n_people = k->people_cap = 0;
 }
+
+void statements_describe(const struct knowledge *k, size_t i, char *buf, size_t len)
+{
+	if (k->statements[i].name)
+		snprintf(buf, len, "statements[%zu] \"%s\"", i, k->statements[i].name);
+	else
+		snprintf(buf, len, "statements[%zu]", i);
+}

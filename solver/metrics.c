@@ -624,7 +624,7 @@ out:
 enum pm_status metrics_achieved(const struct knowledge *k, const struct invariants *inv,
 				double tolerance, struct solver_result *r)
 {
-	if (invariants_first_interval(inv) == inv->n_rows || !k || !k->n)
+	if (!k || !k->n || (invariants_first_interval(inv) == inv->n_rows && !lifted_needed(k)))
 		return PM_OK;
 	r->achieved = calloc(k->n + 1, sizeof *r->achieved);
 	r->binding = calloc(k->n + 1, 1);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lifted_internal.h"
 #include "zeros.h"
 
 const char *solver_phase_name(enum solver_phase phase)
@@ -689,12 +690,16 @@ static void best_point(struct run *u, double *y)
 
 /* The full dual (maxent.c) does not take interval rules yet: the first
  * one is refused, naming it. */
-static enum pm_status method_takes(const struct invariants *inv, const struct solver_options *o,
-				   struct pm_error *err)
+static enum pm_status method_takes(const struct knowledge *k, const struct invariants *inv,
+				   const struct solver_options *o, struct pm_error *err)
 {
 	size_t r = invariants_first_interval(inv);
 	char field[32];
 
+	if (o->method == SOLVER_FULL_DUAL && lifted_needed(k))
+		return error_set(err, PM_ERR_INPUT, k->n_statements ? "statements" : "individuals",
+				 "statements and named people are solved by the two-level method "
+				 "(the default); the full dual does not take them");
 	if (o->method != SOLVER_FULL_DUAL || r == inv->n_rows)
 		return PM_OK;
 	snprintf(field, sizeof field, "rules[%u]", inv->row_ref[r]);
@@ -723,6 +728,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  struct solver_result *r, struct pm_error *err)
 {
 	struct run u = {0};
+	struct lifted_answer la = {0};
 	double t0 = solver_now(), t1;
 	struct deadline dl = {.caller = o,
 			      .end = o->time_limit > 0 ? t0 + o->time_limit : INFINITY,
@@ -732,7 +738,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	if ((st = method_takes(inv, o, err)))
+	if ((st = method_takes(k, inv, o, err)))
 		return st;
 	wo.tick = deadline_progress;
 	wo.tick_ctx = &dl;
@@ -744,11 +750,16 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = solve_all(ds, inv, &wo, &u, r, err);
-	if (!st)
-		st = interval_conflict(&u, inv, &wo, err);
+	if (lifted_needed(k)) {
+		st = lifted_run(ds, k, inv, &wo, &la, r->cells, &u.ms, &r->forced_zeros, err);
+	} else {
+		st = solve_all(ds, inv, &wo, &u, r, err);
+		if (!st)
+			st = interval_conflict(&u, inv, &wo, err);
+	}
 	if (st == PM_ERR_CANCELLED && dl.expired) {
-		best_point(&u, r->cells);
+		if (!lifted_needed(k))
+			best_point(&u, r->cells);
 		st = error_set(err, PM_OK, "", "%s", ""); /* not a cancel */
 	}
 	if (st)
@@ -759,8 +770,11 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		st = error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 		goto out;
 	}
-	st = metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
-	if (!st && (st = metrics_achieved(k, inv, o->tolerance, r)))
+	st = lifted_needed(k)
+		 ? metrics_compute(ds, inv, NULL, 0, u.pool, r, err)
+		 : metrics_compute(ds, inv, u.closed, u.closed_violation, u.pool, r, err);
+	if (!st && ((st = metrics_achieved(k, inv, o->tolerance, r)) ||
+		    (lifted_needed(k) && (st = lifted_outputs(&la, k, o->tolerance, r)))))
 		error_set(err, st, "", "out of memory");
 	if (st)
 		goto out;
@@ -784,6 +798,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			 u.z.undecided);
 	r->seconds = solver_now() - t0;
 out:
+	lifted_answer_finish(&la);
 	run_finish(&u);
 	return st;
 }

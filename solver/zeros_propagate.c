@@ -493,9 +493,8 @@ static enum pm_status flow_init(struct flow *w, const struct prop *p)
 {
 	size_t gh = 1, gph = 1;
 
-	for (size_t k = 0; k < p->inv->n_touched; k++) { /* no flow elsewhere */
-		size_t b = p->inv->touched[k],
-		       cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
+	for (size_t b = 0; b < p->inv->n_groups; b++) { /* any bucket may get zeros */
+		size_t cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
 
 		gh = cells > gh ? cells : gh;
 		gph = invariants_bucket_g(p->inv, b) + p->h[b] > gph
@@ -573,8 +572,11 @@ enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint
 			p.row_dirty[r] = 0;
 			resolved[r] = (uint8_t)row_tighten(&p, r);
 		}
-		for (size_t k = 0; k < inv->n_touched && !p.infeasible; k++)
-			bucket_step(&p, &w, inv->touched[k]);
+		/* every bucket: the pseudonym model (lifted_run.c) zeros cells
+		 * of buckets no rule touches (a bucket without a zero costs
+		 * a check of its flags, once) */
+		for (size_t b = 0; b < inv->n_groups && !p.infeasible; b++)
+			bucket_step(&p, &w, b);
 		dirty = p.changed;
 	}
 	*infeasible = p.infeasible;
