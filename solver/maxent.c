@@ -25,6 +25,9 @@
 
 /* exp() argument cap: keeps trial points of the line search finite. */
 #define EXP_CAP 600.0
+/* Iterations of one OWL-QN run with intervals, before a restart or the
+ * active-set polish. */
+#define OWLQN_ITERATIONS 500
 /* Fresh L-BFGS starts after a line-search failure before giving up. */
 #define MAX_RESTARTS 20
 
@@ -35,7 +38,12 @@ struct maxent_dual {
 	uint32_t *row_cell;
 	size_t *cell_off; /* m + 1, CSR over local rows (transpose) */
 	uint32_t *cell_row;
-	double *rhs, *scale;  /* scale = 1/sqrt(w) */
+	double *rhs, *scale; /* scale = 1/sqrt(w) */
+	/* interval rows (lo <= a.y <= hi), the last ones from first_l1 on:
+	 * rhs their midpoint, half their half width; their scale makes the
+	 * L1 weight of every one l1_c (OWL-QN's single weight) */
+	size_t first_l1;
+	double *half, l1_c;
 	uint32_t *row_global; /* local row -> inv row */
 	uint32_t *global;     /* local cell -> inv cell */
 	/* the dropped SA row of each bucket, for the violation measure:
@@ -67,6 +75,7 @@ void maxent_dual_destroy(struct maxent_dual *d)
 	free(d->cell_row);
 	free(d->rhs);
 	free(d->scale);
+	free(d->half);
 	free(d->row_global);
 	free(d->global);
 	free(d->drop_off);
@@ -126,8 +135,8 @@ static double dual_eval(struct maxent_dual *d, double *grad)
 		f -= (d->lambda[i] - d->lambda0[i]) * d->rhs[i];
 		if (grad)
 			grad[i] = (s - d->rhs[i]) * d->scale[i];
-		if (fabs(s - d->rhs[i]) > worst)
-			worst = fabs(s - d->rhs[i]);
+		/* an interval row: outside [mid - half, mid + half] */
+		worst = fmax(worst, fabs(s - d->rhs[i]) - (i < d->first_l1 ? 0 : d->half[i]));
 	}
 	for (size_t k = 0; k < d->n_drop; k++) {
 		double s = 0;
@@ -170,6 +179,36 @@ static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * OWL-QN (liblbfgs) minimizes f(u) + c Σ |u_i| over one run of variables
+ * with one weight c; an interval's dual term is half_i |λ_i| (Kazama &
+ * Tsujii 2003). With λ_i = u_i c / half_i every interval gets weight c;
+ * c is the median of half_i scale_i, so that an interval's scale stays
+ * near the 1/sqrt(rhs) that gives the Hessian a unit diagonal.
+ */
+static void l1_scales(struct maxent_dual *d)
+{
+	size_t n = d->r - d->first_l1;
+	double *w = d->half + d->first_l1, *v;
+
+	if (!n || !(v = malloc(n * sizeof *v)))
+		return;
+	for (size_t i = 0; i < n; i++)
+		v[i] = w[i] * d->scale[d->first_l1 + i];
+	qsort(v, n, sizeof *v, cmp_double);
+	d->l1_c = v[n / 2];
+	for (size_t i = 0; i < n; i++)
+		d->scale[d->first_l1 + i] = d->l1_c / w[i];
+	free(v);
+}
+
 /* Local numbering of active cells and of the rows that touch them. */
 static enum pm_status dual_rows(struct maxent_dual *d, const struct invariants *inv,
 				const uint8_t *active, const uint8_t *skip, uint32_t *local)
@@ -192,23 +231,33 @@ static enum pm_status dual_rows(struct maxent_dual *d, const struct invariants *
 	for (size_t c = 0; c < inv->n_cells; c++)
 		if (active[c])
 			d->global[local[c]] = (uint32_t)c;
-	for (size_t i = 0; i < inv->n_rows; i++) {
-		size_t start = nnz;
+	d->half = calloc(inv->n_rows + 1, sizeof *d->half);
+	if (!d->half)
+		return PM_ERR_NOMEM;
+	/* the equalities, then the intervals (OWL-QN's L1 range is one run) */
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			d->first_l1 = d->r;
+		for (size_t i = 0; i < inv->n_rows; i++) {
+			size_t start = nnz;
 
-		if (skip && skip[i])
-			continue; /* implied by the others: no multiplier */
-		for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++)
-			if (active[inv->row_cell[e]])
-				d->row_cell[nnz++] = local[inv->row_cell[e]];
-		if (nnz == start)
-			continue; /* no free cell: nothing to solve for */
-		d->row_off[d->r] = start;
-		d->row_global[d->r] = (uint32_t)i;
-		d->rhs[d->r] = inv->rhs[i];
-		d->scale[d->r] = 1.0 / sqrt(inv->rhs[i] > 1.0 ? inv->rhs[i] : 1.0);
-		d->r++;
+			if ((skip && skip[i]) || invariants_interval(inv, i) != pass)
+				continue; /* implied by the others: no multiplier */
+			for (size_t e = inv->row_off[i]; e < inv->row_off[i + 1]; e++)
+				if (active[inv->row_cell[e]])
+					d->row_cell[nnz++] = local[inv->row_cell[e]];
+			if (nnz == start)
+				continue; /* no free cell: nothing to solve for */
+			d->row_off[d->r] = start;
+			d->row_global[d->r] = (uint32_t)i;
+			d->rhs[d->r] = 0.5 * (inv->rhs[i] + inv->hi[i]);
+			d->half[d->r] = 0.5 * (inv->hi[i] - inv->rhs[i]);
+			d->scale[d->r] = 1.0 / sqrt(d->rhs[d->r] > 1.0 ? d->rhs[d->r] : 1.0);
+			d->r++;
+		}
 	}
 	d->row_off[d->r] = nnz;
+	l1_scales(d);
 	return PM_OK;
 }
 
@@ -508,6 +557,97 @@ static enum pm_status polish(struct maxent_driver *drv, int n, double *u)
 	return st;
 }
 
+/*
+ * The polish with intervals, on their active set: OWL-QN's line search
+ * too needs values, and stops on rounding near the optimum. There the
+ * signs of the intervals' multipliers have settled: one at 0 stays there
+ * (its row inside its interval), one off it keeps its sign (its row at
+ * the bound the sign says), where the L1 term is linear, c sign(u_i) u_i.
+ * The polish runs on that smooth function; the violation it stops on is
+ * still every row's against its own bounds.
+ */
+struct active {
+	struct maxent_driver *drv;
+	int n;
+	double *sign; /* per variable from l1_start: 0 held at 0, else +-1 */
+};
+
+static double active_eval(void *ctx, const double *u, double *g, double *violation)
+{
+	struct active *a = ctx;
+	const struct maxent_driver *drv = a->drv;
+	double f = drv->eval(drv->ctx, u, g, violation);
+
+	for (int i = (int)drv->l1_start; i < a->n; i++) {
+		double sg = a->sign[i - (int)drv->l1_start];
+
+		f += drv->l1_c * sg * u[i];
+		if (g)
+			g[i] = sg != 0 ? g[i] + drv->l1_c * sg : 0;
+	}
+	return f;
+}
+
+/* The active set from where the polish left u: a held row outside its
+ * interval binds at the bound it passes (+1: lo, -1: hi), a binding row
+ * whose multiplier changed sign is held at 0. Returns whether it moved. */
+static int active_update(struct active *a, double *u, const double *g)
+{
+	const struct maxent_driver *drv = a->drv;
+	int moved = 0;
+
+	for (int i = (int)drv->l1_start; i < a->n; i++) {
+		double *sg = &a->sign[i - (int)drv->l1_start], was = *sg;
+
+		/* g is the smooth part's: |g| > c is the row outside its
+		 * interval (Σ y - mid beyond half, in u's units) */
+		if (*sg == 0 && fabs(g[i]) > drv->l1_c)
+			*sg = g[i] < 0 ? 1 : -1;
+		else if (*sg != 0 && u[i] * *sg < 0) {
+			*sg = 0;
+			u[i] = 0;
+		}
+		moved |= *sg != was;
+	}
+	return moved;
+}
+
+/* Rounds of the polish on an active set, each updated from the last's
+ * end, until the target or an active set that no longer moves. */
+#define ACTIVE_ROUNDS 10
+
+static enum pm_status polish_active(struct maxent_driver *drv, int n, double *u)
+{
+	int m = n - (int)drv->l1_start;
+	struct active a = {.drv = drv, .n = n, .sign = malloc(((size_t)m + 1) * sizeof *a.sign)};
+	struct maxent_driver inner = *drv;
+	double *g = malloc(((size_t)n + 1) * sizeof *g);
+	enum pm_status st = PM_OK;
+
+	if (!a.sign || !g) {
+		free(a.sign);
+		free(g);
+		return PM_ERR_NOMEM;
+	}
+	for (int i = 0; i < m; i++)
+		a.sign[i] = (u[drv->l1_start + (size_t)i] > 0) - (u[drv->l1_start + (size_t)i] < 0);
+	inner.ctx = &a;
+	inner.eval = active_eval;
+	for (int round = 0; !st && round < ACTIVE_ROUNDS; round++) {
+		st = polish(&inner, n, u);
+		drv->eval(drv->ctx, u, g, &inner.violation);
+		if (st || inner.violation <= drv->target ||
+		    inner.iterations >= drv->opt->max_iterations || !active_update(&a, u, g))
+			break;
+	}
+	drv->eval(drv->ctx, u, NULL, &inner.violation);
+	drv->iterations = inner.iterations;
+	drv->violation = inner.violation;
+	free(a.sign);
+	free(g);
+	return st;
+}
+
 /* Runs L-BFGS, restarting it (fresh memory, new base point, same u) after
  * a line search failure as long as restarts keep reducing the violation.
  * Reaching only the tolerance, not the target, still counts as converged. */
@@ -522,6 +662,15 @@ enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct 
 	p.epsilon = 0;
 	p.past = 0;
 	p.max_iterations = 0; /* counted in progress() across restarts */
+	if (drv->l1_c > 0) {  /* OWL-QN; it takes only the backtracking search */
+		p.orthantwise_c = drv->l1_c;
+		p.orthantwise_start = (int)drv->l1_start;
+		p.orthantwise_end = n;
+		p.linesearch = LBFGS_LINESEARCH_BACKTRACKING;
+		/* each run: OWL-QN crawled for 10,000 iterations on one
+		 * instance where the active-set polish (below) converges */
+		p.max_iterations = OWLQN_ITERATIONS;
+	}
 	drv->eval(drv->ctx, u, NULL, &drv->violation);
 	for (int restart = 0; drv->violation > drv->target; restart++) {
 		lbfgsfloatval_t fx;
@@ -548,7 +697,7 @@ enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct 
 			break;
 	}
 	if (drv->violation > drv->target && drv->iterations < drv->opt->max_iterations) {
-		enum pm_status pst = polish(drv, n, u);
+		enum pm_status pst = drv->l1_c > 0 ? polish_active(drv, n, u) : polish(drv, n, u);
 
 		st->iterations = drv->iterations;
 		if (pst)
@@ -680,6 +829,8 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 					    .eval = full_eval,
 					    .rebase = full_rebase,
 					    .step = prev ? full_step : NULL,
+					    .l1_c = d->first_l1 < d->r ? d->l1_c : 0,
+					    .l1_start = d->first_l1,
 					    .target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs)};
 
 		if (prev) { /* the starting point counts as the first iterate */

@@ -688,24 +688,16 @@ static void best_point(struct run *u, double *y)
 	u->closed_violation = u->kept_violation;
 }
 
-/* The full dual (maxent.c) does not take interval rules yet: the first
- * one is refused, naming it. */
-static enum pm_status method_takes(const struct knowledge *k, const struct invariants *inv,
-				   const struct solver_options *o, struct pm_error *err)
+/* The full dual (maxent.c) takes the system's rows, intervals too, not
+ * the pseudonym model's: statements and named people are refused. */
+static enum pm_status method_takes(const struct knowledge *k, const struct solver_options *o,
+				   struct pm_error *err)
 {
-	size_t r = invariants_first_interval(inv);
-	char field[32];
-
 	if (o->method == SOLVER_FULL_DUAL && lifted_needed(k))
 		return error_set(err, PM_ERR_INPUT, k->n_statements ? "statements" : "individuals",
 				 "statements and named people are solved by the two-level method "
 				 "(the default); the full dual does not take them");
-	if (o->method != SOLVER_FULL_DUAL || r == inv->n_rows)
-		return PM_OK;
-	snprintf(field, sizeof field, "rules[%u]", inv->row_ref[r]);
-	return error_set(err, PM_ERR_INPUT, field,
-			 "an interval (min/max) is solved by the two-level method (the default); "
-			 "the full dual does not take intervals yet");
+	return PM_OK;
 }
 
 /*
@@ -738,7 +730,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	if ((st = method_takes(k, inv, o, err)))
+	if ((st = method_takes(k, o, err)))
 		return st;
 	wo.tick = deadline_progress;
 	wo.tick_ctx = &dl;

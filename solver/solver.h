@@ -221,6 +221,10 @@ struct maxent_driver {
 	void (*step)(void *ctx);
 	double violation; /* of the last evaluation */
 	int iterations, cancelled;
+	/* OWL-QN: c Σ |u_i| over u[l1_start ..] added to the function (the
+	 * dual term of interval rows); l1_c 0: none */
+	double l1_c;
+	size_t l1_start;
 };
 
 enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct maxent_stats *st);

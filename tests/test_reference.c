@@ -740,11 +740,24 @@ static void test_intervals_solver(void)
 		CHECK(reference_solve(ds, &k, ref, &sys) == REFERENCE_OK);
 		closed_form(&sys, cf);
 		CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
-		solver_options_init(&so);
-		so.tolerance = 1e-10;
-		CHECK(solver_run(ds, &k, &inv, &so, &r, &err) == PM_OK);
-		CHECK(r.forced_zeros <= sys.n_forced);
-		compare_answer(ds, &sys, ref, cf, &inv, &r, &w);
+		/* both methods: the full dual by OWL-QN, the two-level one by
+		 * orthant-wise Newton */
+		for (int method = SOLVER_TWO_LEVEL; method <= SOLVER_FULL_DUAL; method++) {
+			solver_options_init(&so);
+			so.method = (enum solver_method)method;
+			so.tolerance = 1e-10;
+			CHECK(solver_run(ds, &k, &inv, &so, &r, &err) == PM_OK);
+			if (err.status)
+				fprintf(stderr, "instance %llu, method %d: %s: %s\n",
+					(unsigned long long)i, method, err.field, err.message);
+			CHECK(r.forced_zeros <= sys.n_forced);
+			if (r.status != SOLVER_CONVERGED)
+				fprintf(stderr, "instance %llu, method %d: not converged\n",
+					(unsigned long long)i, method);
+			compare_answer(ds, &sys, ref, cf, &inv, &r, &w);
+			if (method == SOLVER_TWO_LEVEL)
+				solver_result_finish(&r);
+		}
 		for (size_t row = 0; row < sys.n_rows; row++)
 			binding += sys.rhs[row] < sys.hi[row] && sys.z[row] != 0.0;
 		solver_result_finish(&r);
