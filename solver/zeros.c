@@ -110,8 +110,12 @@ static void row_reach(const struct invariants *inv, size_t r, double *l, double 
 
 /* An interval that its own row cannot reach (row_reach) is a conflict of
  * one rule: named at once, where the exact programs (interval_conflict
- * in solver.c) could take minutes on a large table. */
-static enum pm_status unreachable_intervals(const struct zeros *z, struct pm_error *err)
+ * in solver.c) could take minutes on a large table.
+ * An interval whose min is all its row can reach leaves it no room: the
+ * row is an equality at its min, which the search takes (not settled),
+ * so that propagation fixes its cells at their most and zeros the rest.
+ */
+static enum pm_status unreachable_intervals(struct zeros *z, struct pm_error *err)
 {
 	const struct invariants *inv = z->inv;
 
@@ -123,8 +127,10 @@ static enum pm_status unreachable_intervals(const struct zeros *z, struct pm_err
 			continue;
 		row_reach(inv, r, &l, &u);
 		eps = 1e-9 * fmax(1, u);
-		if (inv->rhs[r] <= u + eps && inv->hi[r] >= l - eps)
+		if (inv->rhs[r] <= u + eps && inv->hi[r] >= l - eps) {
+			z->settled[r] = inv->rhs[r] < u - eps;
 			continue;
+		}
 		zeros_describe_row(z, r, msg, sizeof msg);
 		return error_set(err, PM_ERR_INCONSISTENT, "rules",
 				 "no distribution satisfies this rule: %s (the buckets allow only "

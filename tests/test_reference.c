@@ -11,6 +11,7 @@
 #include "check.h"
 #include "random_table.h"
 #include "reference.h"
+#include "zeros.h"
 #include "solver.h"
 
 #define AGREE	      1e-8
@@ -709,6 +710,101 @@ static void test_last_chance(void)
  * left out of the zero search (a relaxation), so the solver may find
  * fewer forced zeros than there are: compare_answer.
  */
+/* A rule's reach in records: per bucket, min(its tuples' records, n(s, b)),
+ * summed (the most its row can hold). */
+static double reach(const struct invariants *inv, size_t row)
+{
+	double u = 0;
+
+	for (size_t b = 0; b < inv->n_groups; b++) {
+		double q = 0, ns = 0;
+		int in = 0;
+
+		for (size_t e = inv->row_off[row]; e < inv->row_off[row + 1]; e++) {
+			size_t c = inv->row_cell[e], h = inv->bucket_h[b];
+
+			if (inv->cell_group[c] != b)
+				continue;
+			q += invariants_qi_count(inv, b, (c - inv->cell_off[b]) / h);
+			ns = invariants_sa_count(inv, b, (c - inv->cell_off[b]) % h);
+			in = 1;
+		}
+		u += in ? fmin(q, ns) : 0;
+	}
+	return u;
+}
+
+/*
+ * "A min that leaves no room forces zeros" (issue 23): a rule whose min
+ * is all its row can reach. The cheap depth of the search finds the
+ * zeros (the row's other cells), and both methods agree with the
+ * reference.
+ */
+static void test_min_no_room(void)
+{
+	struct worst w;
+	size_t zeros = 0, n_inst = 0;
+
+	memset(&w, 0, sizeof w);
+	for (uint64_t i = 0; i < 150; i++) {
+		uint64_t rng = SEED * 7000003 + i;
+		struct dataset *ds = random_dataset(&rng);
+		struct knowledge k;
+		struct reference_system sys;
+		struct invariants inv = {0};
+		struct pm_error err = {0};
+		struct zeros z;
+		size_t n = ds->n_tuples * ds->sa_values.n, last;
+		double *ref = calloc(n + 1, sizeof *ref);
+
+		knowledge_init(&k);
+		mine(ds, &rng, &k, 0);
+		if (!k.n || invariants_build(ds, &k, &inv, &err))
+			goto next;
+		last = inv.n_rows - 1; /* the last rule's row */
+		k.rules[k.n - 1].lo = fmin(1, reach(&inv, last) / (double)k.rules[k.n - 1].n_qv);
+		k.rules[k.n - 1].hi = 1;
+		k.rules[k.n - 1].source = RULE_USER;
+		invariants_finish(&inv);
+		CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+		memset(&sys, 0, sizeof sys);
+		if (reference_solve(ds, &k, ref, &sys) != REFERENCE_OK) {
+			reference_free(&sys);
+			goto next;
+		}
+		CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
+		CHECK(zeros_deepen(&z, ZEROS_CHEAP, NULL, NULL, &err) == PM_OK);
+		zeros += z.found;
+		zeros_finish(&z);
+		for (int method = SOLVER_TWO_LEVEL; method <= SOLVER_FULL_DUAL; method++) {
+			struct solver_options so;
+			struct solver_result r = {0};
+
+			solver_options_init(&so);
+			so.method = (enum solver_method)method;
+			so.tolerance = 1e-10;
+			CHECK(solver_run(ds, &k, &inv, &so, &r, &err) == PM_OK);
+			CHECK(r.status == SOLVER_CONVERGED);
+			if (r.post_off) {
+				compare_cells(&sys, &inv, &r, &w);
+				compare_posterior(ds, &r, ref, &w);
+			}
+			solver_result_finish(&r);
+		}
+		n_inst++;
+		reference_free(&sys);
+	next:
+		invariants_finish(&inv);
+		knowledge_finish(&k);
+		dataset_destroy(ds);
+		free(ref);
+	}
+	printf("min at the reach: %zu instances, %zu zeros at the cheap depth; posterior within "
+	       "%.3g, cells %.3g\n",
+	       n_inst, zeros, w.post, w.cells);
+	CHECK(zeros > 0);
+}
+
 static void test_intervals_solver(void)
 {
 	struct worst w;
@@ -809,6 +905,7 @@ int main(void)
 	test_inconsistent_and_unsupported();
 	test_intervals();
 	test_intervals_solver();
+	test_min_no_room();
 	test_last_chance();
 	test_cross_check();
 	return check_done();
