@@ -115,6 +115,21 @@ static void dual_rebase(struct maxent_dual *d)
 		d->y0[j] = exp(dual_exponent(d, j, 0));
 }
 
+/* Row i's violation at s = a.y, records: off its value; an interval's
+ * off the bound its multiplier's sign says binds (λ > 0: lo, λ < 0: hi,
+ * the optimality conditions of its L1 term: complementarity and sign),
+ * or outside its interval (λ = 0). */
+static double row_violation(const struct maxent_dual *d, size_t i, double s)
+{
+	double r = s - d->rhs[i];
+
+	if (i < d->first_l1)
+		return fabs(r);
+	if (d->lambda[i] != 0)
+		return fabs(r + (d->lambda[i] > 0 ? d->half[i] : -d->half[i]));
+	return fmax(fabs(r) - d->half[i], 0);
+}
+
 /* D(λ) - D(λ0) and its gradient; y = exp(A^T λ); the violation of every
  * row (dropped SA rows included) goes to last_violation. */
 static double dual_eval(struct maxent_dual *d, double *grad)
@@ -135,8 +150,7 @@ static double dual_eval(struct maxent_dual *d, double *grad)
 		f -= (d->lambda[i] - d->lambda0[i]) * d->rhs[i];
 		if (grad)
 			grad[i] = (s - d->rhs[i]) * d->scale[i];
-		/* an interval row: outside [mid - half, mid + half] */
-		worst = fmax(worst, fabs(s - d->rhs[i]) - (i < d->first_l1 ? 0 : d->half[i]));
+		worst = fmax(worst, row_violation(d, i, s));
 	}
 	for (size_t k = 0; k < d->n_drop; k++) {
 		double s = 0;
