@@ -41,7 +41,8 @@ static void lprog_finish(struct lprog *p)
 
 static int open_row(const struct lifted *m, const uint8_t *implied, size_t r)
 {
-	return r >= m->inv->n_qi_rows + m->inv->n_sa_rows && !(r < m->inv->n_rows && implied[r]);
+	return r >= m->inv->n_qi_rows + m->inv->n_sa_rows &&
+	       !(r < m->inv->n_rows && implied && implied[r]);
 }
 
 /* Which cells and rows: buckets with a free cell of an open row. */
@@ -237,10 +238,11 @@ static enum pm_status conflict_named(const struct dataset *ds, const struct know
 /* Deletion filter in shrinking chunks over the rules and statements
  * (people's rows stay: each named person is one record, which is not
  * knowledge that could be wrong): those left form an irreducible
- * conflicting set. */
-static enum pm_status conflict_report(const struct dataset *ds, const struct knowledge *k,
-				      const struct lprog *p, const struct solver_options *o,
-				      struct pm_error *err)
+ * conflicting set. p's zeros are no help here: each was proved from
+ * rows the filter may drop. */
+static enum pm_status filter(const struct dataset *ds, const struct knowledge *k,
+			     const struct lprog *p, const struct solver_options *o,
+			     struct pm_error *err)
 {
 	size_t n = p->n_open, first = p->n_rows - n;
 	uint8_t *use = malloc(n + 1), *save = malloc(n + 1);
@@ -274,14 +276,35 @@ static enum pm_status conflict_report(const struct dataset *ds, const struct kno
 	}
 	st = conflict_named(ds, k, p, use, err);
 out:
+	free(use);
+	free(save);
+	return st;
+}
+
+/* The conflict, named: the filter over the model without its zeros and
+ * implied rows (every rule a candidate). */
+static enum pm_status conflict_report(const struct dataset *ds, const struct knowledge *k,
+				      const struct lifted *m, const struct solver_options *o,
+				      struct pm_error *err)
+{
+	uint8_t *none = calloc(m->n_cells + 1, 1);
+	struct lprog p = {0};
+	enum pm_status st = none ? lprog_init(&p, m, none, NULL) : PM_ERR_NOMEM;
+
+	if (!st && p.entries > LIFTED_LP_ENTRIES)
+		st = error_set(err, PM_ERR_INCONSISTENT, "",
+			       "no distribution satisfies the knowledge (the program naming the "
+			       "conflicting rules and statements is too large to build)");
+	else if (!st)
+		st = filter(ds, k, &p, o, err);
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory looking for conflicting knowledge");
 	else if (st == PM_ERR_INTERNAL)
 		error_set(err, st, "", "the linear program solver failed");
 	else if (st == PM_ERR_CANCELLED)
 		error_set(err, st, "", "the solve was cancelled");
-	free(use);
-	free(save);
+	lprog_finish(&p);
+	free(none);
 	return st;
 }
 
@@ -305,7 +328,7 @@ enum pm_status lifted_lp_zeros(const struct dataset *ds, const struct knowledge 
 	if ((st = zeros_lp_solve(lp, o, &f)))
 		goto out;
 	if (glp_get_obj_val(lp) < 0.5) { /* only y = 0, t = 0: no solution */
-		st = conflict_report(ds, k, &p, o, err);
+		st = conflict_report(ds, k, m, o, err);
 		goto out;
 	}
 	for (size_t c = 0; c < m->n_cells; c++)
@@ -333,21 +356,18 @@ enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowled
 {
 	struct lprog p;
 	enum pm_status st = lprog_init(&p, m, zero, implied);
-	int f;
+	int f = 1;
 
-	if (st) {
+	if (st)
 		error_set(err, st, "", "out of memory looking for conflicting knowledge");
-	} else if (p.entries > LIFTED_LP_ENTRIES) {
-		st = error_set(err, PM_ERR_INCONSISTENT, "",
-			       "no distribution satisfies the knowledge (the program naming the "
-			       "conflicting rules and statements is too large to build)");
-	} else if ((f = feasible(&p, NULL, o)) == 0) {
-		st = conflict_report(ds, k, &p, o, err);
-	} else if (f < 0) {
+	else if (p.entries <= LIFTED_LP_ENTRIES && (f = feasible(&p, NULL, o)) == 0)
+		st = conflict_report(ds, k, m, o, err);
+	else if (f < 0)
 		st = error_set(err, f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL, "",
 			       f == -2 ? "the solve was cancelled"
 				       : "the linear program solver failed");
-	}
+	else if (p.entries > LIFTED_LP_ENTRIES) /* the zeros proved it */
+		st = conflict_report(ds, k, m, o, err);
 	lprog_finish(&p);
 	return st;
 }

@@ -464,8 +464,119 @@ static void test_reductions(void)
 	CHECK(worst[2] <= 1e-9);
 }
 
+/* Statement over one person's values s[0 .. n): their sum = value. */
+static void person_says(struct knowledge *k, const struct dataset *ds, long person,
+			const uint32_t *sa, size_t n, double value)
+{
+	long p[4] = {person, person, person, person};
+	double one[4] = {1, 1, 1, 1};
+	struct rule none[4] = {{0}};
+
+	add_statement(k, ds, n, p, none, sa, one, value, value, 1);
+}
+
+/*
+ * Knowledge no distribution satisfies exits 3 naming an irreducible set:
+ * a person given two values at once (both statements), a person given
+ * a value no bucket of theirs has (that statement), a rule P(s) = c (the
+ * truth) against a statement P(s) >= c + 0.01 (both, as a rule and a
+ * statement); the irrelevant statement beside them is not named.
+ */
+static void test_conflicts(void)
+{
+	int named = 0, cases = 0;
+
+	for (uint64_t seed = 1; seed <= 30; seed++) {
+		uint64_t rng = seed * 2654435761u;
+		struct dataset *ds = random_dataset(&rng);
+		struct knowledge k;
+		struct solver_result r = {0};
+		struct pm_error err = {0};
+		uint32_t q = (uint32_t)rng_in(&rng, 0, ds->n_tuples - 1), s0, s1;
+		long b = some_group(ds, q, &rng);
+		int kind = (int)(seed % 3), ok;
+
+		knowledge_init(&k);
+		add_person(&k, q, b);
+		add_person(&k, q == 0 ? 1 : 0, -1); /* a bystander */
+		s0 = ds->bs_value[ds->bs_off[b]];
+		s1 = ds->bs_value[ds->bs_off[b + 1] - 1];
+		person_says(&k, ds, 1, &s0, 1, 0); /* irrelevant, satisfiable */
+		if (s0 == s1 || (kind == 1 && ds->sa_values.n == ds->bs_off[b + 1] - ds->bs_off[b]))
+			goto next;
+		k.people[0].group = b;
+		if (kind == 0) {
+			person_says(&k, ds, 0, &s0, 1, 1);
+			person_says(&k, ds, 0, &s1, 1, 1);
+		} else if (kind == 1) { /* a value outside the person's bucket */
+			uint32_t v = 0;
+
+			for (size_t j = ds->bs_off[b];
+			     j < ds->bs_off[b + 1] && ds->bs_value[j] == v; j++)
+				v++;
+			person_says(&k, ds, 0, &v, 1, 1);
+		} else {
+			struct rule rl = {0};
+			long none = -1;
+			double one = 1, c = 0, most = 0;
+
+			rl.n_terms = 1; /* if a0 = q's value, then s0 */
+			rl.attr[0] = 0;
+			rl.value[0] = ds->tuples[(size_t)q * ds->n_attrs];
+			rl.sa = s0;
+			rl.n_qv = knowledge_count_qv(ds, &rl);
+			for (size_t i = 0; i < ds->n_records; i++)
+				c += ds->rec_sa[i] == s0 &&
+				     knowledge_matches(ds, &rl, ds->rec_tuple[i]);
+			for (size_t g = 0; g < ds->n_groups; g++) { /* the most the row can hold */
+				double in = 0, ns = 0;
+
+				for (size_t e = ds->bq_off[g]; e < ds->bq_off[g + 1]; e++)
+					in += knowledge_matches(ds, &rl, ds->bq_tuple[e])
+						  ? ds->bq_count[e]
+						  : 0;
+				for (size_t e = ds->bs_off[g]; e < ds->bs_off[g + 1]; e++)
+					ns += ds->bs_value[e] == s0 ? ds->bs_count[e] : 0;
+				most += fmin(in, ns);
+			}
+			if (most < c + 0.5)
+				goto next;
+			rl.lo = rl.hi = c / (double)rl.n_qv; /* true: holds alone */
+			knowledge_append(&k, &rl, &err);
+			/* halfway to the most: holds alone too */
+			add_statement(&k, ds, 1, &none, &rl, &s0, &one,
+				      (c + most) / 2 / (double)rl.n_qv, INFINITY, 0);
+		}
+		cases++;
+		if (solve(ds, &k, &r, &err) != PM_ERR_INCONSISTENT) {
+			fprintf(stderr, "seed %llu: no conflict (%s)\n", (unsigned long long)seed,
+				err.message);
+			CHECK(0);
+			goto next;
+		}
+		ok = kind == 0 ? strstr(err.message, "statements[1]") &&
+				     strstr(err.message, "statements[2]") &&
+				     !strstr(err.message, "statements[0]")
+		     : kind == 1 ? strstr(err.message, "this statement: statements[1]") != NULL
+				 : strstr(err.message, "rules[0]") &&
+				       strstr(err.message, "statements[1]") &&
+				       strstr(err.message, "rules and statements together");
+		named += ok;
+		if (!ok)
+			fprintf(stderr, "seed %llu: %s: %s\n", (unsigned long long)seed, err.field,
+				err.message);
+	next:
+		solver_result_finish(&r);
+		knowledge_finish(&k);
+		dataset_destroy(ds);
+	}
+	printf("conflicts: %d of %d named as they should\n", named, cases);
+	CHECK(named == cases && cases > 10);
+}
+
 int main(void)
 {
+	test_conflicts();
 	test_reductions();
 	test_derivatives();
 	test_people_change_nothing();
