@@ -24,3 +24,11 @@ bench_header() {
 		cut -d: -f2), $1"
 	echo "# $bin: $("$bin" --version 2>&1 | head -1)"
 }
+
+# Solves $1 with knowledge $2 RUNS times: $work/N.json the result and
+# $work/N.time "seconds peak_KiB" of run N.
+bench_solve() {
+	for r in $(seq "$runs"); do
+		/usr/bin/time -f '%e %M' -o "$work/$r.time" "$bin" solve "$1" "$2" >"$work/$r.json"
+	done
+}

@@ -30,10 +30,7 @@ for t in $ts; do
 		vague=""
 		[ "$kind" = exact ] || vague=", \"vagueness\": $e"
 		echo "{\"mine\": {\"positive\": $k, \"negative\": $k$qi$vague}}" >"$work/k.json"
-		for r in $(seq "$runs"); do
-			/usr/bin/time -f '%e %M' -o "$work/$r.time" "$bin" solve "$work/adult.json" \
-				"$work/k.json" >"$work/$r.json"
-		done
+		bench_solve "$work/adult.json" "$work/k.json"
 		python3 - "$work" "$runs" "$t" "$kind" <<'EOF'
 import json, statistics, sys
 work, runs, t, kind = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]

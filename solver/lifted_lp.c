@@ -235,6 +235,18 @@ static enum pm_status conflict_named(const struct dataset *ds, const struct know
 			 msg);
 }
 
+struct filter_ctx {
+	const struct lprog *p;
+	const struct solver_options *o;
+};
+
+static int filter_feasible(void *ctx, const uint8_t *use)
+{
+	const struct filter_ctx *fc = ctx;
+
+	return feasible(fc->p, use, fc->o);
+}
+
 /* Deletion filter in shrinking chunks over the rules and statements
  * (people's rows stay: each named person is one record, which is not
  * knowledge that could be wrong): those left form an irreducible
@@ -245,39 +257,28 @@ static enum pm_status filter(const struct dataset *ds, const struct knowledge *k
 			     struct pm_error *err)
 {
 	size_t n = p->n_open, first = p->n_rows - n;
-	uint8_t *use = malloc(n + 1), *save = malloc(n + 1);
+	uint8_t *use = malloc(n + 1), *save = malloc(n + 1), *stay = malloc(n + 1);
+	struct filter_ctx ctx = {p, o};
 	enum pm_status st = PM_ERR_NOMEM;
+	int f;
 
-	if (!use || !save)
+	if (!use || !save || !stay)
 		goto out;
 	memset(use, 1, n);
-	for (size_t chunk = n > 1 ? n / 2 : 1;; chunk = (chunk + 1) / 2) {
-		for (size_t i = 0; i < n; i += chunk) {
-			size_t w = i + chunk < n ? chunk : n - i;
-			int f;
+	for (size_t j = 0; j < n; j++) { /* people stay */
+		size_t r = p->rows[first + j];
 
-			for (size_t j = i; j < i + w; j++) {
-				size_t r = p->rows[first + j];
-
-				save[j - i] = use[j];
-				use[j] &= r >= p->m->person_row0 && r < p->m->statement_row0;
-			}
-			if (!memcmp(save, use + i, w))
-				continue;
-			if ((f = feasible(p, use, o)) < 0) {
-				st = f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL;
-				goto out;
-			}
-			if (f)
-				memcpy(use + i, save, w); /* needed for the conflict */
-		}
-		if (chunk == 1)
-			break;
+		stay[j] = r >= p->m->person_row0 && r < p->m->statement_row0;
+	}
+	if ((f = zeros_lp_filter(use, stay, n, save, filter_feasible, (void *)&ctx)) < 0) {
+		st = f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL;
+		goto out;
 	}
 	st = conflict_named(ds, k, p, use, err);
 out:
 	free(use);
 	free(save);
+	free(stay);
 	return st;
 }
 

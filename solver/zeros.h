@@ -397,6 +397,16 @@ enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, 
  * (unknown). */
 enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o, int proved,
 				 struct pm_error *err);
+/*
+ * A deletion filter in shrinking chunks over n rows: use[] (1 each on
+ * entry) keeps the rows that stay needed for infeasible(ctx, use) == 0,
+ * an irreducible infeasible set when it returns 0; stay[] (may be NULL)
+ * rows never dropped. feasible returns 1, 0, or a negative code (-1
+ * failure, -2 cancelled), which ends the filter with that code. save:
+ * scratch of n bytes.
+ */
+int zeros_lp_filter(uint8_t *use, const uint8_t *stay, size_t n, uint8_t *save,
+		    int (*feasible)(void *ctx, const uint8_t *use), void *ctx);
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
 void zeros_describe_row(const struct zeros *z, size_t row, char *msg, size_t len);
 

@@ -647,6 +647,41 @@ static void describe_row(struct lp_context *bd, size_t row, char *msg, size_t le
 		snprintf(msg + used, len - used, "%srules[%zu] %s", used ? "; " : "", r, text);
 }
 
+int zeros_lp_filter(uint8_t *use, const uint8_t *stay, size_t n, uint8_t *save,
+		    int (*feasible)(void *ctx, const uint8_t *use), void *ctx)
+{
+	for (size_t chunk = n > 1 ? n / 2 : 1;; chunk = (chunk + 1) / 2) {
+		for (size_t i = 0; i < n; i += chunk) {
+			size_t w = i + chunk < n ? chunk : n - i;
+			int f;
+
+			memcpy(save, use + i, w);
+			for (size_t j = i; j < i + w; j++)
+				use[j] &= stay && stay[j];
+			if (!memcmp(save, use + i, w))
+				continue;
+			if ((f = feasible(ctx, use)) < 0)
+				return f;
+			if (f)
+				memcpy(use + i, save, w); /* needed for the conflict */
+		}
+		if (chunk == 1)
+			return 0;
+	}
+}
+
+struct filter_ctx {
+	struct lp_context *bd;
+	struct component *c;
+};
+
+static int component_feasible(void *ctx, const uint8_t *use)
+{
+	struct filter_ctx *fc = ctx;
+
+	return feasible(fc->bd, fc->c, use);
+}
+
 /* Deletion filter in shrinking chunks: the rules left form an irreducible
  * infeasible set (each one is needed for the conflict). */
 static enum pm_status conflict_report(struct lp_context *bd, struct component *c,
@@ -656,29 +691,15 @@ static enum pm_status conflict_report(struct lp_context *bd, struct component *c
 	char msg[sizeof err->message - 96] = "";
 	size_t n = 0;
 	enum pm_status st = PM_ERR_NOMEM;
+	int f;
 
 	if (!use || !save || component_cells(bd, c, 0))
 		goto out;
 	memset(use, 1, c->n_krows);
-	for (size_t chunk = c->n_krows > 1 ? c->n_krows / 2 : 1;; chunk = (chunk + 1) / 2) {
-		for (size_t i = 0; i < c->n_krows; i += chunk) {
-			size_t w = i + chunk < c->n_krows ? chunk : c->n_krows - i;
-			int f;
-
-			if (!memchr(use + i, 1, w))
-				continue;
-			memcpy(save, use + i, w);
-			memset(use + i, 0, w);
-			f = feasible(bd, c, use);
-			if (f < 0) {
-				st = f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL;
-				goto out;
-			}
-			if (f)
-				memcpy(use + i, save, w); /* needed for the conflict */
-		}
-		if (chunk == 1)
-			break;
+	if ((f = zeros_lp_filter(use, NULL, c->n_krows, save, component_feasible,
+				 &(struct filter_ctx){bd, c})) < 0) {
+		st = f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL;
+		goto out;
 	}
 	for (size_t i = 0; i < c->n_krows; i++)
 		if (use[i] && ++n)
