@@ -61,6 +61,15 @@ const char *error_clip(const char *s, char *buf);
  * into known (borrowed). The one helper behind every "did you mean".
  */
 const char *error_suggest(const char *word, const char *const *known, size_t n);
+/* "; did you mean \"x\"?" when error_suggest finds x among known[0 .. n),
+ * else "": the tail of an "unknown ..." message. Written to buf
+ * (ERROR_HINT_SIZE bytes), returned. */
+#define ERROR_HINT_SIZE (ERROR_CLIP_SIZE + 20)
+const char *error_hint(const char *word, const char *const *known, size_t n, char *buf);
+/* prefix + "." + a + b into buf ("rules[3]" + "if." + "sex"): the field of
+ * a part of what prefix names; an empty or NULL prefix gives no dot, a
+ * NULL b nothing. Returns buf. */
+const char *error_field(char *buf, size_t len, const char *prefix, const char *a, const char *b);
 
 /* ---- dict.c ------------------------------------------------------------- */
 
@@ -251,18 +260,40 @@ enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struc
 /*
  * A user rule {"if": {attrs[i]: values[i]}, "then": sa, "probability": p}
  * (has_min/has_max for "min"/"max"). Names and values are resolved against
- * ds; errors are reported under field (e.g. "rules[3]"): unknown attribute,
- * attribute repeated, value absent from the data, unknown SA value (these
- * three with a "did you mean" when error_suggest finds one), a bound
- * outside [0, 1], no bound, "probability" with "min"/"max", min above
- * max. Without "probability" the rule is the interval min (default 0)
- * to max (default 1).
+ * ds; errors are reported under field (e.g. "rules[3]"): those of
+ * knowledge_resolve_if (unknown attribute, attribute repeated, value
+ * absent from the data, an if that matches no record), unknown SA value
+ * (with a "did you mean" when error_suggest finds one), a bound outside
+ * [0, 1], no bound, "probability" with "min"/"max", min above max.
+ * Without "probability" the rule is the interval min (default 0) to max
+ * (default 1).
  */
 enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 				  const char *const *attrs, const char *const *values,
 				  size_t n_terms, const char *sa, int has_p, double p, int has_min,
 				  double min, int has_max, double max, const char *field,
 				  struct pm_error *err);
+/*
+ * The antecedent {attrs[i]: values[i]} (i < n) of a rule or of a
+ * statement's term into out->attr/value (ascending attribute),
+ * out->n_terms and out->n_qv = n(if) (N for n = 0: the whole table); the
+ * other fields of out are left alone. Errors under field + ".if" (and
+ * ".if.sex"): more conditions than attributes, an unknown attribute, one
+ * given twice, a value absent from its attribute (these two with a "did
+ * you mean"), and an if that matches no record (SPEC 3.1: nothing is
+ * conditioned on it).
+ */
+enum pm_status knowledge_resolve_if(const struct dataset *ds, const char *const *attrs,
+				    const char *const *values, size_t n, struct rule *out,
+				    const char *field, struct pm_error *err);
+/* The code of value in QI attribute a's dictionary into *out; else an
+ * error under field: the value does not occur (with a "did you mean"). */
+enum pm_status knowledge_resolve_value(const struct dataset *ds, size_t a, const char *value,
+				       const char *field, uint32_t *out, struct pm_error *err);
+/* The code of SA value sa into *out; else an error under field: unknown
+ * sensitive value (with a "did you mean"). */
+enum pm_status knowledge_resolve_sa(const struct dataset *ds, const char *sa, const char *field,
+				    uint32_t *out, struct pm_error *err);
 /* Writes "P(s | a=v, b=w) = 0.25" into buf. */
 void knowledge_describe(const struct dataset *ds, const struct rule *r, char *buf, size_t len);
 /* Does tuple q satisfy the antecedent of r? */
