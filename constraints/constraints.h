@@ -245,6 +245,8 @@ struct individual {
 	long group;
 };
 
+struct statements_index;
+
 struct knowledge {
 	size_t n, cap;
 	struct rule *rules; /* owned */
@@ -252,6 +254,10 @@ struct knowledge {
 	struct statement *statements; /* owned */
 	size_t n_people, people_cap;
 	struct individual *people; /* owned */
+	/* statements.c's lookups (people and statements by name, named
+	 * people per tuple), so that adding n of them is not O(n^2); owned,
+	 * NULL until the first is added */
+	struct statements_index *index;
 };
 
 void knowledge_init(struct knowledge *k);
@@ -303,14 +309,21 @@ uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r);
 
 /* ---- statements.c ------------------------------------------------------- */
 
+/* The longest name of a person or a statement, in bytes: names come back
+ * in messages and conflict reports. */
+#define STATEMENTS_MAX_NAME 256
+
 /*
  * A named person {"name": name, "qi": qi[0 .. n_qi), "group": group}
- * (group NULL: not known), appended to k->people. Errors under field
- * ("individuals[2]" + ".name", ".qi[1]", ".group"): an empty or repeated
- * name; qi not of n_attrs values; a value absent from its attribute (with
- * a "did you mean"); a tuple not in the table; an unknown group, or one
- * without the tuple; more named people of the tuple (or of the tuple in
- * that group) than the table has records for.
+ * (group NULL: not known), appended to k->people with the tuple's index
+ * and the group's bucket. Errors under field ("individuals[2]" + ".name",
+ * ".qi", ".qi[1]", ".group"): a missing, empty, over-long
+ * (STATEMENTS_MAX_NAME) or repeated name ("individuals[j]" names the
+ * first: the people are taken to be numbered as k->people); qi not of
+ * n_attrs values; a value absent from its attribute (with a "did you
+ * mean"); a tuple not in the table; an unknown group (with a "did you
+ * mean"), or one without the tuple; more named people of the tuple (or
+ * of the tuple in that group) than the table has records for (SPEC 3.1).
  */
 enum pm_status statements_add_individual(struct knowledge *k, const struct dataset *ds,
 					 const char *name, const char *const *qi, size_t n_qi,
@@ -318,8 +331,9 @@ enum pm_status statements_add_individual(struct knowledge *k, const struct datas
 					 struct pm_error *err);
 
 /* One term of a statement as read: exactly one of has_if (its conditions
- * attrs/values[0 .. n_cond)) and person (NULL: none); then[0 .. n_then);
- * coef (has_coef 0: 1). */
+ * attrs/values[0 .. n_cond)) and person (NULL: none); then[0 .. n_then),
+ * given as a list when then_list is set (errors name "then[1]"), else as
+ * one value ("then"); coef (has_coef 0: 1). */
 struct statement_term_in {
 	int has_if;
 	const char *const *attrs, *const *values;
@@ -327,6 +341,7 @@ struct statement_term_in {
 	const char *person;
 	const char *const *then;
 	size_t n_then;
+	int then_list;
 	int has_coef;
 	double coef;
 };
@@ -334,22 +349,27 @@ struct statement_term_in {
 /*
  * A statement min <= sum coef_t P_t <= max, or = value, appended to
  * k->statements; persons are looked up in k->people (add them first).
- * name may be NULL. Errors under field ("statements[1]", then
+ * name may be NULL. A missing bound is -INFINITY / INFINITY; a term's
+ * then is stored ascending, its n_qv is n(if) (1 for a person). Errors
+ * under field ("statements[1]", then ".name", ".terms", ".terms[0]",
  * ".terms[0].if.age", ".terms[0].then[1]", ".terms[2].person", ".min",
- * ...): no terms; a term with both or neither of if and person; an
- * unknown attribute, value, SA value or person (with a "did you mean");
- * an attribute repeated; an if that matches no record; an empty then, or
- * one with a value twice; a coef, min, max or value that is not finite;
- * value with min or max; none of them; min above max; a repeated name.
+ * ...): an empty, over-long or repeated name ("statements[j]" names the
+ * first); no terms; a term with both or neither of if and person; those
+ * of knowledge_resolve_if (an unknown attribute or value, an attribute
+ * repeated, an if that matches no record); an unknown SA value or person
+ * (with a "did you mean"); an empty then, or one with a value twice; a
+ * coef, min, max or value that is not finite; value with min or max;
+ * none of them; min above max. Nothing is appended on error.
  */
 enum pm_status statements_add(struct knowledge *k, const struct dataset *ds, const char *name,
 			      const struct statement_term_in *terms, size_t n_terms, int has_value,
 			      double value, int has_min, double min, int has_max, double max,
 			      const char *field, struct pm_error *err);
-/* Frees k's statements and people (knowledge_finish calls it). */
+/* Frees k's statements, people and their index (knowledge_finish calls
+ * it). */
 void statements_clear(struct knowledge *k);
 /* The name a conflict report gives statement i: its "name", else
- * "statements[i]"; into buf. */
+ * "statements[i]"; into buf (cut to len). */
 void statements_describe(const struct knowledge *k, size_t i, char *buf, size_t len);
 /* Index of the person called name in k->people, or -1. */
 long statements_person(const struct knowledge *k, const char *name);
