@@ -182,6 +182,78 @@ static void test_rules_limit(void)
 	dataset_destroy(ds);
 }
 
+/* {"key": [n copies of element]}; consumes element. */
+static json_t *list_of(const char *key, size_t n, json_t *element)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < n; i++)
+		json_array_append(a, element);
+	json_decref(element);
+	return json_pack("{s:o}", key, a);
+}
+
+/* codec_knowledge on j against codec_small.json; *k is left filled. */
+static enum pm_status read_knowledge(json_t *j, const struct dataset *ds, struct knowledge *k,
+				     struct pm_error *err)
+{
+	struct miner_options mine;
+	int has_mine;
+
+	knowledge_finish(k);
+	memset(err, 0, sizeof *err);
+	return codec_knowledge(j, ds, k, &mine, &has_mine, err);
+}
+
+/* The caps on statements, individuals, terms and conditions: the largest
+ * count is read, one more refused before any element is. */
+static void test_statement_limits(void)
+{
+	struct dataset *ds = load_dataset("codec_small.json");
+	struct pm_error err;
+	struct knowledge k;
+	json_t *j, *term = json_pack("{s:{}, s:s}", "if", "then", "flu"), *big_if = json_object();
+	char key[16];
+
+	knowledge_init(&k);
+	j = list_of("statements", 100000, json_pack("{s:[O], s:i}", "terms", term, "min", 0));
+	CHECK(ds && read_knowledge(j, ds, &k, &err) == PM_OK && k.n_statements == 100000);
+	json_array_append_new(json_object_get(j, "statements"), json_integer(0));
+	CHECK(read_knowledge(j, ds, &k, &err) == PM_ERR_INPUT);
+	CHECK_STR(err.field, "statements");
+	CHECK_STR(err.message, "has 100001 statements; at most 100000 are allowed");
+	json_decref(j);
+	j = list_of("individuals", 100001, json_integer(0));
+	CHECK(read_knowledge(j, ds, &k, &err) == PM_ERR_INPUT);
+	CHECK_STR(err.field, "individuals");
+	CHECK_STR(err.message, "has 100001 individuals; at most 100000 are allowed");
+	json_decref(j);
+	j = list_of("terms", 10000, json_incref(term));
+	json_object_set_new(j, "min", json_integer(0));
+	j = json_pack("{s:[o]}", "statements", j);
+	CHECK(read_knowledge(j, ds, &k, &err) == PM_OK && k.statements[0].n_terms == 10000);
+	json_array_append_new(
+	    json_object_get(json_array_get(json_object_get(j, "statements"), 0), "terms"),
+	    json_integer(0));
+	CHECK(read_knowledge(j, ds, &k, &err) == PM_ERR_INPUT);
+	CHECK_STR(err.field, "statements[0].terms");
+	CHECK_STR(err.message, "has 10001 terms; at most 10000 are allowed");
+	json_decref(j);
+	for (int i = 0; i < 33; i++) {
+		snprintf(key, sizeof key, "a%d", i);
+		json_object_set_new(big_if, key, json_string("x"));
+	}
+	j = json_pack("{s:[{s:[{s:o, s:s}], s:i}]}", "statements", "terms", "if", big_if, "then",
+		      "flu", "min", 0);
+	CHECK(read_knowledge(j, ds, &k, &err) == PM_ERR_INPUT);
+	CHECK_STR(err.field, "statements[0].terms[0].if");
+	CHECK_STR(err.message, "has 33 conditions, at most 32 are supported");
+	json_decref(j);
+	json_decref(term);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 /* The largest K is accepted (the miner finds what exists). */
 static void test_mine_limit_itself(void)
 {
@@ -208,6 +280,11 @@ static void test_messages_are_short(void)
 	    "{\"mine\": {\"%s\": 1}}",
 	    "{\"rules\": [{\"if\": {\"%s\": \"M\"}, \"then\": \"flu\", \"probability\": 0}]}",
 	    "{\"rules\": [{\"if\": {\"sex\": \"%s\"}, \"then\": \"flu\", \"probability\": 0}]}",
+	    "{\"statements\": [{\"terms\": [{\"person\": \"%s\", \"then\": \"flu\"}], \"value\": "
+	    "0}]}",
+	    "{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": [\"flu\", \"%s\"]}], \"min\": "
+	    "0}]}",
+	    "{\"individuals\": [{\"name\": \"a\", \"qi\": [\"young\", \"F\"], \"group\": \"%s\"}]}",
 	};
 	struct dataset *ds = load_dataset("codec_small.json");
 	size_t n = 100000;
@@ -646,6 +723,7 @@ int main(void)
 	test_bad_inputs();
 	test_rules_limit();
 	test_mine_limit_itself();
+	test_statement_limits();
 	test_messages_are_short();
 	test_knowledge_content_errors();
 	test_records_form();
