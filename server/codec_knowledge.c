@@ -42,7 +42,8 @@ static const char *const rule_keys[] = {"if",	    "then",    "probability", "min
 static const char *const statement_keys[] = {"name",  "terms",	  "min",     "max",
 					     "value", "achieved", "binding", NULL};
 static const char *const term_keys[] = {"if", "person", "then", "coef", NULL};
-static const char *const individual_keys[] = {"name", "qi", "group", NULL};
+/* a result's people carry "p" and "groups", and read back too */
+static const char *const individual_keys[] = {"name", "qi", "group", "p", "groups", NULL};
 static const char *const mine_keys[] = {"positive",	 "negative",  "min_support",
 					"qi_attributes", "vagueness", NULL};
 
@@ -160,7 +161,8 @@ static enum pm_status parse_rule(const json_t *rule, const char *where, const st
 
 /* ---- individuals -------------------------------------------------------- */
 
-/* {"name": "alice", "qi": [...], "group": 3}; group optional. */
+/* {"name": "alice", "qi": [...], "group": 3}; group optional, a result's
+ * "p" and "groups" ignored. */
 static enum pm_status parse_individual(const json_t *p, const char *where, const struct dataset *ds,
 				       struct knowledge *k, struct pm_error *err)
 {

@@ -41,7 +41,9 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o,
 /* One rule as JSON ({"if": {...}, "then": .., "probability": .., ...}).
  * Caller owns the new reference. */
 json_t *codec_rule(const struct dataset *ds, const struct rule *r);
-/* Knowledge as a knowledge JSON document ({"rules": [...]}). New reference. */
+/* Knowledge as a knowledge JSON document ({"rules": [...]}, with
+ * "statements" and "individuals" when k has any), which codec_knowledge
+ * reads back as the same knowledge. New reference. */
 json_t *codec_knowledge_json(const struct dataset *ds, const struct knowledge *k);
 /* Records-form dataset JSON (needs ground truth). New reference. */
 json_t *codec_dataset_json(const struct dataset *ds);
@@ -59,7 +61,10 @@ struct codec_mined {
 };
 
 /* The result document of SPEC section 4; mined is NULL when the knowledge
- * had no "mine" block (then the result has no "mined"). New reference. */
+ * had no "mine" block (then the result has no "mined"). With statements or
+ * named people in k it has "statements" (with "achieved" and "binding"
+ * when r has them) and "individuals" (with "p" and "groups" when r has
+ * the people's cells). New reference. */
 json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 		     const struct solver_result *r, const struct codec_timings *t,
 		     const struct codec_mined *mined);
