@@ -256,7 +256,9 @@ struct knowledge {
 	struct individual *people; /* owned */
 	/* statements.c's lookups (people and statements by name, named
 	 * people per tuple), so that adding n of them is not O(n^2); owned,
-	 * NULL until the first is added */
+	 * NULL until the first is added. It borrows the dataset's group
+	 * labels and counts its tuples: all people and statements of one k
+	 * are added against one dataset. */
 	struct statements_index *index;
 };
 
