@@ -61,6 +61,15 @@ const char *error_clip(const char *s, char *buf);
  * into known (borrowed). The one helper behind every "did you mean".
  */
 const char *error_suggest(const char *word, const char *const *known, size_t n);
+/* "; did you mean \"x\"?" when error_suggest finds x among known[0 .. n),
+ * else "": the tail of an "unknown ..." message. Written to buf
+ * (ERROR_HINT_SIZE bytes), returned. */
+#define ERROR_HINT_SIZE (ERROR_CLIP_SIZE + 20)
+const char *error_hint(const char *word, const char *const *known, size_t n, char *buf);
+/* prefix + "." + a + b into buf ("rules[3]" + "if." + "sex"): the field of
+ * a part of what prefix names; an empty or NULL prefix gives no dot, a
+ * NULL b nothing. Returns buf. */
+const char *error_field(char *buf, size_t len, const char *prefix, const char *a, const char *b);
 
 /* ---- dict.c ------------------------------------------------------------- */
 
@@ -236,6 +245,8 @@ struct individual {
 	long group;
 };
 
+struct statements_index;
+
 struct knowledge {
 	size_t n, cap;
 	struct rule *rules; /* owned */
@@ -243,6 +254,12 @@ struct knowledge {
 	struct statement *statements; /* owned */
 	size_t n_people, people_cap;
 	struct individual *people; /* owned */
+	/* statements.c's lookups (people and statements by name, named
+	 * people per tuple), so that adding n of them is not O(n^2); owned,
+	 * NULL until the first is added. It borrows the dataset's group
+	 * labels and counts its tuples: all people and statements of one k
+	 * are added against one dataset. */
+	struct statements_index *index;
 };
 
 void knowledge_init(struct knowledge *k);
@@ -251,18 +268,40 @@ enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struc
 /*
  * A user rule {"if": {attrs[i]: values[i]}, "then": sa, "probability": p}
  * (has_min/has_max for "min"/"max"). Names and values are resolved against
- * ds; errors are reported under field (e.g. "rules[3]"): unknown attribute,
- * attribute repeated, value absent from the data, unknown SA value (these
- * three with a "did you mean" when error_suggest finds one), a bound
- * outside [0, 1], no bound, "probability" with "min"/"max", min above
- * max. Without "probability" the rule is the interval min (default 0)
- * to max (default 1).
+ * ds; errors are reported under field (e.g. "rules[3]"): those of
+ * knowledge_resolve_if (unknown attribute, attribute repeated, value
+ * absent from the data, an if that matches no record), unknown SA value
+ * (with a "did you mean" when error_suggest finds one), a bound outside
+ * [0, 1], no bound, "probability" with "min"/"max", min above max.
+ * Without "probability" the rule is the interval min (default 0) to max
+ * (default 1).
  */
 enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 				  const char *const *attrs, const char *const *values,
 				  size_t n_terms, const char *sa, int has_p, double p, int has_min,
 				  double min, int has_max, double max, const char *field,
 				  struct pm_error *err);
+/*
+ * The antecedent {attrs[i]: values[i]} (i < n) of a rule or of a
+ * statement's term into out->attr/value (ascending attribute),
+ * out->n_terms and out->n_qv = n(if) (N for n = 0: the whole table); the
+ * other fields of out are left alone. Errors under field + ".if" (and
+ * ".if.sex"): more conditions than attributes, an unknown attribute, one
+ * given twice, a value absent from its attribute (these two with a "did
+ * you mean"), and an if that matches no record (SPEC 3.1: nothing is
+ * conditioned on it).
+ */
+enum pm_status knowledge_resolve_if(const struct dataset *ds, const char *const *attrs,
+				    const char *const *values, size_t n, struct rule *out,
+				    const char *field, struct pm_error *err);
+/* The code of value in QI attribute a's dictionary into *out; else an
+ * error under field: the value does not occur (with a "did you mean"). */
+enum pm_status knowledge_resolve_value(const struct dataset *ds, size_t a, const char *value,
+				       const char *field, uint32_t *out, struct pm_error *err);
+/* The code of SA value sa into *out; else an error under field: unknown
+ * sensitive value (with a "did you mean"). */
+enum pm_status knowledge_resolve_sa(const struct dataset *ds, const char *sa, const char *field,
+				    uint32_t *out, struct pm_error *err);
 /* Writes "P(s | a=v, b=w) = 0.25" into buf. */
 void knowledge_describe(const struct dataset *ds, const struct rule *r, char *buf, size_t len);
 /* Does tuple q satisfy the antecedent of r? */
@@ -272,14 +311,21 @@ uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r);
 
 /* ---- statements.c ------------------------------------------------------- */
 
+/* The longest name of a person or a statement, in bytes: names come back
+ * in messages and conflict reports. */
+#define STATEMENTS_MAX_NAME 256
+
 /*
  * A named person {"name": name, "qi": qi[0 .. n_qi), "group": group}
- * (group NULL: not known), appended to k->people. Errors under field
- * ("individuals[2]" + ".name", ".qi[1]", ".group"): an empty or repeated
- * name; qi not of n_attrs values; a value absent from its attribute (with
- * a "did you mean"); a tuple not in the table; an unknown group, or one
- * without the tuple; more named people of the tuple (or of the tuple in
- * that group) than the table has records for.
+ * (group NULL: not known), appended to k->people with the tuple's index
+ * and the group's bucket. Errors under field ("individuals[2]" + ".name",
+ * ".qi", ".qi[1]", ".group"): a missing, empty, over-long
+ * (STATEMENTS_MAX_NAME) or repeated name ("individuals[j]" names the
+ * first: the people are taken to be numbered as k->people); qi not of
+ * n_attrs values; a value absent from its attribute (with a "did you
+ * mean"); a tuple not in the table; an unknown group (with a "did you
+ * mean"), or one without the tuple; more named people of the tuple (or
+ * of the tuple in that group) than the table has records for (SPEC 3.1).
  */
 enum pm_status statements_add_individual(struct knowledge *k, const struct dataset *ds,
 					 const char *name, const char *const *qi, size_t n_qi,
@@ -287,8 +333,9 @@ enum pm_status statements_add_individual(struct knowledge *k, const struct datas
 					 struct pm_error *err);
 
 /* One term of a statement as read: exactly one of has_if (its conditions
- * attrs/values[0 .. n_cond)) and person (NULL: none); then[0 .. n_then);
- * coef (has_coef 0: 1). */
+ * attrs/values[0 .. n_cond)) and person (NULL: none); then[0 .. n_then),
+ * given as a list when then_list is set (errors name "then[1]"), else as
+ * one value ("then"); coef (has_coef 0: 1). */
 struct statement_term_in {
 	int has_if;
 	const char *const *attrs, *const *values;
@@ -296,6 +343,7 @@ struct statement_term_in {
 	const char *person;
 	const char *const *then;
 	size_t n_then;
+	int then_list;
 	int has_coef;
 	double coef;
 };
@@ -303,22 +351,27 @@ struct statement_term_in {
 /*
  * A statement min <= sum coef_t P_t <= max, or = value, appended to
  * k->statements; persons are looked up in k->people (add them first).
- * name may be NULL. Errors under field ("statements[1]", then
+ * name may be NULL. A missing bound is -INFINITY / INFINITY; a term's
+ * then is stored ascending, its n_qv is n(if) (1 for a person). Errors
+ * under field ("statements[1]", then ".name", ".terms", ".terms[0]",
  * ".terms[0].if.age", ".terms[0].then[1]", ".terms[2].person", ".min",
- * ...): no terms; a term with both or neither of if and person; an
- * unknown attribute, value, SA value or person (with a "did you mean");
- * an attribute repeated; an if that matches no record; an empty then, or
- * one with a value twice; a coef, min, max or value that is not finite;
- * value with min or max; none of them; min above max; a repeated name.
+ * ...): an empty, over-long or repeated name ("statements[j]" names the
+ * first); no terms; a term with both or neither of if and person; those
+ * of knowledge_resolve_if (an unknown attribute or value, an attribute
+ * repeated, an if that matches no record); an unknown SA value or person
+ * (with a "did you mean"); an empty then, or one with a value twice; a
+ * coef, min, max or value that is not finite; value with min or max;
+ * none of them; min above max. Nothing is appended on error.
  */
 enum pm_status statements_add(struct knowledge *k, const struct dataset *ds, const char *name,
 			      const struct statement_term_in *terms, size_t n_terms, int has_value,
 			      double value, int has_min, double min, int has_max, double max,
 			      const char *field, struct pm_error *err);
-/* Frees k's statements and people (knowledge_finish calls it). */
+/* Frees k's statements, people and their index (knowledge_finish calls
+ * it). */
 void statements_clear(struct knowledge *k);
 /* The name a conflict report gives statement i: its "name", else
- * "statements[i]"; into buf. */
+ * "statements[i]"; into buf (cut to len). */
 void statements_describe(const struct knowledge *k, size_t i, char *buf, size_t len);
 /* Index of the person called name in k->people, or -1. */
 long statements_person(const struct knowledge *k, const char *name);

@@ -178,3 +178,22 @@ const char *error_suggest(const char *word, const char *const *known, size_t n)
 	}
 	return pick;
 }
+
+const char *error_hint(const char *word, const char *const *known, size_t n, char *buf)
+{
+	const char *hint = error_suggest(word, known, n);
+	char clip[ERROR_CLIP_SIZE];
+
+	buf[0] = '\0';
+	if (hint)
+		snprintf(buf, ERROR_HINT_SIZE, "; did you mean \"%s\"?", error_clip(hint, clip));
+	return buf;
+}
+
+const char *error_field(char *buf, size_t len, const char *prefix, const char *a, const char *b)
+{
+	const char *p = prefix ? prefix : "";
+
+	snprintf(buf, len, "%s%s%s%s", p, *p ? "." : "", a, b ? b : "");
+	return buf;
+}

@@ -40,56 +40,60 @@ enum pm_status knowledge_append(struct knowledge *k, const struct rule *r, struc
 	return PM_OK;
 }
 
-/* "rules[3]" + ".if." + "sex"; an empty prefix gives no leading dot. */
-static void field_join(char *buf, size_t len, const char *prefix, const char *a, const char *b)
+enum pm_status knowledge_resolve_value(const struct dataset *ds, size_t a, const char *value,
+				       const char *field, uint32_t *out, struct pm_error *err)
 {
-	const char *p = prefix ? prefix : "";
+	const struct dict *d = &ds->attr_values[a];
+	char clip[ERROR_CLIP_SIZE], hint[ERROR_HINT_SIZE];
+	long v = dict_find(d, value);
 
-	snprintf(buf, len, "%s%s%s%s", p, *p ? "." : "", a, b ? b : "");
+	if (v < 0)
+		return error_set(err, PM_ERR_INPUT, field,
+				 "value \"%s\" does not occur in the data%s",
+				 error_clip(value, clip),
+				 error_hint(value, (const char *const *)d->str, d->n, hint));
+	*out = (uint32_t)v;
+	return PM_OK;
 }
 
-/* "; did you mean \"x\"?" when word looks like a typo of one of known[0 .. n),
- * else "". buf holds ERROR_CLIP_SIZE + 20 bytes. */
-static const char *did_you_mean(const char *word, char *const *known, size_t n, char *buf)
+enum pm_status knowledge_resolve_sa(const struct dataset *ds, const char *sa, const char *field,
+				    uint32_t *out, struct pm_error *err)
 {
-	const char *hint = error_suggest(word, (const char *const *)known, n);
-	char clip[ERROR_CLIP_SIZE];
+	const struct dict *d = &ds->sa_values;
+	char clip[ERROR_CLIP_SIZE], hint[ERROR_HINT_SIZE];
+	long s = dict_find(d, sa);
 
-	buf[0] = '\0';
-	if (hint)
-		snprintf(buf, ERROR_CLIP_SIZE + 20, "; did you mean \"%s\"?",
-			 error_clip(hint, clip));
-	return buf;
+	if (s < 0)
+		return error_set(err, PM_ERR_INPUT, field, "unknown sensitive value \"%s\"%s",
+				 error_clip(sa, clip),
+				 error_hint(sa, (const char *const *)d->str, d->n, hint));
+	*out = (uint32_t)s;
+	return PM_OK;
 }
 
-/* Resolves term i of a user rule into r->attr/value[i] (unsorted yet). */
+/* Resolves condition i of an antecedent into r->attr/value[i] (unsorted
+ * yet). */
 static enum pm_status resolve_term(const struct dataset *ds, struct rule *r, size_t i,
 				   const char *attr, const char *value, const char *field,
 				   struct pm_error *err)
 {
-	char f[256], clip[ERROR_CLIP_SIZE], hint[ERROR_CLIP_SIZE + 20];
-	long a, v;
+	char f[256], clip[ERROR_CLIP_SIZE], hint[ERROR_HINT_SIZE];
+	long a;
 
-	field_join(f, sizeof f, field, "if.", attr ? error_clip(attr, clip) : "");
+	error_field(f, sizeof f, field, "if.", attr ? error_clip(attr, clip) : "");
 	if (!attr || (a = dataset_attr_index(ds, attr)) < 0)
-		return error_set(err, PM_ERR_INPUT, f, "unknown QI attribute \"%s\"%s",
-				 attr ? clip : "",
-				 attr ? did_you_mean(attr, ds->attr_names, ds->n_attrs, hint) : "");
+		return error_set(
+		    err, PM_ERR_INPUT, f, "unknown QI attribute \"%s\"%s", attr ? clip : "",
+		    attr ? error_hint(attr, (const char *const *)ds->attr_names, ds->n_attrs, hint)
+			 : "");
 	for (size_t j = 0; j < i; j++)
 		if (r->attr[j] == (uint32_t)a)
 			return error_set(err, PM_ERR_INPUT, f,
 					 "attribute \"%s\" is given more than once", clip);
 	if (!value)
 		return error_set(err, PM_ERR_INPUT, f, "needs a value");
-	v = dict_find(&ds->attr_values[a], value);
-	if (v < 0)
-		return error_set(
-		    err, PM_ERR_INPUT, f, "value \"%s\" does not occur in the data%s",
-		    error_clip(value, clip),
-		    did_you_mean(value, ds->attr_values[a].str, ds->attr_values[a].n, hint));
 	r->attr[i] = (uint32_t)a;
-	r->value[i] = (uint32_t)v;
-	return PM_OK;
+	return knowledge_resolve_value(ds, (size_t)a, value, f, &r->value[i], err);
 }
 
 /* Insertion sort of the terms by attribute index (at most 32 of them). */
@@ -107,6 +111,32 @@ static void sort_terms(struct rule *r)
 	}
 }
 
+enum pm_status knowledge_resolve_if(const struct dataset *ds, const char *const *attrs,
+				    const char *const *values, size_t n, struct rule *out,
+				    const char *field, struct pm_error *err)
+{
+	char f[256];
+	enum pm_status st;
+
+	error_field(f, sizeof f, field, "if", NULL);
+	if (n > ds->n_attrs || n > DATASET_MAX_ATTRS)
+		return error_set(err, PM_ERR_INPUT, f, "has %zu attributes, the data has only %zu",
+				 n, ds->n_attrs);
+	for (size_t i = 0; i < n; i++)
+		if ((st = resolve_term(ds, out, i, attrs[i], values[i], field, err)))
+			return st;
+	out->n_terms = (uint32_t)n;
+	sort_terms(out);
+	/* SPEC 3.1: P(. | if) is undefined where no record matches; values
+	 * that each occur can still never occur together */
+	out->n_qv = knowledge_count_qv(ds, out);
+	if (out->n_qv == 0)
+		return error_set(err, PM_ERR_INPUT, f,
+				 "matches no record of the data (no record has all these values "
+				 "together), so no probability is defined given it");
+	return PM_OK;
+}
+
 /* A probability bound of field's key: finite, within [0, 1]. */
 static enum pm_status check_bound(double v, const char *field, const char *key,
 				  struct pm_error *err)
@@ -115,7 +145,7 @@ static enum pm_status check_bound(double v, const char *field, const char *key,
 
 	if (isfinite(v) && v >= 0 && v <= 1)
 		return PM_OK;
-	field_join(f, sizeof f, field, key, NULL);
+	error_field(f, sizeof f, field, key, NULL);
 	return error_set(err, PM_ERR_INPUT, f, "must be between 0 and 1, got %g", v);
 }
 
@@ -129,7 +159,7 @@ static enum pm_status check_bounds(int has_p, double p, int has_min, double min,
 	enum pm_status st;
 
 	if (has_p && (has_min || has_max)) {
-		field_join(f, sizeof f, field, has_min ? "min" : "max", NULL);
+		error_field(f, sizeof f, field, has_min ? "min" : "max", NULL);
 		return error_set(err, PM_ERR_INPUT, f,
 				 "cannot go with \"probability\": give the probability, or "
 				 "\"min\" and/or \"max\"");
@@ -157,37 +187,18 @@ enum pm_status knowledge_add_user(struct knowledge *k, const struct dataset *ds,
 {
 	struct rule r;
 	enum pm_status st;
-	char f[256], clip[ERROR_CLIP_SIZE], hint[ERROR_CLIP_SIZE + 20];
-	long s;
+	char f[256];
 
 	memset(&r, 0, sizeof r);
-	if (n_terms > ds->n_attrs || n_terms > DATASET_MAX_ATTRS) {
-		field_join(f, sizeof f, field, "if", NULL);
-		return error_set(err, PM_ERR_INPUT, f, "has %zu attributes, the data has only %zu",
-				 n_terms, ds->n_attrs);
-	}
-	for (size_t i = 0; i < n_terms; i++) {
-		st = resolve_term(ds, &r, i, attrs[i], values[i], field, err);
-		if (st)
-			return st;
-	}
-	r.n_terms = (uint32_t)n_terms;
-	sort_terms(&r);
+	if ((st = knowledge_resolve_if(ds, attrs, values, n_terms, &r, field, err)))
+		return st;
 	if (!sa)
 		return error_set(err, PM_ERR_INPUT, field ? field : "", "needs \"then\"");
-	s = dict_find(&ds->sa_values, sa);
-	if (s < 0) {
-		field_join(f, sizeof f, field, "then", NULL);
-		return error_set(err, PM_ERR_INPUT, f, "unknown sensitive value \"%s\"%s",
-				 error_clip(sa, clip),
-				 did_you_mean(sa, ds->sa_values.str, ds->sa_values.n, hint));
-	}
-	st = check_bounds(has_p, p, has_min, min, has_max, max, field, &r.lo, &r.hi, err);
-	if (st)
+	error_field(f, sizeof f, field, "then", NULL);
+	if ((st = knowledge_resolve_sa(ds, sa, f, &r.sa, err)) ||
+	    (st = check_bounds(has_p, p, has_min, min, has_max, max, field, &r.lo, &r.hi, err)))
 		return st;
-	r.sa = (uint32_t)s;
 	r.source = RULE_USER;
-	r.n_qv = knowledge_count_qv(ds, &r);
 	return knowledge_append(k, &r, err);
 }
 

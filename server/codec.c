@@ -1,10 +1,12 @@
 /*
- * JSON codec, the way in (SPEC section 3): datasets, knowledge and solver
- * options, strictly (unknown keys, limits); codec_out.c writes rules,
- * knowledge, datasets and results. Validation of the JSON shape
- * lives here; validation of the content (duplicate names, unknown values,
- * probability ranges) stays in the constraints/ builders so the CLI, the
- * HTTP service and the tests all get the same rules and messages.
+ * JSON codec, the way in (SPEC section 3): datasets and solver options,
+ * strictly (unknown keys, limits), and the input helpers that
+ * codec_knowledge.c (knowledge documents) shares through
+ * codec_internal.h; codec_out.c writes rules, knowledge, datasets and
+ * results. Validation of the JSON shape lives here; validation of the
+ * content (duplicate names, unknown values, probability ranges) stays in
+ * the constraints/ builders so the CLI, the HTTP service and the tests all
+ * get the same rules and messages.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -13,21 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server.h"
+#include "codec_internal.h"
 
-/* Room for the text of a JSON number ("%lld" or "%.17g") or a field name. */
-#define NUM_LEN	  32
-#define FIELD_LEN 256
-#define WHERE_LEN 48
-
-/* User rules a knowledge document may hold (README "Errors and limits"):
- * each is resolved against the data (a pass over its tuples) before the
- * solve, so the count is capped before any is read. */
-#define MAX_RULES 100000
+#define NUM_LEN	  CODEC_NUM_LEN
+#define FIELD_LEN CODEC_FIELD_LEN
+#define WHERE_LEN CODEC_WHERE_LEN
 
 /* ---- input helpers ------------------------------------------------------ */
 
-static const char *type_name(const json_t *j)
+const char *codec_type_name(const json_t *j)
 {
 	static const char *const names[] = {
 	    [JSON_OBJECT] = "an object",   [JSON_ARRAY] = "an array",
@@ -49,12 +45,9 @@ static void real_text(double x, char *buf, size_t len)
 	}
 }
 
-/*
- * The text a JSON value stands for as a data value: strings as they are,
- * numbers as their JSON text (so 39 and "39" are the same value). NULL for
- * any other type. buf must hold NUM_LEN bytes.
- */
-static const char *value_text(const json_t *v, char *buf)
+/* Numbers are values as their JSON text: 39 and "39" are the same value
+ * (SPEC section 3). */
+const char *codec_value_text(const json_t *v, char *buf)
 {
 	if (json_is_string(v))
 		return json_string_value(v);
@@ -72,14 +65,14 @@ static const char *value_text(const json_t *v, char *buf)
 /* "got 0" for numbers (the offending value), "got a string" otherwise. */
 static const char *got(const json_t *v, char *buf)
 {
-	const char *num = json_is_number(v) ? value_text(v, buf) : NULL;
+	const char *num = json_is_number(v) ? codec_value_text(v, buf) : NULL;
 
-	return num ? num : type_name(v);
+	return num ? num : codec_type_name(v);
 }
 
 /* Wrong type or missing: "is missing; it must be X" / "must be X, got Y". */
-static enum pm_status bad_value(struct pm_error *err, const char *field, const char *want,
-				const json_t *v)
+enum pm_status codec_bad_value(struct pm_error *err, const char *field, const char *want,
+			       const json_t *v)
 {
 	char buf[NUM_LEN];
 
@@ -93,24 +86,13 @@ static enum pm_status bad_value(struct pm_error *err, const char *field, const c
 /*
  * The keys each object of a document may have (NULL-terminated). Any other
  * key is an error: a misspelt "positve" must not be silently dropped.
- * "later" lists keys of SPEC section 3 that this version does not
- * implement yet; they are refused as such rather than as typos.
+ * (codec_knowledge.c has the knowledge document's.)
  */
 static const char *const dataset_keys[] = {
     "name", "qi_attributes", "sa_attribute", "records", "qit", "st", NULL};
 static const char *const record_keys[] = {"qi", "group", "sa", NULL};
 static const char *const qit_keys[] = {"qi", "group", NULL};
 static const char *const st_keys[] = {"group", "sa", "count", NULL};
-/* "solver": one file can carry a whole analysis for the CLI */
-static const char *const knowledge_keys[] = {"rules", "mine", "solver", NULL};
-static const char *const knowledge_later[] = {"statements", "individuals", NULL};
-/* codec_rule writes "source", "support" and "confidence" too, and `pmaxent
- * mine` output must read back as knowledge */
-static const char *const rule_keys[] = {"if",	    "then",    "probability", "min",
-					"max",	    "source",  "support",     "confidence",
-					"achieved", "binding", NULL};
-static const char *const mine_keys[] = {"positive",	 "negative",  "min_support",
-					"qi_attributes", "vagueness", NULL};
 static const char *const solver_keys[] = {"method", "tolerance", "max_iterations", "time_limit",
 					  NULL};
 
@@ -148,11 +130,8 @@ static void key_list(const char *const *keys, char *buf, size_t len)
 	}
 }
 
-/* Refuses the first key of obj that is not in known, as where.key (key
- * alone at the top of a document), with a "did you mean" when one is close
- * (error_suggest), else the list of the keys that are. */
-static enum pm_status check_keys(const json_t *obj, const char *where, const char *const *known,
-				 const char *const *later, struct pm_error *err)
+enum pm_status codec_check_keys(const json_t *obj, const char *where, const char *const *known,
+				struct pm_error *err)
 {
 	char field[FIELD_LEN], clip[ERROR_CLIP_SIZE], list[FIELD_LEN * 2];
 	const char *key, *hint;
@@ -165,10 +144,6 @@ static enum pm_status check_keys(const json_t *obj, const char *where, const cha
 		snprintf(field, sizeof field, "%s%s%s", where, *where ? "." : "",
 			 error_clip(key, clip));
 		key_list(known, list, sizeof list);
-		if (has_key(later, key))
-			return error_set(err, PM_ERR_INPUT, field,
-					 "is not supported yet; the keys supported here are %s",
-					 list);
 		hint = error_suggest(key, known, key_count(known));
 		if (hint)
 			return error_set(err, PM_ERR_INPUT, field,
@@ -180,32 +155,48 @@ static enum pm_status check_keys(const json_t *obj, const char *where, const cha
 }
 
 /* obj[key] as a data value (string or number), reported as where.key. */
-static enum pm_status get_value(const json_t *obj, const char *where, const char *key, char *buf,
-				const char **out, struct pm_error *err)
+enum pm_status codec_get_value(const json_t *obj, const char *where, const char *key, char *buf,
+			       const char **out, struct pm_error *err)
 {
 	const json_t *v = json_object_get(obj, key);
 	char field[FIELD_LEN];
 
-	*out = value_text(v, buf);
+	*out = codec_value_text(v, buf);
 	if (*out)
 		return PM_OK;
 	snprintf(field, sizeof field, "%s.%s", where, key);
-	return bad_value(err, field, "a string or number", v);
+	return codec_bad_value(err, field, "a string or number", v);
 }
 
 /* obj["group"]: an integer or a string, as text. */
-static enum pm_status get_group(const json_t *obj, const char *where, char *buf, const char **out,
-				struct pm_error *err)
+enum pm_status codec_get_group(const json_t *obj, const char *where, char *buf, const char **out,
+			       struct pm_error *err)
 {
 	const json_t *v = json_object_get(obj, "group");
 	char field[FIELD_LEN];
 
 	if (json_is_string(v) || json_is_integer(v)) {
-		*out = value_text(v, buf);
+		*out = codec_value_text(v, buf);
 		return PM_OK;
 	}
 	snprintf(field, sizeof field, "%s.group", where);
-	return bad_value(err, field, "an integer or string", v);
+	return codec_bad_value(err, field, "an integer or string", v);
+}
+
+enum pm_status codec_get_values(const json_t *arr, const char *field, const char **out,
+				char (*num)[NUM_LEN], struct pm_error *err)
+{
+	char f[FIELD_LEN];
+
+	for (size_t i = 0; i < json_array_size(arr); i++) {
+		const json_t *v = json_array_get(arr, i);
+
+		if (!(out[i] = codec_value_text(v, num[i]))) {
+			snprintf(f, sizeof f, "%s[%zu]", field, i);
+			return codec_bad_value(err, f, "a string or number", v);
+		}
+	}
+	return PM_OK;
 }
 
 /* ---- datasets ----------------------------------------------------------- */
@@ -231,7 +222,7 @@ static enum pm_status parse_attrs(const json_t *qa, struct ds_head *h, struct pm
 	size_t i;
 
 	if (!json_is_array(qa))
-		return bad_value(err, "qi_attributes", "an array of attribute names", qa);
+		return codec_bad_value(err, "qi_attributes", "an array of attribute names", qa);
 	h->n_attrs = json_array_size(qa);
 	if (h->n_attrs > DATASET_MAX_ATTRS)
 		return error_set(err, PM_ERR_INPUT, "qi_attributes",
@@ -242,7 +233,7 @@ static enum pm_status parse_attrs(const json_t *qa, struct ds_head *h, struct pm
 		h->attrs[i] = json_string_value(v);
 		if (!h->attrs[i]) {
 			snprintf(field, sizeof field, "qi_attributes[%zu]", i);
-			return bad_value(err, field, "a string", v);
+			return codec_bad_value(err, field, "a string", v);
 		}
 	}
 	return PM_OK;
@@ -256,13 +247,13 @@ static enum pm_status parse_head(const json_t *j, struct ds_head *h, struct pm_e
 
 	h->name = NULL;
 	if (name && !json_is_null(name) && !json_is_string(name))
-		return bad_value(err, "name", "a string", name);
+		return codec_bad_value(err, "name", "a string", name);
 	h->name = json_string_value(name);
 	if ((st = parse_attrs(json_object_get(j, "qi_attributes"), h, err)))
 		return st;
 	h->sa = json_string_value(sa);
 	if (!h->sa)
-		return bad_value(err, "sa_attribute", "a string", sa);
+		return codec_bad_value(err, "sa_attribute", "a string", sa);
 	return PM_OK;
 }
 
@@ -296,15 +287,16 @@ static enum pm_status get_rows(const json_t *j, const char *key, const json_t **
 {
 	*rows = json_object_get(j, key);
 	if (!json_is_array(*rows))
-		return bad_value(err, key, "an array", *rows);
+		return codec_bad_value(err, key, "an array", *rows);
 	return PM_OK;
 }
 
-static enum pm_status check_row(const json_t *row, const char *where, struct pm_error *err)
+enum pm_status codec_check_row(const json_t *row, const char *where, struct pm_error *err)
 {
 	if (json_is_object(row))
 		return PM_OK;
-	return error_set(err, PM_ERR_INPUT, where, "must be an object, got %s", type_name(row));
+	return error_set(err, PM_ERR_INPUT, where, "must be an object, got %s",
+			 codec_type_name(row));
 }
 
 /* row["qi"]: exactly n_attrs data values. */
@@ -313,25 +305,15 @@ static enum pm_status get_qi(const json_t *row, const char *where, size_t n_attr
 {
 	const json_t *qi = json_object_get(row, "qi");
 	char field[FIELD_LEN], want[64];
-	size_t a;
 
 	snprintf(field, sizeof field, "%s.qi", where);
 	snprintf(want, sizeof want, "an array of %zu values (qi_attributes)", n_attrs);
 	if (!json_is_array(qi))
-		return bad_value(err, field, want, qi);
+		return codec_bad_value(err, field, want, qi);
 	if (json_array_size(qi) != n_attrs)
 		return error_set(err, PM_ERR_INPUT, field, "must be %s, got %zu", want,
 				 json_array_size(qi));
-	for (a = 0; a < n_attrs; a++) {
-		const json_t *v = json_array_get(qi, a);
-
-		rb->qi[a] = value_text(v, rb->num[a]);
-		if (!rb->qi[a]) {
-			snprintf(field, sizeof field, "%s.qi[%zu]", where, a);
-			return bad_value(err, field, "a string or number", v);
-		}
-	}
-	return PM_OK;
+	return codec_get_values(qi, field, rb->qi, rb->num, err);
 }
 
 /* A "records" row, or a "qit" row (no "sa") of the published form. */
@@ -341,12 +323,12 @@ static enum pm_status add_record(struct dataset_builder *b, const json_t *row, c
 	struct row_buf rb;
 	enum pm_status st;
 
-	if ((st = check_row(row, where, err)) ||
-	    (st = check_keys(row, where, qit ? qit_keys : record_keys, NULL, err)) ||
+	if ((st = codec_check_row(row, where, err)) ||
+	    (st = codec_check_keys(row, where, qit ? qit_keys : record_keys, err)) ||
 	    (st = get_qi(row, where, n_attrs, &rb, err)) ||
-	    (st = get_group(row, where, rb.num[DATASET_MAX_ATTRS], &rb.group, err)) ||
+	    (st = codec_get_group(row, where, rb.num[DATASET_MAX_ATTRS], &rb.group, err)) ||
 	    (!qit &&
-	     (st = get_value(row, where, "sa", rb.num[DATASET_MAX_ATTRS + 1], &rb.sa, err))))
+	     (st = codec_get_value(row, where, "sa", rb.num[DATASET_MAX_ATTRS + 1], &rb.sa, err))))
 		return st;
 	if (qit)
 		st = dataset_builder_add_qit(b, rb.qi, rb.group, err);
@@ -365,14 +347,14 @@ static enum pm_status add_st(struct dataset_builder *b, const json_t *row, const
 	char field[FIELD_LEN];
 	enum pm_status st;
 
-	if ((st = check_row(row, where, err)) ||
-	    (st = check_keys(row, where, st_keys, NULL, err)) ||
-	    (st = get_group(row, where, rb.num[0], &rb.group, err)) ||
-	    (st = get_value(row, where, "sa", rb.num[1], &rb.sa, err)))
+	if ((st = codec_check_row(row, where, err)) ||
+	    (st = codec_check_keys(row, where, st_keys, err)) ||
+	    (st = codec_get_group(row, where, rb.num[0], &rb.group, err)) ||
+	    (st = codec_get_value(row, where, "sa", rb.num[1], &rb.sa, err)))
 		return st;
 	if (!json_is_integer(count) || json_integer_value(count) < 1) {
 		snprintf(field, sizeof field, "%s.count", where);
-		return bad_value(err, field, "a positive integer", count);
+		return codec_bad_value(err, field, "a positive integer", count);
 	}
 	st = dataset_builder_add_st(b, rb.group, rb.sa, json_integer_value(count), err);
 	if (st)
@@ -417,9 +399,9 @@ enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_er
 	*out = NULL;
 	if (!json_is_object(j))
 		return error_set(err, PM_ERR_INPUT, "", "a dataset must be a JSON object, got %s",
-				 type_name(j));
+				 codec_type_name(j));
 	/* the builder refuses over-long names before any row is read */
-	if ((st = check_keys(j, "", dataset_keys, NULL, err)) || (st = parse_head(j, &h, err)) ||
+	if ((st = codec_check_keys(j, "", dataset_keys, err)) || (st = parse_head(j, &h, err)) ||
 	    (st = parse_form(j, &published, err)))
 		return st;
 	b = dataset_builder_create(h.name, h.attrs, h.n_attrs, h.sa, err);
@@ -437,209 +419,6 @@ enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_er
 	return st;
 }
 
-/* ---- knowledge ---------------------------------------------------------- */
-
-struct opt_num {
-	int has;
-	double v;
-};
-
-struct user_rule {
-	const char *attrs[DATASET_MAX_ATTRS], *values[DATASET_MAX_ATTRS], *then;
-	char num[DATASET_MAX_ATTRS + 1][NUM_LEN];
-	size_t n_terms;
-	struct opt_num p, min, max;
-};
-
-static enum pm_status get_number(const json_t *obj, const char *where, const char *key,
-				 struct opt_num *out, struct pm_error *err)
-{
-	const json_t *v = json_object_get(obj, key);
-	char field[FIELD_LEN];
-
-	out->has = v != NULL;
-	out->v = json_number_value(v);
-	if (!v || json_is_number(v))
-		return PM_OK;
-	snprintf(field, sizeof field, "%s.%s", where, key);
-	return bad_value(err, field, "a number", v);
-}
-
-static enum pm_status get_conditions(const json_t *rule, const char *where, struct user_rule *u,
-				     struct pm_error *err)
-{
-	/* jansson's object iteration takes a non-const object; it only reads */
-	json_t *c = json_object_get(rule, "if");
-	char field[FIELD_LEN], clip[ERROR_CLIP_SIZE];
-	const char *key;
-	json_t *v;
-
-	snprintf(field, sizeof field, "%s.if", where);
-	if (!json_is_object(c))
-		return bad_value(err, field, "an object of attribute: value conditions", c);
-	if (json_object_size(c) > DATASET_MAX_ATTRS)
-		return error_set(err, PM_ERR_INPUT, field,
-				 "has %zu conditions, at most %d are supported",
-				 json_object_size(c), DATASET_MAX_ATTRS);
-	u->n_terms = 0;
-	for (void *it = json_object_iter(c); it; it = json_object_iter_next(c, it)) {
-		key = json_object_iter_key(it);
-		v = json_object_iter_value(it);
-		u->attrs[u->n_terms] = key;
-		u->values[u->n_terms] = value_text(v, u->num[u->n_terms]);
-		if (!u->values[u->n_terms]) {
-			snprintf(field, sizeof field, "%s.if.%s", where, error_clip(key, clip));
-			return bad_value(err, field, "a string or number", v);
-		}
-		u->n_terms++;
-	}
-	return PM_OK;
-}
-
-static enum pm_status parse_rule(const json_t *rule, const char *where, const struct dataset *ds,
-				 struct knowledge *k, struct pm_error *err)
-{
-	struct user_rule u;
-	enum pm_status st;
-
-	if ((st = check_row(rule, where, err)) ||
-	    (st = check_keys(rule, where, rule_keys, NULL, err)) ||
-	    (st = get_conditions(rule, where, &u, err)) ||
-	    (st = get_value(rule, where, "then", u.num[DATASET_MAX_ATTRS], &u.then, err)) ||
-	    (st = get_number(rule, where, "probability", &u.p, err)) ||
-	    (st = get_number(rule, where, "min", &u.min, err)) ||
-	    (st = get_number(rule, where, "max", &u.max, err)))
-		return st;
-	return knowledge_add_user(k, ds, u.attrs, u.values, u.n_terms, u.then, u.p.has, u.p.v,
-				  u.min.has, u.min.v, u.max.has, u.max.v, where, err);
-}
-
-static enum pm_status parse_rules(const json_t *rules, const struct dataset *ds,
-				  struct knowledge *k, struct pm_error *err)
-{
-	char where[WHERE_LEN];
-	const json_t *rule;
-	enum pm_status st;
-	size_t i;
-
-	if (!rules || json_is_null(rules))
-		return PM_OK;
-	if (!json_is_array(rules))
-		return bad_value(err, "rules", "an array of rules", rules);
-	if (json_array_size(rules) > MAX_RULES)
-		return error_set(err, PM_ERR_INPUT, "rules",
-				 "has %zu rules; at most %d are allowed", json_array_size(rules),
-				 MAX_RULES);
-	for (i = 0; i < json_array_size(rules); i++) {
-		rule = json_array_get(rules, i);
-		snprintf(where, sizeof where, "rules[%zu]", i);
-		if ((st = parse_rule(rule, where, ds, k, err)))
-			return st;
-	}
-	return PM_OK;
-}
-
-/* mine[key], an integer in [min, max] when present; *out keeps its default
- * if not. */
-static enum pm_status get_count(const json_t *mine, const char *key, long long min, long long max,
-				size_t *out, struct pm_error *err)
-{
-	const json_t *v = json_object_get(mine, key);
-	char field[FIELD_LEN];
-
-	if (!v)
-		return PM_OK;
-	snprintf(field, sizeof field, "mine.%s", key);
-	if (!json_is_integer(v) || json_integer_value(v) < min)
-		return bad_value(err, field,
-				 min > 0 ? "a positive integer" : "a non-negative integer", v);
-	if (json_integer_value(v) > max)
-		return error_set(err, PM_ERR_INPUT, field,
-				 "must be at most %lld, got %" JSON_INTEGER_FORMAT, max,
-				 json_integer_value(v));
-	*out = (size_t)json_integer_value(v);
-	return PM_OK;
-}
-
-/* mine.vagueness, a number in [0, 1] when present. */
-static enum pm_status get_vagueness(const json_t *mine, double *out, struct pm_error *err)
-{
-	const json_t *v = json_object_get(mine, "vagueness");
-
-	if (!v)
-		return PM_OK;
-	if (!json_is_number(v))
-		return bad_value(err, "mine.vagueness", "a number", v);
-	*out = json_number_value(v);
-	if (!(*out >= 0 && *out <= 1))
-		return error_set(err, PM_ERR_INPUT, "mine.vagueness",
-				 "must be between 0 and 1, got %g", *out);
-	return PM_OK;
-}
-
-static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, struct miner_options *o,
-				 struct pm_error *err)
-{
-	size_t support;
-	enum pm_status st;
-
-	if (!json_is_object(m))
-		return bad_value(err, "mine", "an object", m);
-	miner_options_init(o);
-	support = (size_t)o->min_support;
-	if ((st = check_keys(m, "mine", mine_keys, NULL, err)) ||
-	    (st = get_count(m, "positive", 0, MINER_MAX_K, &o->positive, err)) ||
-	    (st = get_count(m, "negative", 0, MINER_MAX_K, &o->negative, err)) ||
-	    (st = get_count(m, "min_support", 0, LLONG_MAX, &support, err)) ||
-	    (st = get_count(m, "qi_attributes", 1, LLONG_MAX, &o->qi_attributes, err)))
-		return st;
-	o->min_support = support;
-	if ((st = get_vagueness(m, &o->vagueness, err)))
-		return st;
-	if (ds && o->qi_attributes > ds->n_attrs)
-		return error_set(err, PM_ERR_INPUT, "mine.qi_attributes",
-				 "must be at most %zu (the number of QI attributes), got %zu",
-				 ds->n_attrs, o->qi_attributes);
-	return PM_OK;
-}
-
-enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct knowledge *k,
-			       struct miner_options *mine, int *has_mine, struct pm_error *err)
-{
-	struct pm_error local;
-	const json_t *m;
-	enum pm_status st;
-
-	if (!err)
-		err = &local;
-	*has_mine = 0;
-	if (!j || json_is_null(j))
-		return PM_OK;
-	if (!json_is_object(j))
-		return error_set(err, PM_ERR_INPUT, "",
-				 "knowledge must be a JSON object ({\"rules\": [...], \"mine\": "
-				 "{...}}), got %s",
-				 type_name(j));
-	if ((st = check_keys(j, "", knowledge_keys, knowledge_later, err)))
-		return st;
-	if ((st = parse_rules(json_object_get(j, "rules"), ds, k, err)))
-		return st;
-	m = json_object_get(j, "mine");
-	if (!m || json_is_null(m))
-		return PM_OK;
-	if ((st = parse_mine(m, ds, mine, err)))
-		return st;
-	*has_mine = 1;
-	return PM_OK;
-}
-
-void codec_request_field(struct pm_error *err)
-{
-	if ((err->status == PM_ERR_INPUT || err->status == PM_ERR_INCONSISTENT) &&
-	    strncmp(err->field, "solver", 6))
-		error_prefix(err, "knowledge");
-}
-
 /* ---- solver options ----------------------------------------------------- */
 
 /* "time_limit": seconds, a positive finite number (absent: no limit). */
@@ -650,8 +429,8 @@ static enum pm_status parse_time_limit(const json_t *limit, struct solver_option
 		return PM_OK;
 	if (!json_is_number(limit) || !(json_number_value(limit) > 0) ||
 	    !isfinite(json_number_value(limit)))
-		return bad_value(err, "solver.time_limit", "a positive finite number of seconds",
-				 limit);
+		return codec_bad_value(err, "solver.time_limit",
+				       "a positive finite number of seconds", limit);
 	o->time_limit = json_number_value(limit);
 	return PM_OK;
 }
@@ -663,12 +442,13 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, s
 	if (!j || json_is_null(j))
 		return PM_OK;
 	if (!json_is_object(j))
-		return bad_value(err, "solver", "an object", j);
-	if (check_keys(j, "solver", solver_keys, NULL, err))
+		return codec_bad_value(err, "solver", "an object", j);
+	if (codec_check_keys(j, "solver", solver_keys, err))
 		return PM_ERR_INPUT;
 	method = json_object_get(j, "method");
 	if (method && !json_is_string(method))
-		return bad_value(err, "solver.method", "\"two-level\" or \"full-dual\"", method);
+		return codec_bad_value(err, "solver.method", "\"two-level\" or \"full-dual\"",
+				       method);
 	if (method && strcmp(json_string_value(method), "two-level") &&
 	    strcmp(json_string_value(method), "full-dual"))
 		return error_set(err, PM_ERR_INPUT, "solver.method",
@@ -681,11 +461,11 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, s
 	iter = json_object_get(j, "max_iterations");
 	if (tol && (!json_is_number(tol) || !(json_number_value(tol) > 0) ||
 		    !isfinite(json_number_value(tol))))
-		return bad_value(err, "solver.tolerance", "a positive finite number", tol);
+		return codec_bad_value(err, "solver.tolerance", "a positive finite number", tol);
 	if (iter && (!json_is_integer(iter) || json_integer_value(iter) < 1 ||
 		     json_integer_value(iter) > INT_MAX))
-		return bad_value(err, "solver.max_iterations",
-				 "a positive integer (at most 2^31-1)", iter);
+		return codec_bad_value(err, "solver.max_iterations",
+				       "a positive integer (at most 2^31-1)", iter);
 	if (tol)
 		o->tolerance = json_number_value(tol);
 	if (iter)

@@ -1,6 +1,8 @@
 /*
- * JSON codec, the way out (SPEC section 4): rules, knowledge documents,
- * records-form datasets and results. codec.c reads the inputs.
+ * JSON codec, the way out (SPEC section 4): rules, statements, named
+ * people, knowledge documents, records-form datasets and results.
+ * codec.c and codec_knowledge.c read the inputs; what is written here
+ * reads back as knowledge.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -113,17 +115,38 @@ static const char *source_name(enum rule_source s)
 	return s == RULE_POSITIVE ? "positive" : s == RULE_NEGATIVE ? "negative" : "user";
 }
 
-json_t *codec_rule(const struct dataset *ds, const struct rule *r)
+/* The antecedent of r: {"attribute": "value", ...}, {} for the whole
+ * table. */
+static json_t *if_json(const struct dataset *ds, const struct rule *r)
 {
-	json_t *o = json_object(), *c = json_object();
-	int bad = !o;
+	json_t *c = json_object();
+	int bad = !c;
 
 	for (uint32_t t = 0; t < r->n_terms; t++) {
 		const struct dict *d = &ds->attr_values[r->attr[t]];
 
 		bad |= put_key(c, ds->attr_names[r->attr[t]], jstr(d->str[r->value[t]]));
 	}
-	bad |= put(o, "if", c) | put(o, "then", jstr(ds->sa_values.str[r->sa]));
+	return checked(c, bad);
+}
+
+/* "min", "max", "value" or null: the bound that holds a rule or a
+ * statement at the solution (enum solver_binding). */
+static json_t *binding_json(uint8_t b)
+{
+	static const char *const bound[] = {[SOLVER_BINDING_MIN] = "min",
+					    [SOLVER_BINDING_MAX] = "max",
+					    [SOLVER_BINDING_VALUE] = "value"};
+
+	return b && b <= SOLVER_BINDING_VALUE ? json_string(bound[b]) : json_null();
+}
+
+json_t *codec_rule(const struct dataset *ds, const struct rule *r)
+{
+	json_t *o = json_object();
+	int bad = !o;
+
+	bad |= put(o, "if", if_json(ds, r)) | put(o, "then", jstr(ds->sa_values.str[r->sa]));
 	if (r->lo == r->hi)
 		bad |= put(o, "probability", jreal(r->lo));
 	else
@@ -145,9 +168,6 @@ json_t *codec_rule(const struct dataset *ds, const struct rule *r)
 static json_t *rules_json(const struct dataset *ds, const struct knowledge *k,
 			  const struct solver_result *r)
 {
-	static const char *const bound[] = {[SOLVER_BINDING_MIN] = "min",
-					    [SOLVER_BINDING_MAX] = "max",
-					    [SOLVER_BINDING_VALUE] = "value"};
 	json_t *a = json_array();
 	int bad = !a;
 
@@ -156,18 +176,161 @@ static json_t *rules_json(const struct dataset *ds, const struct knowledge *k,
 
 		if (o && r && r->achieved)
 			bad |= put(o, "achieved", jreal(r->achieved[i])) |
-			       put(o, "binding",
-				   r->binding[i] ? json_string(bound[r->binding[i]]) : json_null());
+			       put(o, "binding", binding_json(r->binding[i]));
 		bad |= json_array_append_new(a, o);
 	}
 	return checked(a, bad);
+}
+
+/* ---- statements and named people ---------------------------------------- */
+
+/* A term's then: one value as a string, more as an array (SPEC 3.1). */
+static json_t *then_json(const struct dataset *ds, const struct statement_term *t)
+{
+	json_t *a;
+	int bad;
+
+	if (t->n_then == 1)
+		return jstr(ds->sa_values.str[t->then[0]]);
+	a = json_array();
+	bad = !a;
+	for (size_t i = 0; i < t->n_then; i++)
+		bad |= json_array_append_new(a, jstr(ds->sa_values.str[t->then[i]]));
+	return checked(a, bad);
+}
+
+static json_t *term_json(const struct dataset *ds, const struct knowledge *k,
+			 const struct statement_term *t)
+{
+	json_t *o = json_object();
+	int bad = !o;
+
+	if (t->person >= 0)
+		bad |= put(o, "person", jstr(k->people[t->person].name));
+	else
+		bad |= put(o, "if", if_json(ds, &t->cond));
+	bad |= put(o, "then", then_json(ds, t));
+	if (t->coef != 1)
+		bad |= put(o, "coef", jreal(t->coef));
+	return checked(o, bad);
+}
+
+/* A statement as given: its name, terms and bounds (a missing bound is
+ * infinite, and left out). */
+static json_t *statement_json(const struct dataset *ds, const struct knowledge *k,
+			      const struct statement *s)
+{
+	json_t *o = json_object(), *terms = json_array();
+	int bad = !o || !terms;
+
+	if (s->name)
+		bad |= put(o, "name", jstr(s->name));
+	for (size_t t = 0; t < s->n_terms; t++)
+		bad |= json_array_append_new(terms, term_json(ds, k, &s->terms[t]));
+	bad |= put(o, "terms", terms);
+	if (s->equality)
+		bad |= put(o, "value", jreal(s->lo));
+	if (!s->equality && isfinite(s->lo))
+		bad |= put(o, "min", jreal(s->lo));
+	if (!s->equality && isfinite(s->hi))
+		bad |= put(o, "max", jreal(s->hi));
+	return checked(o, bad);
+}
+
+/* The statements, each with its achieved value and binding bound when the
+ * result has them (r may be NULL: the knowledge alone). */
+static json_t *statements_json(const struct dataset *ds, const struct knowledge *k,
+			       const struct solver_result *r)
+{
+	json_t *a = json_array();
+	int bad = !a;
+
+	for (size_t i = 0; i < k->n_statements; i++) {
+		json_t *o = statement_json(ds, k, &k->statements[i]);
+
+		if (o && r && r->st_achieved)
+			bad |= put(o, "achieved", jreal(r->st_achieved[i]));
+		if (o && r && r->st_binding)
+			bad |= put(o, "binding", binding_json(r->st_binding[i]));
+		bad |= json_array_append_new(a, o);
+	}
+	return checked(a, bad);
+}
+
+/* obj[key] += v, key made valid UTF-8 as put_key does. 0 on success. */
+static int add_key(json_t *obj, const char *key, double v)
+{
+	json_t *name = jstr(key);
+	int rc = 1;
+
+	if (name) {
+		const char *s = json_string_value(name);
+
+		rc = json_object_set_new(obj, s,
+					 jreal(v + json_real_value(json_object_get(obj, s))));
+	}
+	json_decref(name);
+	return rc != 0;
+}
+
+/* Person i's "p" (P*(s): the sum of their cells of value s) and "groups"
+ * (the probability that bucket b holds them), nonzero ones only. */
+static int put_person_cells(json_t *o, const struct dataset *ds, const struct solver_result *r,
+			    size_t i)
+{
+	json_t *p = json_object(), *g = json_object();
+	int bad = !p || !g;
+
+	for (size_t e = r->person_off[i]; !bad && e < r->person_off[i + 1]; e++) {
+		if (!(r->person_p[e] > 0))
+			continue;
+		bad |= add_key(p, ds->sa_values.str[r->person_sa[e]], r->person_p[e]) |
+		       add_key(g, ds->group_labels[r->person_group[e]], r->person_p[e]);
+	}
+	return bad | put(o, "p", p) | put(o, "groups", g);
+}
+
+/* The named people as given (name, QI values, group when known), each
+ * with their cells' sums when the result has them (r may be NULL). */
+static json_t *people_json(const struct dataset *ds, const struct knowledge *k,
+			   const struct solver_result *r)
+{
+	json_t *a = json_array();
+	int bad = !a;
+
+	for (size_t i = 0; i < k->n_people; i++) {
+		const struct individual *p = &k->people[i];
+		json_t *o = json_object();
+
+		bad |= !o || put(o, "name", jstr(p->name)) | put(o, "qi", tuple_json(ds, p->tuple));
+		if (o && p->group >= 0)
+			bad |= put(o, "group", jgroup(ds->group_labels[p->group]));
+		if (o && r && r->person_off)
+			bad |= put_person_cells(o, ds, r, i);
+		bad |= json_array_append_new(a, o);
+	}
+	return checked(a, bad);
+}
+
+/* "statements" and "individuals" into o when k has any (r may be NULL). */
+static int put_statements(json_t *o, const struct dataset *ds, const struct knowledge *k,
+			  const struct solver_result *r)
+{
+	int bad = 0;
+
+	if (k && k->n_statements > 0)
+		bad |= put(o, "statements", statements_json(ds, k, r));
+	if (k && k->n_people > 0)
+		bad |= put(o, "individuals", people_json(ds, k, r));
+	return bad;
 }
 
 json_t *codec_knowledge_json(const struct dataset *ds, const struct knowledge *k)
 {
 	json_t *o = json_object();
 
-	return checked(o, put(o, "rules", rules_json(ds, k, NULL)));
+	return checked(o, !o || put(o, "rules", rules_json(ds, k, NULL)) |
+				    put_statements(o, ds, k, NULL));
 }
 
 /* ---- datasets out ------------------------------------------------------- */
@@ -341,7 +504,7 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 	       put(o, "seconds", jreal(r->seconds)) | put(o, "solve_phases", phases_json(r)) |
 	       put(o, "timings", timings_json(t)) | put(o, "entropy", jreal(r->entropy)) |
 	       put(o, "dataset", dataset_summary(ds)) | put(o, "constraints", constraints_json(r)) |
-	       put(o, "rules", rules_json(ds, k, r));
+	       put(o, "rules", rules_json(ds, k, r)) | put_statements(o, ds, k, r);
 	if (mined)
 		bad |= put(o, "mined", mined_json(mined));
 	bad |= put_accuracy(o, "estimation_accuracy", r->has_accuracy, r->estimation_accuracy,

@@ -9,7 +9,7 @@
 #include <jansson.h>
 #include "solver.h"
 
-/* ---- codec.c ------------------------------------------------------------ */
+/* ---- codec.c, codec_knowledge.c, codec_out.c ---------------------------- */
 
 /* The three readers below are strict: an unknown key at any depth is
  * PM_ERR_INPUT naming it ("mine.positve"), with a "did you mean" when a
@@ -21,9 +21,13 @@
  * checked before any row is read. */
 enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_error *err);
 
-/* Knowledge JSON: user rules are resolved against ds and appended to k;
- * "mine" fills *mine and sets *has_mine. j may be NULL (no knowledge).
- * At most 100,000 rules (MAX_RULES in codec.c) and K of MINER_MAX_K. */
+/* Knowledge JSON (codec_knowledge.c): user rules, named individuals and
+ * statements (SPEC 3.1; people first, as person terms name them) are
+ * resolved against ds and appended to k; "mine" fills *mine and sets
+ * *has_mine. j may be NULL (no knowledge). At most 100,000 rules,
+ * statements and individuals each, 10,000 terms a statement (MAX_* in
+ * codec_knowledge.c), and K of MINER_MAX_K. On error k may hold what was
+ * read before it; the caller finishes k either way. */
 enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct knowledge *k,
 			       struct miner_options *mine, int *has_mine, struct pm_error *err);
 
@@ -41,7 +45,9 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o,
 /* One rule as JSON ({"if": {...}, "then": .., "probability": .., ...}).
  * Caller owns the new reference. */
 json_t *codec_rule(const struct dataset *ds, const struct rule *r);
-/* Knowledge as a knowledge JSON document ({"rules": [...]}). New reference. */
+/* Knowledge as a knowledge JSON document ({"rules": [...]}, with
+ * "statements" and "individuals" when k has any), which codec_knowledge
+ * reads back as the same knowledge. New reference. */
 json_t *codec_knowledge_json(const struct dataset *ds, const struct knowledge *k);
 /* Records-form dataset JSON (needs ground truth). New reference. */
 json_t *codec_dataset_json(const struct dataset *ds);
@@ -59,7 +65,10 @@ struct codec_mined {
 };
 
 /* The result document of SPEC section 4; mined is NULL when the knowledge
- * had no "mine" block (then the result has no "mined"). New reference. */
+ * had no "mine" block (then the result has no "mined"). With statements or
+ * named people in k it has "statements" (with "achieved" and "binding"
+ * when r has them) and "individuals" (with "p" and "groups" when r has
+ * the people's cells). New reference. */
 json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 		     const struct solver_result *r, const struct codec_timings *t,
 		     const struct codec_mined *mined);

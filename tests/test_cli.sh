@@ -341,8 +341,16 @@ err_is 'pmaxent: records[3].colour: unknown key; the keys here are "qi", "group"
 out_empty
 run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_mine_key.json"
 err_is 'pmaxent: mine.positve: unknown key; did you mean "positive"?'
-run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_statements.json"
-err_is 'pmaxent: statements: is not supported yet; the keys supported here are "rules", "mine" and "solver"'
+# statements and individuals (SPEC 3.1): exit 2, naming the field
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_term_both.json"
+err_is 'pmaxent: statements[0].terms[0]: has both "if" and "person"; a term is either a distribution term (if) or a person term (person)'
+out_empty
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_person_unknown.json"
+err_is 'pmaxent: statements[0].terms[0].person: unknown person "alise"; did you mean "alice"?'
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_min_above_max.json"
+err_is 'pmaxent: statements[0]: "min" (1) is above "max" (0)'
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_individual_count.json"
+err_is 'pmaxent: individuals[2].qi: more people are named with these QI values than the table has records with them (2)'
 run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_if_attr_typo.json"
 err_is 'pmaxent: rules[0].if.sx: unknown QI attribute "sx"; did you mean "sex"?'
 printf '{"solver": {"max_iteration": 5}}' >"$TMP/solver_typo.json"

@@ -7,41 +7,7 @@
 #include <jansson.h>
 
 #include "check.h"
-#include "server.h"
-
-static const char *data_dir(void)
-{
-	const char *d = getenv("PMAXENT_TEST_DATA");
-
-	return d ? d : "tests/data";
-}
-
-static json_t *load(const char *name)
-{
-	char path[1024];
-	json_error_t je;
-	json_t *j;
-
-	snprintf(path, sizeof path, "%s/%s", data_dir(), name);
-	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!j)
-		fprintf(stderr, "cannot load %s: %s\n", path, je.text);
-	CHECK(j != NULL);
-	return j;
-}
-
-static struct dataset *load_dataset(const char *name)
-{
-	struct pm_error err = {0};
-	struct dataset *ds = NULL;
-	json_t *j = load(name);
-
-	CHECK(codec_dataset(j, &ds, &err) == PM_OK);
-	if (!ds)
-		fprintf(stderr, "%s: %s: %s\n", name, err.field, err.message);
-	json_decref(j);
-	return ds;
-}
+#include "test_data.h"
 
 /* ---- input errors ------------------------------------------------------- */
 
@@ -75,7 +41,7 @@ static enum pm_status run_bad_case(const char *file, const json_t *j, const stru
 static void test_bad_inputs(void)
 {
 	char path[1024], line[1024];
-	struct dataset *small = load_dataset("codec_small.json");
+	struct dataset *small = data_dataset("codec_small.json");
 	FILE *f;
 	int cases = 0;
 
@@ -95,7 +61,7 @@ static void test_bad_inputs(void)
 			msg = field;
 			field = "";
 		}
-		j = load(file);
+		j = data_json(file);
 		CHECK(run_bad_case(file, j, small, &err) == PM_ERR_INPUT);
 		if (strcmp(err.field, field) != 0 || !strstr(err.message, msg))
 			fprintf(stderr, "case %s: got %s: %s\n", file, err.field, err.message);
@@ -128,7 +94,7 @@ static void test_knowledge_content_errors(void)
 	    {"{\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\"}]}", "rules[0]",
 	     "needs \"probability\""},
 	};
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 
 	for (size_t i = 0; ds && i < sizeof cases / sizeof cases[0]; i++) {
 		struct pm_error err = {0};
@@ -161,7 +127,7 @@ static json_t *many_rules(size_t n)
 /* MAX_RULES user rules are fine, one more is refused before any is read. */
 static void test_rules_limit(void)
 {
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct pm_error err = {0};
 	struct miner_options mine;
 	struct knowledge k;
@@ -185,7 +151,7 @@ static void test_rules_limit(void)
 /* The largest K is accepted (the miner finds what exists). */
 static void test_mine_limit_itself(void)
 {
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct pm_error err = {0};
 	struct miner_options m;
 	struct knowledge k;
@@ -208,8 +174,13 @@ static void test_messages_are_short(void)
 	    "{\"mine\": {\"%s\": 1}}",
 	    "{\"rules\": [{\"if\": {\"%s\": \"M\"}, \"then\": \"flu\", \"probability\": 0}]}",
 	    "{\"rules\": [{\"if\": {\"sex\": \"%s\"}, \"then\": \"flu\", \"probability\": 0}]}",
+	    "{\"statements\": [{\"terms\": [{\"person\": \"%s\", \"then\": \"flu\"}], \"value\": "
+	    "0}]}",
+	    "{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": [\"flu\", \"%s\"]}], \"min\": "
+	    "0}]}",
+	    "{\"individuals\": [{\"name\": \"a\", \"qi\": [\"young\", \"F\"], \"group\": \"%s\"}]}",
 	};
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	size_t n = 100000;
 	char *big = malloc(n + 1), *doc = malloc(n + 128);
 
@@ -240,7 +211,7 @@ static void test_messages_are_short(void)
 
 static void test_records_form(void)
 {
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 
 	if (!ds)
 		return;
@@ -261,8 +232,8 @@ static void test_records_form(void)
 /* The published form of the same table gives the same buckets. */
 static void test_published_form(void)
 {
-	struct dataset *r = load_dataset("codec_small.json");
-	struct dataset *p = load_dataset("codec_published.json");
+	struct dataset *r = data_dataset("codec_small.json");
+	struct dataset *p = data_dataset("codec_published.json");
 
 	if (!r || !p)
 		goto out;
@@ -285,7 +256,7 @@ out:
 /* Numbers are values compared as their JSON text: 39 == "39", 7 == "7". */
 static void test_numbers_as_values(void)
 {
-	struct dataset *ds = load_dataset("codec_numbers.json");
+	struct dataset *ds = data_dataset("codec_numbers.json");
 
 	if (!ds)
 		return;
@@ -311,7 +282,7 @@ static void test_numbers_as_values(void)
 static void check_dataset_round_trip(const char *name, const char *rows_key)
 {
 	struct pm_error err = {0};
-	struct dataset *ds = load_dataset(name), *again = NULL;
+	struct dataset *ds = data_dataset(name), *again = NULL;
 	json_t *j, *j2 = NULL, *row;
 
 	if (!ds)
@@ -342,7 +313,7 @@ static void test_dataset_json(void)
 
 	check_dataset_round_trip("codec_small.json", "records");
 	check_dataset_round_trip("codec_published.json", "qit");
-	ds = load_dataset("codec_numbers.json");
+	ds = data_dataset("codec_numbers.json");
 	if (!ds)
 		return;
 	j = codec_dataset_json(ds);
@@ -377,7 +348,7 @@ static void test_solver_options(void)
 static void test_mine_block(void)
 {
 	struct pm_error err = {0};
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct miner_options m;
 	struct knowledge k;
 	int has_mine = 0;
@@ -416,7 +387,7 @@ static struct rule make_rule(const struct dataset *ds, const char *attr, const c
 
 static void test_rule_json(void)
 {
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct rule pos, neg;
 	json_t *j;
 
@@ -467,7 +438,7 @@ static void test_rule_json(void)
 static void test_knowledge_round_trip(void)
 {
 	struct pm_error err = {0};
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct knowledge k, k2;
 	struct miner_options m;
 	int has_mine;
@@ -511,7 +482,7 @@ static void test_knowledge_round_trip(void)
 /* The result document of a hand-made solver result: keys and conventions. */
 static void test_result_shape(void)
 {
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct knowledge k;
 	struct solver_result r;
 	struct codec_timings t = {0.5, 0.25, 0.125, 2};
@@ -601,6 +572,8 @@ static void test_result_shape(void)
 	CHECK(json_is_false(json_object_get(j, "estimation_accuracy_infinite")));
 	CHECK(json_is_null(json_object_get(j, "baseline_accuracy")));
 	CHECK(json_array_size(json_object_get(j, "rules")) == 0);
+	/* no statements or people: no such keys */
+	CHECK(!json_object_get(j, "statements") && !json_object_get(j, "individuals"));
 	json_decref(j);
 	knowledge_finish(&k);
 	dataset_destroy(ds);
@@ -616,7 +589,7 @@ static json_int_t mined(const json_t *result, const char *kind, const char *key)
 /* "mined" as codec_result writes it: asked and found per kind. */
 static void test_result_mined(void)
 {
-	struct dataset *ds = load_dataset("codec_small.json");
+	struct dataset *ds = data_dataset("codec_small.json");
 	struct codec_mined m = {.asked = {.positive = 50, .negative = 7},
 				.found = {.positive = 12, .negative = 7}};
 	struct solver_result r;

@@ -1,7 +1,8 @@
 /*
- * Test data the test programs share: the data directory, whole files, and
- * Adult anatomized as the benchmarks build it (when the shared data is
- * there). Static (and may go unused), so each test includes it on its own.
+ * Test data the test programs share: the data directory, whole files, its
+ * JSON documents and datasets, and Adult anatomized as the benchmarks
+ * build it (when the shared data is there). Static (and may go unused), so
+ * each test includes it on its own.
  */
 #ifndef PMAXENT_TEST_DATA_H
 #define PMAXENT_TEST_DATA_H
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "check.h"
 #include "server.h"
 
 #define TEST_DATA_FN static __attribute__((unused))
@@ -42,6 +44,37 @@ TEST_DATA_FN char *read_file(const char *path, size_t *len)
 		*len = (size_t)n;
 	}
 	return buf;
+}
+
+/* The JSON document `name` of the data directory (duplicate keys refused,
+ * as the service does); new reference, or NULL and a failed CHECK. */
+TEST_DATA_FN json_t *data_json(const char *name)
+{
+	char path[1024];
+	json_error_t je;
+	json_t *j;
+
+	snprintf(path, sizeof path, "%s/%s", data_dir(), name);
+	j = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!j)
+		fprintf(stderr, "cannot load %s: %s\n", path, je.text);
+	CHECK(j != NULL);
+	return j;
+}
+
+/* The dataset of the JSON document `name` (caller destroys), or NULL and
+ * a failed CHECK. */
+TEST_DATA_FN struct dataset *data_dataset(const char *name)
+{
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	json_t *j = data_json(name);
+
+	CHECK(codec_dataset(j, &ds, &err) == PM_OK);
+	if (!ds)
+		fprintf(stderr, "%s: %s: %s\n", name, err.field, err.message);
+	json_decref(j);
+	return ds;
 }
 
 /* ds (may be NULL: NULL) as compact dataset JSON text (caller frees);

@@ -85,10 +85,25 @@ static void test_suggest(void)
 	CHECK_STR(got, "mix");
 }
 
+/* The tail of an "unknown ..." message, and a part's field name. */
+static void test_hint_and_field(void)
+{
+	static const char *const known[] = {"alice", "bob"};
+	char hint[ERROR_HINT_SIZE], f[64];
+
+	CHECK_STR(error_hint("alise", known, 2, hint), "; did you mean \"alice\"?");
+	CHECK_STR(error_hint("zed", known, 2, hint), "");
+	CHECK_STR(error_field(f, sizeof f, "rules[3]", "if.", "sex"), "rules[3].if.sex");
+	CHECK_STR(error_field(f, sizeof f, "rules[3]", "then", NULL), "rules[3].then");
+	CHECK_STR(error_field(f, sizeof f, "", "min", NULL), "min");
+	CHECK_STR(error_field(f, sizeof f, NULL, "min", NULL), "min");
+}
+
 int main(void)
 {
 	test_prefix();
 	test_clip();
 	test_suggest();
+	test_hint_and_field();
 	return check_done();
 }

@@ -132,8 +132,23 @@ static void errors_analyses(unsigned port, const char *ds, const char *published
 	     "\"probabilty\": 0.5}]}}",
 	     "knowledge.rules[0].probabilty", "did you mean \"probability\"?"},
 	    {"{\"solver\": {\"time_limit\": 0}}", "solver.time_limit", ""},
-	    /* the request's own name of a knowledge field, whatever its kind */
-	    {"{\"knowledge\": {\"statements\": []}}", "knowledge.statements", "not supported yet"},
+	    /* statements and individuals (SPEC 3.1), named as in the request */
+	    {"{\"knowledge\": {\"statements\": [{\"terms\": [{\"person\": \"alice\", \"then\": "
+	     "\"flu\"}], \"value\": 0}]}}",
+	     "knowledge.statements[0].terms[0].person",
+	     "unknown person \"alice\"; no one is named (people are named in \"individuals\")"},
+	    {"{\"knowledge\": {\"statements\": [{\"terms\": [{\"if\": {\"sex\": \"M\"}, "
+	     "\"person\": "
+	     "\"x\", \"then\": \"flu\"}], \"min\": 0}]}}",
+	     "knowledge.statements[0].terms[0]", "has both \"if\" and \"person\""},
+	    {"{\"knowledge\": {\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\", "
+	     "\"coef\": \"x\"}], \"min\": 0}]}}",
+	     "knowledge.statements[0].terms[0].coef", "must be a number, got a string"},
+	    {"{\"knowledge\": {\"individuals\": [{\"name\": \"alice\", \"qi\": [\"young\", \"F\"], "
+	     "\"group\": 1}]}}",
+	     "knowledge.individuals[0].group", "group \"1\" has no record with these QI values"},
+	    {"{\"knowledge\": {\"statements\": [{\"terms\": [], \"value\": 1}]}}",
+	     "knowledge.statements[0].terms", "is empty"},
 	};
 	char path[128];
 	struct resp r;

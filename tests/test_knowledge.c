@@ -66,6 +66,11 @@ static void test_errors(const struct dataset *ds)
 	check_error(st, &err, "rules[3].if.zip", "value \"999\" does not occur in the data");
 	st = add(&k, ds, "sex", "Male", "sex", "Female", "Flu", 0.5, &err);
 	check_error(st, &err, "rules[3].if.sex", "attribute \"sex\" is given more than once");
+	/* SPEC 3.1: each value occurs, never together: P(. | if) is undefined */
+	st = add(&k, ds, "age", "40", "zip", "100", "Flu", 0.5, &err);
+	check_error(st, &err, "rules[3].if",
+		    "matches no record of the data (no record has all these values together), so "
+		    "no probability is defined given it");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flux", 0.5, &err);
 	check_error(st, &err, "rules[3].then",
 		    "unknown sensitive value \"Flux\"; did you mean \"Flu\"?");

@@ -263,6 +263,23 @@ def invalid(instance, schema):
         SPEC.validate(instance, SPEC.schema_of(schema), schema)
 
 
+# the knowledge example of SPEC section 3
+SPEC_KNOWLEDGE = {
+    "rules": [{"if": {"sex": "Male"}, "then": "Breast Cancer", "probability": 0},
+              {"if": {"sex": "Female"}, "then": "Flu", "min": 0.1, "max": 0.3}],
+    "statements": [
+        {"name": "flu-over-hiv",
+         "terms": [{"if": {"age": "30"}, "then": "Flu"},
+                   {"if": {"age": "30"}, "then": "HIV", "coef": -1}], "min": 0},
+        {"terms": [{"person": "alice", "then": ["Breast Cancer", "HIV"]}], "value": 1},
+        {"terms": [{"person": "alice", "then": "HIV"}, {"person": "bob", "then": "HIV"},
+                   {"person": "carol", "then": "HIV"}], "min": 2}],
+    "individuals": [{"name": "alice", "qi": ["female", "college"]},
+                    {"name": "bob", "qi": ["male", "college"], "group": 3},
+                    {"name": "carol", "qi": ["male", "junior"]}],
+    "mine": {"positive": 50, "negative": 50, "min_support": 3, "qi_attributes": 2}}
+
+
 def test_inputs_of_the_spec_and_the_test_data_are_valid():
     for f in ("codec_small.json", "codec_published.json", "codec_numbers.json"):
         valid(read_json(f), "Dataset")
@@ -272,6 +289,7 @@ def test_inputs_of_the_spec_and_the_test_data_are_valid():
                      {"if": {"sex": "Female"}, "then": "Flu", "min": 0.1, "max": 0.3}],
            "mine": {"positive": 50, "negative": 50, "min_support": 3, "qi_attributes": 2}},
           "Knowledge")
+    valid(SPEC_KNOWLEDGE, "Knowledge")
     valid({"tolerance": 1e-6, "max_iterations": 10000}, "SolverOptions")
     valid({"knowledge": {"mine": {"positive": 50, "negative": 50}}}, "AnalysisRequest")
     valid({"dataset": read_json("codec_small.json"), "knowledge": None}, "SolveRequest")
@@ -286,6 +304,58 @@ def test_bad_inputs_are_invalid():
     invalid({"mine": {"positive": -1}}, "Knowledge")
     invalid({"tolerance": 0}, "SolverOptions")
     invalid({"knowledge": {}, "solvr": {}}, "AnalysisRequest")
+
+
+def test_statements_and_individuals_schemas():
+    """The examples of SPEC 3.1's schemas are valid; the shapes the codec
+    refuses before any lookup (SPEC 3.1 errors) are not."""
+    schemas = DOC["components"]["schemas"]
+    for name in ("Knowledge", "Statement", "Term", "Individual"):
+        assert schemas[name].get("examples"), name
+        for e in schemas[name]["examples"]:
+            valid(e, name)
+    term = {"if": {"sex": "M"}, "then": "flu"}
+    for bad in ({"terms": []}, {"terms": [term]}, {"terms": [term], "value": 1, "min": 0},
+                {"terms": [term], "min": "0"}, {"terms": [term], "min": 0, "weight": 1},
+                {"terms": [dict(term, person="alice")], "min": 0},
+                {"terms": [{"then": "flu"}], "min": 0},
+                {"terms": [dict(term, then=[])], "min": 0},
+                {"terms": [dict(term, then=["flu", "flu"])], "min": 0},
+                {"terms": [dict(term, coef="-1")], "min": 0},
+                {"name": "", "terms": [term], "min": 0}):
+        invalid(bad, "Statement")
+    for bad in ({"qi": ["a"]}, {"name": "a"}, {"name": "a", "qi": "x"},
+                {"name": "a", "qi": ["x"], "group": 1.5}, {"name": "a", "qi": ["x"], "grp": 1}):
+        invalid(bad, "Individual")
+    # what results write reads back
+    valid({"terms": [term], "min": 0, "achieved": 0.25, "binding": None}, "Statement")
+    valid({"name": "a", "qi": ["x"], "p": {"flu": 1}, "groups": {"1": 1}}, "Individual")
+
+
+def test_result_statements_and_individuals(cli_results):
+    """A result's statements and named people as codec_out.c writes them."""
+    good = dict(cli_results["knowledge"])
+    good["statements"] = [
+        {"name": "flu-over-hiv", "terms": [{"if": {"degree": "college"}, "then": "Flu"},
+                                           {"if": {"degree": "college"}, "then": "HIV",
+                                            "coef": -1}],
+         "min": 0, "achieved": 0.25, "binding": None},
+        {"terms": [{"person": "alice", "then": ["Breast Cancer", "HIV"]}], "value": 0,
+         "achieved": 0, "binding": "value"},
+        {"terms": [{"if": {}, "then": "Flu"}], "min": 0.1, "max": 0.5}]
+    good["individuals"] = [
+        {"name": "alice", "qi": ["female", "college"], "p": {"Flu": 0.5, "HIV": 0.5},
+         "groups": {"1": 0.5, "2": 0.5}},
+        {"name": "bob", "qi": ["male", "college"], "group": 3}]
+    valid(good, "Result")
+    for key, i, change in (("statements", 0, {"binding": "lower"}),
+                           ("statements", 0, {"value": 1}),
+                           ("statements", 1, {"terms": []}),
+                           ("individuals", 0, {"p": {"Flu": -0.1}}),
+                           ("individuals", 1, {"seat": 3})):
+        d = copy.deepcopy(good)
+        d[key][i].update(change)
+        invalid(d, "Result")
 
 
 @pytest.fixture(scope="module")
