@@ -370,8 +370,8 @@ enum pm_status statements_add(struct knowledge *k, const struct dataset *ds, con
 /* Frees k's statements, people and their index (knowledge_finish calls
  * it). */
 void statements_clear(struct knowledge *k);
-/* The name a conflict report gives statement i: its "name", else
- * "statements[i]"; into buf (cut to len). */
+/* The name a conflict report gives statement i: "statements[i]", and
+ * its "name" quoted after it when it has one; into buf (cut to len). */
 void statements_describe(const struct knowledge *k, size_t i, char *buf, size_t len);
 /* Index of the person called name in k->people, or -1. */
 long statements_person(const struct knowledge *k, const char *name);

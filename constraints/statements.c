@@ -558,16 +558,6 @@ out:
 	return st;
 }
 
-void statements_describe(const struct knowledge *k, size_t i, char *buf, size_t len)
-{
-	if (!buf || len == 0)
-		return;
-	if (k->statements[i].name)
-		snprintf(buf, len, "%s", k->statements[i].name);
-	else
-		snprintf(buf, len, "statements[%zu]", i);
-}
-
 void statements_clear(struct knowledge *k)
 {
 	for (size_t i = 0; i < k->n_statements; i++)
