@@ -143,12 +143,16 @@ static void set_person_term(const struct dataset *ds, struct statement_term *t, 
 			t->then[t->n_then++] = s;
 }
 
-/* A copy of k without its people and statements (rules shared by value). */
-static void rules_of(const struct knowledge *k, struct knowledge *out)
+/* k seen without its people (when no statement names one) or also
+ * without its statements: a shallow copy, never to be finished. */
+static struct knowledge view(const struct knowledge *k, int people, int statements)
 {
-	knowledge_init(out);
-	for (size_t i = 0; i < k->n; i++)
-		add_rule(out, &k->rules[i]);
+	struct knowledge v = *k;
+	if (!people)
+		v.n_people = v.people_cap = 0, v.people = NULL;
+	if (!statements)
+		v.n_statements = v.statements_cap = 0, v.statements = NULL;
+	return v;
 }
 
 /* ---- the solver side ----------------------------------------------------- */
@@ -237,7 +241,7 @@ static double compare_solver(const struct dataset *ds, const struct knowledge *k
 	}
 	if (k->n_statements) {
 		CHECK(r->st_achieved != NULL);
-		d = 0.0;
+		d = r->st_achieved ? 0.0 : INFINITY;
 		for (size_t i = 0; r->st_achieved && i < k->n_statements; i++)
 			note(&d, fabs(r->st_achieved[i] - p->st_achieved[i]));
 		CHECK_NEAR(d, 0.0, AGREE);
@@ -246,7 +250,8 @@ static double compare_solver(const struct dataset *ds, const struct knowledge *k
 	}
 	if (k->n_people) {
 		double *ps = calloc(k->n_people * ns + 1, sizeof(*ps));
-		double *pb = calloc(k->n_people * nb + 1, sizeof(*pb)), dp = 0.0, db = 0.0;
+		double *pb = calloc(k->n_people * nb + 1, sizeof(*pb));
+		double dp = r->person_off ? 0.0 : INFINITY, db = dp;
 		CHECK(r->person_off != NULL && ps && pb);
 		for (size_t i = 0; r->person_off && ps && pb && i < k->n_people; i++)
 			for (size_t e = r->person_off[i]; e < r->person_off[i + 1]; e++) {
@@ -315,25 +320,35 @@ static enum pseudo_status ref_solve(const struct dataset *ds, const struct knowl
 	return st;
 }
 
+/* The largest difference between two answers of the reference with the
+ * same rules and statements: posterior, rules, statements, and the first
+ * n_people people. */
+static double answer_diff(const struct pseudo *a, const struct pseudo *b, size_t n_people)
+{
+	double d = 0.0;
+	for (size_t c = 0; c < a->n_q * a->n_s; c++)
+		note(&d, fabs(a->post[c] - b->post[c]));
+	for (size_t c = 0; c < n_people * a->n_s; c++)
+		note(&d, fabs(a->person_p[c] - b->person_p[c]));
+	for (size_t c = 0; c < n_people * a->n_b; c++)
+		note(&d, fabs(a->person_b[c] - b->person_b[c]));
+	for (size_t i = 0; i < a->n_statements && i < b->n_statements; i++)
+		note(&d, fabs(a->st_achieved[i] - b->st_achieved[i]));
+	for (size_t i = 0; i < a->n_rules && i < b->n_rules; i++)
+		note(&d, fabs(a->rule_p[i] - b->rule_p[i]));
+	return d;
+}
+
 /* The two modes of the reference agree (verdict, posterior, people,
  * statements, rules). */
 static void compare_modes(const struct pseudo *a, enum pseudo_status sa, const struct pseudo *b,
 			  enum pseudo_status sb, struct worst *w)
 {
-	double d = 0.0;
+	double d;
 	CHECK(sa == sb);
 	if (sa != PSEUDO_OK || sb != PSEUDO_OK)
 		return;
-	for (size_t c = 0; c < a->n_q * a->n_s; c++)
-		note(&d, fabs(a->post[c] - b->post[c]));
-	for (size_t c = 0; c < a->n_people * a->n_s; c++)
-		note(&d, fabs(a->person_p[c] - b->person_p[c]));
-	for (size_t c = 0; c < a->n_people * a->n_b; c++)
-		note(&d, fabs(a->person_b[c] - b->person_b[c]));
-	for (size_t i = 0; i < a->n_statements; i++)
-		note(&d, fabs(a->st_achieved[i] - b->st_achieved[i]));
-	for (size_t i = 0; i < a->n_rules; i++)
-		note(&d, fabs(a->rule_p[i] - b->rule_p[i]));
+	d = answer_diff(a, b, a->n_people);
 	CHECK_NEAR(d, 0.0, AGREE);
 	note(&w->modes, d);
 }
@@ -391,18 +406,20 @@ static uint64_t random_set(const struct dataset *ds, uint64_t *rng, size_t max, 
 static const double widths[] = {0.0, 0.05, 0.1, 0.2, 0.5};
 
 /*
- * Bounds about the records' own value v (so feasible) or not: *kind 0
- * equality at v; 1 a box about v; 2 min only; 3 max only; 4 a random box
- * (maybe without v); 5 a random value. Rules stay within [0, 1] (their
- * one-sided forms have the other bound 0 or 1); statements use +-infinity.
+ * Bounds about the records' own value v (so feasible) or, when wild, maybe
+ * not: 0 equality at v; 1 a box about v; 2 min only; 3 max only; wild
+ * also 4 a random box (maybe without v) and 5 a random value. Rules stay
+ * within [0, 1] (their one-sided forms have the other bound 0 or 1);
+ * statements use +-infinity.
  */
-static void random_bounds(uint64_t *rng, double v, int rule, double *lo, double *hi, int *eq)
+static void random_bounds(uint64_t *rng, double v, int rule, int wild, double *lo, double *hi,
+			  int *eq)
 {
 	double u1 = widths[rng_in(rng, 0, 4)], u2 = widths[rng_in(rng, 0, 4)];
 	double pmin = rule ? 0.0 : -INFINITY, pmax = rule ? 1.0 : INFINITY;
 	double wide_lo = rule ? 0.0 : v - 2, wide_hi = rule ? 1.0 : v + 2;
 	*eq = 0;
-	switch (rng_in(rng, 0, 5)) {
+	switch (rng_in(rng, 0, wild ? 5 : 3)) {
 	case 0:
 		*lo = *hi = v;
 		*eq = 1;
@@ -431,8 +448,8 @@ static void random_bounds(uint64_t *rng, double v, int rule, double *lo, double 
 	}
 }
 
-/* A random rule (a box, one-sided, equality, maybe infeasible). */
-static void random_rule(const struct dataset *ds, uint64_t *rng, struct knowledge *k)
+/* A random rule (a box, one-sided, equality; wild: maybe infeasible). */
+static void random_rule(const struct dataset *ds, uint64_t *rng, struct knowledge *k, int wild)
 {
 	struct rule r = random_cond(ds, rng, 0);
 	uint64_t with;
@@ -442,7 +459,7 @@ static void random_rule(const struct dataset *ds, uint64_t *rng, struct knowledg
 	r.source = RULE_USER;
 	r.n_qv = count_cond(ds, &r, UINT64_C(1) << r.sa, &with);
 	r.n_qv_s = with;
-	random_bounds(rng, (double)with / (double)r.n_qv, 1, &r.lo, &r.hi, &eq);
+	random_bounds(rng, (double)with / (double)r.n_qv, 1, wild, &r.lo, &r.hi, &eq);
 	add_rule(k, &r);
 }
 
@@ -450,7 +467,7 @@ static void random_rule(const struct dataset *ds, uint64_t *rng, struct knowledg
  * lists of 1-3 values, coefficients of either sign; person terms mixed in
  * (truth: each person's own value) when people exist and with_persons. */
 static void random_dist_statement(const struct dataset *ds, uint64_t *rng, struct knowledge *k,
-				  const uint32_t *truth, int with_persons)
+				  const uint32_t *truth, int with_persons, int wild)
 {
 	static const double coefs[] = {1, -1, 2, -2, 0.5, -0.5, 1.5, 3};
 	size_t n = rng_in(rng, 1, 3);
@@ -473,31 +490,38 @@ static void random_dist_statement(const struct dataset *ds, uint64_t *rng, struc
 			v += coef * (double)with / (double)st->terms[t].n_qv;
 		}
 	}
-	random_bounds(rng, v, 0, &lo, &hi, &eq);
+	random_bounds(rng, v, 0, wild, &lo, &hi, &eq);
 	st->lo = lo, st->hi = hi, st->equality = eq;
 }
 
 /* Person statements: "i does not have X" (value 0), "i has one of X, Y"
- * (value 1), "k of these people have s" (min or max), true or not. */
+ * (value 1), "k of these people have s" (min or max); true of the records
+ * unless wild (then often, not always). */
 static void random_person_statement(const struct dataset *ds, uint64_t *rng, struct knowledge *k,
-				    const uint32_t *truth)
+				    const uint32_t *truth, int wild)
 {
 	long i = (long)rng_in(rng, 0, k->n_people - 1);
 	struct statement *st;
-	switch (k->n_people >= 2 ? rng_in(rng, 0, 2) : rng_in(rng, 0, 1)) {
-	case 0: /* i does not have s (1 in 3: their own value) */
+	size_t kind = k->n_people >= 2 ? rng_in(rng, 0, 2) : rng_in(rng, 0, 1);
+	if (kind == 0 && !wild && ds->sa_values.n == 1)
+		kind = 1; /* one value in the domain: "does not have" it is false */
+	switch (kind) {
+	case 0: { /* i does not have s (wild: any s, their own included) */
+		uint64_t set;
+		do
+			set = random_set(ds, rng, 1, NO_TRUTH, 0);
+		while (!wild && ((set >> truth[i]) & 1));
 		st = add_statement(k, 1, 0.0, 0.0, 1);
 		if (st)
-			set_person_term(ds, &st->terms[0], i,
-					random_set(ds, rng, 1, truth[i], rng_in(rng, 0, 2) == 0),
-					1.0);
+			set_person_term(ds, &st->terms[0], i, set, 1.0);
 		break;
-	case 1: /* i has one of these (2 in 3: their own among them) */
+	}
+	case 1: /* i has one of these (wild: 2 in 3 with their own among them) */
 		st = add_statement(k, 1, 1.0, 1.0, 1);
 		if (st)
-			set_person_term(ds, &st->terms[0], i,
-					random_set(ds, rng, 3, truth[i], rng_in(rng, 0, 2) > 0),
-					1.0);
+			set_person_term(
+			    ds, &st->terms[0], i,
+			    random_set(ds, rng, 3, truth[i], !wild || rng_in(rng, 0, 2) > 0), 1.0);
 		break;
 	default: { /* k of 2-3 distinct people have s: min (or max) about the truth */
 		size_t n = rng_in(rng, 2, k->n_people < 3 ? 2 : 3), have = 0;
@@ -515,7 +539,10 @@ static void random_person_statement(const struct dataset *ds, uint64_t *rng, str
 			have += truth[who[t]] == s;
 		}
 		{
-			double c = (double)have + (double)rng_in(rng, 0, 2) - 1.0;
+			/* wild: one off either way; else what holds */
+			double off = wild ? (double)rng_in(rng, 0, 2) - 1.0
+					  : (double)rng_in(rng, 0, 1) * (at_most ? 1 : -1);
+			double c = (double)have + off;
 			st =
 			    add_statement(k, n, at_most ? -INFINITY : c, at_most ? c : INFINITY, 0);
 		}
@@ -532,16 +559,19 @@ struct mix {
 	int person_terms;		  /* statements may name people */
 };
 
-/* Random knowledge of the mix; truth receives each person's value. */
-static void random_knowledge(const struct dataset *ds, uint64_t *rng, const struct mix *m,
-			     struct knowledge *k, uint32_t *truth)
+/* Random knowledge of the mix; truth receives each person's value (at
+ * most MAX_PEOPLE), used (n_records) marks the people's records. Returns
+ * whether it is wild (maybe false of the records; else it holds). */
+#define MAX_PEOPLE 8
+static int random_knowledge(const struct dataset *ds, uint64_t *rng, const struct mix *m,
+			    struct knowledge *k, uint32_t *truth, uint8_t *used)
 {
 	size_t n_rules = rng_in(rng, 0, m->rules), n_people = rng_in(rng, 0, m->people);
 	size_t n_st = rng_in(rng, 0, m->statements);
-	uint8_t *used = calloc(ds->n_records + 1, 1);
+	int wild = rng_in(rng, 0, 3) == 0; /* 1 in 4: knowledge maybe false */
 	knowledge_init(k);
 	for (size_t i = 0; i < n_rules; i++)
-		random_rule(ds, rng, k);
+		random_rule(ds, rng, k, wild);
 	/* distinct records: never more people of a tuple (or tuple and group)
 	 * than records */
 	for (size_t i = 0; used && i < n_people && i < ds->n_records; i++) {
@@ -553,12 +583,12 @@ static void random_knowledge(const struct dataset *ds, uint64_t *rng, const stru
 		truth[k->n_people] = ds->rec_sa[j];
 		add_person(k, ds, j, (int)rng_in(rng, 0, 1));
 	}
-	free(used);
 	for (size_t i = 0; i < n_st; i++)
 		if (m->person_terms && k->n_people > 0 && rng_in(rng, 0, 1))
-			random_person_statement(ds, rng, k, truth);
+			random_person_statement(ds, rng, k, truth, wild);
 		else
-			random_dist_statement(ds, rng, k, truth, m->person_terms);
+			random_dist_statement(ds, rng, k, truth, m->person_terms, wild);
+	return wild;
 }
 
 static int has_person_terms(const struct knowledge *k)
@@ -582,6 +612,51 @@ static size_t seeds(uint64_t base, size_t n, uint64_t *out, size_t cap)
 	for (size_t i = 0; i < n && i < cap; i++)
 		out[i] = base + i;
 	return n < cap ? n : cap;
+}
+
+/* The instance, on stderr, when one seed runs alone. */
+static void dump(const struct dataset *ds, const struct knowledge *k)
+{
+	const char *only = getenv("PMAXENT_PSEUDONYMS_SEED");
+	if (!only || !*only)
+		return;
+	fprintf(stderr, "records (tuple group sa):\n");
+	for (size_t j = 0; j < ds->n_records; j++) {
+		fprintf(stderr, "  %zu: q%u (", j, ds->rec_tuple[j]);
+		for (size_t a = 0; a < ds->n_attrs; a++)
+			fprintf(stderr, "%s%s", a ? " " : "",
+				dataset_tuple_value(ds, ds->rec_tuple[j], a));
+		fprintf(stderr, ") b%u s%u (%s)\n", ds->rec_group[j], ds->rec_sa[j],
+			ds->sa_values.str[ds->rec_sa[j]]);
+	}
+	for (size_t i = 0; k && i < k->n; i++) {
+		char buf[512];
+		knowledge_describe(ds, &k->rules[i], buf, sizeof(buf));
+		fprintf(stderr, "rule %zu: %s in [%.17g, %.17g]\n", i, buf, k->rules[i].lo,
+			k->rules[i].hi);
+	}
+	for (size_t i = 0; k && i < k->n_people; i++)
+		fprintf(stderr, "person %zu: q%u group %ld\n", i, k->people[i].tuple,
+			k->people[i].group);
+	for (size_t i = 0; k && i < k->n_statements; i++) {
+		const struct statement *st = &k->statements[i];
+		fprintf(stderr, "statement %zu: %.17g <= ", i, st->lo);
+		for (size_t t = 0; t < st->n_terms; t++) {
+			const struct statement_term *term = &st->terms[t];
+			fprintf(stderr, "%s%g P(", t ? " + " : "", term->coef);
+			if (term->person >= 0)
+				fprintf(stderr, "person %ld", term->person);
+			for (size_t c = 0; term->person < 0 && c < term->cond.n_terms; c++)
+				fprintf(
+				    stderr, "%sa%u=%s", c ? "," : "", term->cond.attr[c],
+				    ds->attr_values[term->cond.attr[c]].str[term->cond.value[c]]);
+			fprintf(stderr, " in {");
+			for (size_t v = 0; v < term->n_then; v++)
+				fprintf(stderr, "%ss%u", v ? "," : "", term->then[v]);
+			fprintf(stderr, "})");
+		}
+		fprintf(stderr, " <= %.17g%s\n", st->hi, st->equality ? " (value)" : "");
+	}
 }
 
 static void report_seed(const char *part, uint64_t seed, int failed_before, double diff)
@@ -850,18 +925,24 @@ static void test_rules_only(void)
 		struct dataset *ds = small_table(&rng);
 		struct knowledge k;
 		struct pseudo p, pa;
-		uint32_t truth[8];
+		uint32_t truth[MAX_PEOPLE];
+		uint8_t *used = calloc(ds ? ds->n_records + 1 : 1, 1);
 		double *ref, diff = 0.0;
 		enum pseudo_status st, sa;
 		enum reference_status rs;
-		CHECK(ds != NULL);
-		if (!ds)
+		int wild;
+		CHECK(ds != NULL && used != NULL);
+		if (!ds || !used) {
+			free(used);
+			dataset_destroy(ds);
 			continue;
-		random_knowledge(ds, &rng, &m, &k, truth);
+		}
+		wild = random_knowledge(ds, &rng, &m, &k, truth, used);
 		ref = calloc(ds->n_tuples * ds->sa_values.n + 1, sizeof(*ref));
 		st = ref_solve(ds, &k, PSEUDO_RECORDS, &p, &w);
 		sa = ref_solve(ds, &k, PSEUDO_AGGREGATED, &pa, &w);
 		compare_modes(&p, st, &pa, sa, &w);
+		CHECK(wild || st == PSEUDO_OK); /* the records satisfy it */
 		rs = reference_quiet(ds, &k, ref);
 		CHECK((st == PSEUDO_INFEASIBLE) == (rs == REFERENCE_INCONSISTENT));
 		if (st == PSEUDO_OK && rs == REFERENCE_OK) {
@@ -877,6 +958,7 @@ static void test_rules_only(void)
 		pseudo_free(&p);
 		pseudo_free(&pa);
 		free(ref);
+		free(used);
 		knowledge_finish(&k);
 		dataset_destroy(ds);
 	}
@@ -889,6 +971,439 @@ static void test_rules_only(void)
 	       w.ref_h, w.post, w.rule, w.modes);
 }
 
+/* ---- random instances ---------------------------------------------------- */
+
+struct inst {
+	struct dataset *ds;
+	struct knowledge k;
+	uint32_t truth[MAX_PEOPLE];
+	uint8_t *used;
+	int wild; /* the knowledge may be false of the records */
+};
+
+static int inst_make(struct inst *in, uint64_t *rng, const struct mix *m)
+{
+	memset(in, 0, sizeof(*in));
+	knowledge_init(&in->k);
+	in->ds = small_table(rng);
+	in->used = in->ds ? calloc(in->ds->n_records + 1, 1) : NULL;
+	CHECK(in->ds != NULL && in->used != NULL);
+	if (!in->ds || !in->used)
+		return 0;
+	in->wild = random_knowledge(in->ds, rng, m, &in->k, in->truth, in->used);
+	return 1;
+}
+
+static void inst_free(struct inst *in)
+{
+	knowledge_finish(&in->k);
+	dataset_destroy(in->ds);
+	free(in->used);
+}
+
+/* P(S in set | cond) under the posterior of p. */
+static double p_of(const struct dataset *ds, const struct pseudo *p, const struct rule *cond,
+		   uint64_t set)
+{
+	double num = 0.0, den = 0.0;
+	for (uint32_t q = 0; q < ds->n_tuples; q++) {
+		if (!knowledge_matches(ds, cond, q))
+			continue;
+		den += p->nq[q];
+		for (size_t s = 0; s < p->n_s; s++)
+			if ((set >> s) & 1)
+				num += p->nq[q] * p->post[(size_t)q * p->n_s + s];
+	}
+	return num / den;
+}
+
+/* ---- the reduction: without person terms, the answers of section 1 ------ */
+
+/*
+ * Rules, named people (with and without groups) that no statement names,
+ * and on every other instance distribution statements: the pseudonym
+ * model's posterior, rules and statements equal the aggregated model's
+ * without the people (the reference's aggregated mode; tests/reference.h
+ * without statements) and solver_run's without the people (statements:
+ * only with PMAXENT_TEST_LIFTED=1).
+ */
+static void test_reduction(void)
+{
+	static uint64_t list[N_REDUCTION];
+	size_t n = seeds(SEED * 2000003, N_REDUCTION, list, N_REDUCTION), people = 0;
+	struct worst w;
+	double agg = 0.0;
+	memset(&w, 0, sizeof(w));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rng = list[i];
+		struct mix m = {.rules = 3, .people = 4, .statements = i % 2 ? 3 : 0};
+		int failed = check_failed;
+		struct inst in;
+		struct pseudo p, pa;
+		struct knowledge kn;
+		enum pseudo_status st, sa;
+		double diff = 0.0;
+		if (!inst_make(&in, &rng, &m)) {
+			inst_free(&in);
+			continue;
+		}
+		kn = view(&in.k, 0, 1);
+		people += in.k.n_people;
+		st = ref_solve(in.ds, &in.k, PSEUDO_RECORDS, &p, &w);
+		sa = ref_solve(in.ds, &kn, PSEUDO_AGGREGATED, &pa, &w);
+		CHECK(st == sa);
+		CHECK(in.wild || st == PSEUDO_OK);
+		if (st == PSEUDO_OK && sa == PSEUDO_OK) {
+			double d = answer_diff(&p, &pa, 0);
+			CHECK_NEAR(d, 0.0, AGREE);
+			note(&agg, d);
+			note(&diff, d);
+		}
+		if (!kn.n_statements) {
+			double *ref =
+			    calloc(in.ds->n_tuples * in.ds->sa_values.n + 1, sizeof(*ref));
+			enum reference_status rs = reference_quiet(in.ds, &kn, ref);
+			CHECK((st == PSEUDO_INFEASIBLE) == (rs == REFERENCE_INCONSISTENT));
+			if (st == PSEUDO_OK && rs == REFERENCE_OK) {
+				double d = posterior_diff(in.ds, ref, p.post);
+				CHECK_NEAR(d, 0.0, AGREE);
+				note(&w.ref_h, d);
+				note(&diff, d);
+			}
+			free(ref);
+		}
+		if (!kn.n_statements || lifted_on)
+			note(&diff, check_solver(in.ds, &kn, st, &p, &w));
+		w.instances++;
+		w.infeasible += st == PSEUDO_INFEASIBLE;
+		w.statements += in.k.n_statements;
+		report_seed("reduction", list[i], failed, diff);
+		pseudo_free(&p);
+		pseudo_free(&pa);
+		inst_free(&in);
+	}
+	printf("reduction: %zu instances (%zu infeasible) with %zu named people and %zu "
+	       "statements, none naming a person; %zu solver runs%s\n",
+	       w.instances, w.infeasible, people, w.statements, w.solver_runs,
+	       lifted_on ? "" : " (statements: PMAXENT_TEST_LIFTED=1)");
+	printf("  worst |pseudonyms with people - aggregated without| %.3g, |pseudonyms - "
+	       "reference.h| %.3g, |solver without people - pseudonyms| posterior %.3g, rules "
+	       "%.3g, statements %.3g\n",
+	       agg, w.ref_h, w.post, w.rule, w.st);
+}
+
+/* ---- special cases -------------------------------------------------------- */
+
+/*
+ * min = max = c is probability c: the rule P(s|Qv) = c, the statement
+ * [P(s|Qv)] with min = max = c and with value c have one answer, c
+ * between the no-knowledge value and the records' own (both feasible).
+ */
+static void test_min_max_is_value(void)
+{
+	static uint64_t list[N_SPECIAL];
+	size_t n = seeds(SEED * 3000017, N_SPECIAL, list, N_SPECIAL);
+	struct worst w;
+	double same = 0.0;
+	memset(&w, 0, sizeof(w));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rng = list[i], with;
+		int failed = check_failed;
+		struct dataset *ds = small_table(&rng);
+		struct knowledge k[3];
+		struct pseudo p0, p[3];
+		struct rule r;
+		double c, diff = 0.0, *ref;
+		if (!ds)
+			continue;
+		ref = calloc(ds->n_tuples * ds->sa_values.n + 1, sizeof(*ref));
+		CHECK(ref_solve(ds, NULL, PSEUDO_RECORDS, &p0, &w) == PSEUDO_OK);
+		r = random_cond(ds, &rng, 0);
+		r.sa = ds->rec_sa[rng_in(&rng, 0, ds->n_records - 1)];
+		r.source = RULE_USER;
+		r.n_qv = count_cond(ds, &r, UINT64_C(1) << r.sa, &with);
+		c = 0.5 * (p_of(ds, &p0, &r, UINT64_C(1) << r.sa) + (double)with / (double)r.n_qv);
+		r.lo = r.hi = c;
+		for (int v = 0; v < 3; v++) {
+			knowledge_init(&k[v]);
+			if (v == 0) {
+				add_rule(&k[v], &r);
+			} else {
+				struct statement *st = add_statement(&k[v], 1, c, c, v == 2);
+				if (st)
+					set_dist_term(ds, &st->terms[0], &r, UINT64_C(1) << r.sa,
+						      1.0);
+			}
+			CHECK(ref_solve(ds, &k[v], PSEUDO_RECORDS, &p[v], &w) == PSEUDO_OK);
+		}
+		if (p[0].post && p[1].post && p[2].post) {
+			note(&diff, posterior_diff(ds, p[0].post, p[1].post));
+			note(&diff, posterior_diff(ds, p[0].post, p[2].post));
+			note(&diff, fabs(p[0].rule_p[0] - c));
+			note(&diff, fabs(p[1].st_achieved[0] - c));
+			note(&diff, fabs(p[2].st_achieved[0] - c));
+			CHECK_NEAR(diff, 0.0, AGREE);
+			note(&same, diff);
+			CHECK(reference_quiet(ds, &k[0], ref) == REFERENCE_OK);
+			note(&w.ref_h, posterior_diff(ds, ref, p[0].post));
+			CHECK_NEAR(posterior_diff(ds, ref, p[0].post), 0.0, AGREE);
+		}
+		note(&diff, check_solver(ds, &k[0], PSEUDO_OK, &p[0], &w));
+		for (int v = 1; lifted_on && v < 3; v++)
+			note(&diff, check_solver(ds, &k[v], PSEUDO_OK, &p[v], &w));
+		report_seed("min = max", list[i], failed, diff);
+		for (int v = 0; v < 3; v++) {
+			pseudo_free(&p[v]);
+			knowledge_finish(&k[v]);
+		}
+		pseudo_free(&p0);
+		free(ref);
+		dataset_destroy(ds);
+	}
+	printf("min = max = c: %zu instances; worst |rule - statement (min = max, value)| %.3g, "
+	       "|pseudonyms - reference.h| %.3g, |solver - pseudonyms| %.3g\n",
+	       n, same, w.ref_h, w.post);
+}
+
+/* A box about v: both sides (widths from {0, 0.01, 0.1, 0.3}), min only or
+ * max only; within [0, 1] for a rule. */
+static void box_about(uint64_t *rng, double v, int rule, double *lo, double *hi)
+{
+	static const double u[] = {0.0, 0.01, 0.1, 0.3};
+	double u1 = u[rng_in(rng, 0, 3)], u2 = u[rng_in(rng, 0, 3)];
+	size_t kind = rng_in(rng, 0, 2);
+	*lo = kind == 2 ? (rule ? 0.0 : -INFINITY) : v - u1;
+	*hi = kind == 1 ? (rule ? 1.0 : INFINITY) : v + u2;
+	if (rule) {
+		*lo = fmax(0.0, *lo);
+		*hi = fmin(1.0, *hi);
+	}
+}
+
+/* Boxes (rules and statements) that hold the no-knowledge answer change
+ * nothing. */
+static void test_box_keeps_answer(void)
+{
+	static const double coefs[] = {1, -1, 2, -0.5};
+	static uint64_t list[N_SPECIAL];
+	size_t n = seeds(SEED * 4000037, N_SPECIAL, list, N_SPECIAL);
+	struct worst w;
+	double keep = 0.0;
+	memset(&w, 0, sizeof(w));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rng = list[i];
+		int failed = check_failed;
+		struct dataset *ds = small_table(&rng);
+		struct knowledge k, kr;
+		struct pseudo p0, p, pr;
+		double diff = 0.0;
+		if (!ds)
+			continue;
+		knowledge_init(&k);
+		CHECK(ref_solve(ds, NULL, PSEUDO_RECORDS, &p0, &w) == PSEUDO_OK);
+		for (size_t j = rng_in(&rng, 1, 3); j > 0; j--) {
+			struct rule r = random_cond(ds, &rng, 0);
+			uint64_t with;
+			r.sa = (uint32_t)rng_in(&rng, 0, ds->sa_values.n - 1);
+			r.source = RULE_USER;
+			r.n_qv = count_cond(ds, &r, UINT64_C(1) << r.sa, &with);
+			box_about(&rng, p_of(ds, &p0, &r, UINT64_C(1) << r.sa), 1, &r.lo, &r.hi);
+			add_rule(&k, &r);
+		}
+		for (size_t j = rng_in(&rng, 1, 2); j > 0; j--) {
+			size_t terms = rng_in(&rng, 1, 3);
+			struct statement *st = add_statement(&k, terms, 0, 0, 0);
+			double v = 0.0;
+			for (size_t t = 0; st && t < terms; t++) {
+				struct rule cond = random_cond(ds, &rng, 1);
+				uint64_t set = random_set(ds, &rng, 3, NO_TRUTH, 0);
+				double coef = coefs[rng_in(&rng, 0, 3)];
+				set_dist_term(ds, &st->terms[t], &cond, set, coef);
+				v += coef * p_of(ds, &p0, &cond, set);
+			}
+			if (st)
+				box_about(&rng, v, 0, &st->lo, &st->hi);
+		}
+		kr = view(&k, 0, 0);
+		CHECK(ref_solve(ds, &kr, PSEUDO_RECORDS, &pr, &w) == PSEUDO_OK);
+		CHECK(ref_solve(ds, &k, PSEUDO_RECORDS, &p, &w) == PSEUDO_OK);
+		if (pr.post && p.post) {
+			note(&diff, posterior_diff(ds, p0.post, pr.post));
+			note(&diff, posterior_diff(ds, p0.post, p.post));
+			CHECK_NEAR(diff, 0.0, AGREE);
+			note(&keep, diff);
+		}
+		note(&diff, check_solver(ds, &kr, PSEUDO_OK, &pr, &w));
+		if (lifted_on)
+			note(&diff, check_solver(ds, &k, PSEUDO_OK, &p, &w));
+		report_seed("box", list[i], failed, diff);
+		pseudo_free(&p0);
+		pseudo_free(&p);
+		pseudo_free(&pr);
+		knowledge_finish(&k);
+		dataset_destroy(ds);
+	}
+	printf("boxes holding the no-knowledge answer: %zu instances; worst change %.3g, "
+	       "|solver - pseudonyms| %.3g\n",
+	       n, keep, w.post);
+}
+
+/*
+ * People no statement names, added without a group to any knowledge
+ * (statements about other people included), change nothing: posterior,
+ * rules, statements, the other people's answers, the verdict. (With a
+ * group they may change the other people's buckets, and the verdict:
+ * test_grouped_person_by_hand. Without person terms anywhere they change
+ * no posterior, grouped or not: test_reduction.)
+ */
+static void test_people_change_nothing(void)
+{
+	static uint64_t list[N_SPECIAL];
+	static const struct mix m = {.rules = 2, .people = 3, .statements = 3, .person_terms = 1};
+	size_t n = seeds(SEED * 5000011, N_SPECIAL, list, N_SPECIAL), added = 0;
+	struct worst w;
+	double same = 0.0;
+	memset(&w, 0, sizeof(w));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rng = list[i];
+		int failed = check_failed;
+		struct inst in;
+		struct pseudo p1, p2;
+		enum pseudo_status s1, s2;
+		size_t n1;
+		double diff = 0.0;
+		if (!inst_make(&in, &rng, &m)) {
+			inst_free(&in);
+			continue;
+		}
+		n1 = in.k.n_people;
+		s1 = ref_solve(in.ds, &in.k, PSEUDO_RECORDS, &p1, &w);
+		for (size_t j = rng_in(&rng, 1, 2); j > 0 && in.k.n_people < in.ds->n_records;
+		     j--) {
+			size_t r;
+			do
+				r = rng_in(&rng, 0, in.ds->n_records - 1);
+			while (in.used[r]);
+			in.used[r] = 1;
+			add_person(&in.k, in.ds, r, 0);
+			added++;
+		}
+		s2 = ref_solve(in.ds, &in.k, PSEUDO_AGGREGATED, &p2, &w);
+		CHECK(s1 == s2);
+		if (s1 == PSEUDO_OK && s2 == PSEUDO_OK) {
+			diff = answer_diff(&p1, &p2, n1);
+			CHECK_NEAR(diff, 0.0, AGREE);
+			note(&same, diff);
+		}
+		if (lifted_on)
+			note(&diff, check_solver(in.ds, &in.k, s2, &p2, &w));
+		w.infeasible += s1 == PSEUDO_INFEASIBLE;
+		report_seed("people without statements", list[i], failed, diff);
+		pseudo_free(&p1);
+		pseudo_free(&p2);
+		inst_free(&in);
+	}
+	printf("people without statements: %zu instances (%zu infeasible), %zu people added; "
+	       "worst change %.3g%s\n",
+	       n, w.infeasible, added, same, lifted_on ? "" : " (solver: PMAXENT_TEST_LIFTED=1)");
+}
+
+/*
+ * Tuple a in two buckets, {a: A, x: B} and {a: C, y: D}; alice is an a
+ * with no group: in either bucket by halves. Bob, an a in bucket 1 with
+ * no statement, leaves alice bucket 2 alone (C or D by halves); the
+ * posterior stays a quarter each for a. With "alice has A" besides, bob
+ * makes the knowledge infeasible.
+ */
+static void test_grouped_person_by_hand(void)
+{
+	static const char *const attrs[] = {"t"};
+	static const char *const rows[] = {"a", "1", "A", "x", "1", "B",
+					   "a", "2", "C", "y", "2", "D"};
+	struct dataset *ds = build(attrs, 1, rows, 4);
+	struct knowledge k;
+	struct pseudo p;
+	struct statement *st;
+	if (!ds)
+		return;
+	knowledge_init(&k);
+	add_person(&k, ds, 0, 0);
+	CHECK(pseudo_solve(ds, &k, PSEUDO_RECORDS, &p) == PSEUDO_OK);
+	CHECK_NEAR(p.person_b[ds->rec_group[0]], 0.5, 1e-11);
+	CHECK_NEAR(p.person_p[sa_code(ds, "A")], 0.25, 1e-11);
+	pseudo_free(&p);
+	add_person(&k, ds, 0, 1); /* bob: an a in bucket 1 */
+	for (int mode = 0; mode < 2; mode++) {
+		CHECK(pseudo_solve(ds, &k, (enum pseudo_mode)mode, &p) == PSEUDO_OK);
+		CHECK_NEAR(p.person_b[ds->rec_group[2]], 1.0, 1e-11);
+		CHECK_NEAR(p.person_p[sa_code(ds, "C")], 0.5, 1e-11);
+		CHECK_NEAR(p.person_p[p.n_s + sa_code(ds, "A")], 0.5, 1e-11);
+		for (const char *const *s = (const char *const[]){"A", "B", "C", "D", NULL}; *s;
+		     s++)
+			CHECK_NEAR(post_at(ds, &p, "a", *s), 0.25, 1e-11);
+		pseudo_free(&p);
+	}
+	st = add_statement(&k, 1, 1, 1, 1);
+	set_person_term(ds, &st->terms[0], 0, bit(ds, "A"), 1.0);
+	CHECK(pseudo_solve(ds, &k, PSEUDO_RECORDS, &p) == PSEUDO_INFEASIBLE);
+	pseudo_free(&p);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
+/* ---- the full mix ----------------------------------------------------------- */
+
+static void test_full_mix(void)
+{
+	static uint64_t list[N_MIX];
+	static const struct mix m = {.rules = 3, .people = 4, .statements = 4, .person_terms = 1};
+	size_t n = seeds(SEED * 6000011, N_MIX, list, N_MIX), binding = 0, compared = 0;
+	struct worst w;
+	clock_t t0 = clock();
+	memset(&w, 0, sizeof(w));
+	for (size_t i = 0; i < n; i++) {
+		uint64_t rng = list[i];
+		int failed = check_failed;
+		struct inst in;
+		struct pseudo p, pa;
+		enum pseudo_status st, sa;
+		double diff = 0.0;
+		if (!inst_make(&in, &rng, &m)) {
+			inst_free(&in);
+			continue;
+		}
+		dump(in.ds, &in.k);
+		st = ref_solve(in.ds, &in.k, PSEUDO_RECORDS, &p, &w);
+		sa = ref_solve(in.ds, &in.k, PSEUDO_AGGREGATED, &pa, &w);
+		compare_modes(&p, st, &pa, sa, &w);
+		CHECK(in.wild || st == PSEUDO_OK); /* the records satisfy it */
+		w.instances++;
+		w.infeasible += st == PSEUDO_INFEASIBLE;
+		w.statements += in.k.n_statements;
+		w.people += in.k.n_people;
+		w.person_terms += has_person_terms(&in.k);
+		for (size_t r = p.st_row0; st == PSEUDO_OK && r < p.n_rows; r++)
+			binding += p.lo[r] < p.hi[r] && p.z[r] != 0.0;
+		if (lifted_on || !lifted_needed(&in.k)) {
+			note(&diff, check_solver(in.ds, &in.k, st, &p, &w));
+			compared++;
+		}
+		report_seed("full mix", list[i], failed, fmax(diff, w.modes));
+		pseudo_free(&p);
+		pseudo_free(&pa);
+		inst_free(&in);
+	}
+	printf("full mix: %zu instances (%zu infeasible), %zu statements (%zu binding "
+	       "intervals), %zu people, %zu instances with person terms, %zu forced zeros, "
+	       "max %ld sweeps, %.2f s\n",
+	       w.instances, w.infeasible, w.statements, binding, w.people, w.person_terms, w.forced,
+	       w.sweeps, (double)(clock() - t0) / CLOCKS_PER_SEC);
+	printf("  worst |records - aggregated mode| %.3g; against solver_run (%zu instances%s): "
+	       "posterior %.3g, people P(s) %.3g, buckets %.3g, statements %.3g, rules %.3g\n",
+	       w.modes, compared, lifted_on ? "" : ", rules only: PMAXENT_TEST_LIFTED=1 for all",
+	       w.post, w.person_p, w.person_b, w.st, w.rule);
+}
+
 int main(void)
 {
 	const char *on = getenv("PMAXENT_TEST_LIFTED");
@@ -896,6 +1411,12 @@ int main(void)
 	test_people_by_hand();
 	test_counts_by_hand();
 	test_relational_by_hand();
+	test_grouped_person_by_hand();
 	test_rules_only();
+	test_reduction();
+	test_min_max_is_value();
+	test_box_keeps_answer();
+	test_people_change_nothing();
+	test_full_mix();
 	return check_done();
 }
