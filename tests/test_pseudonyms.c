@@ -1025,7 +1025,8 @@ static double p_of(const struct dataset *ds, const struct pseudo *p, const struc
  * model's posterior, rules and statements equal the aggregated model's
  * without the people (the reference's aggregated mode; tests/reference.h
  * without statements) and solver_run's without the people (statements:
- * only with PMAXENT_TEST_LIFTED=1).
+ * only with PMAXENT_TEST_LIFTED=1, which also runs solver_run with the
+ * people against the reference).
  */
 static void test_reduction(void)
 {
@@ -1074,6 +1075,8 @@ static void test_reduction(void)
 		}
 		if (!kn.n_statements || lifted_on)
 			note(&diff, check_solver(in.ds, &kn, st, &p, &w));
+		if (lifted_on && in.k.n_people) /* and with them: their answers too */
+			note(&diff, check_solver(in.ds, &in.k, st, &p, &w));
 		w.instances++;
 		w.infeasible += st == PSEUDO_INFEASIBLE;
 		w.statements += in.k.n_statements;
