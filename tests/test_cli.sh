@@ -278,6 +278,29 @@ err_has "duplicate object key"
 run 2 solve "$DATA/codec_small.json" --sa disease --group group
 err_has "--sa and --group apply only to CSV input"
 
+# ---- the README's knowledge examples (examples/*.json) ---------------------------
+EX="$DATA/../../examples"
+run 0 solve "$DATA/figure1.csv" "$EX/vague.json" --sa disease --group group
+json_ok 'd["rules"][0]["binding"] == "min" and abs(d["rules"][0]["achieved"] - 0.5) < 1e-9 and abs(d["posterior"][0]["p"]["Flu"] - 0.452) < 1e-3'
+run 0 solve "$DATA/figure1.csv" "$EX/relational.json" --sa disease --group group
+json_ok 'd["statements"][0]["name"] == "flu-over-hiv" and d["statements"][0]["binding"] == "min" and abs(d["statements"][0]["achieved"] - 0.3) < 1e-9'
+json_ok 'abs(d["posterior"][0]["p"]["Flu"] - 0.367) < 1e-3 and abs(d["posterior"][0]["p"]["HIV"] - 0.144) < 1e-3'
+run 0 solve "$DATA/figure1.csv" "$EX/people.json" --sa disease --group group
+json_ok '[i["name"] for i in d["individuals"]] == ["alice", "bob", "carol"] and all(s["binding"] == "value" for s in d["statements"])'
+json_ok 'abs(d["individuals"][0]["p"]["Breast Cancer"] - 0.2) < 1e-8 and abs(d["individuals"][0]["groups"]["2"] - 0.596) < 1e-3'
+json_ok 'set(d["individuals"][1]["p"]) == {"Flu", "HIV"} and abs(d["individuals"][1]["groups"]["1"] - 1) < 1e-8'
+json_ok 'abs(sum(i["p"].get("Flu", 0) for i in d["individuals"]) - 2) < 1e-8 and abs(d["posterior"][1]["p"]["Breast Cancer"] - 0.693) < 1e-3'
+# conflicting statements: exit 3 naming both
+cat >"$TMP/kb_two.json" <<'EOF'
+{"individuals": [{"name": "bob", "qi": ["male", "college"]}],
+ "statements": [{"terms": [{"person": "bob", "then": "Flu"}], "value": 1},
+                {"name": "bob-hiv", "terms": [{"person": "bob", "then": "HIV"}], "value": 1}]}
+EOF
+run 3 solve "$DATA/figure1.csv" "$TMP/kb_two.json" --sa disease --group group
+err_is 'pmaxent: statements: no distribution satisfies these statements together: statements[0]; statements[1] "bob-hiv"'
+run 2 solve "$DATA/figure1.csv" "$EX/people.json" --sa disease --group group --method full-dual
+err_is 'pmaxent: statements: statements and named people are solved by the two-level method (the default); the full dual does not take them'
+
 # ---- interval rules ------------------------------------------------------------
 # P(Flu | male) is 0.375 without knowledge on the paper's Figure 1. At
 # least 0.5 binds at min and gives what probability 0.5 gives; at most
