@@ -286,6 +286,41 @@ static void test_solve_interval(unsigned port, const char *small)
 	resp_free(&r);
 }
 
+/* Statements and named people over HTTP: ann (young M) does not have
+ * flu, so the person term binds at its value and ann's p has no flu;
+ * two statements that cannot both hold are 422 naming both. */
+static void test_solve_people(unsigned port, const char *small)
+{
+	static const char *const ann = "{\"individuals\": [{\"name\": \"ann\", \"qi\": "
+				       "[\"young\", \"M\"]}], \"statements\": [";
+	char body[8192];
+	json_t *st0, *p0;
+	struct resp r;
+
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": %s{\"terms\": [{\"person\": \"ann\", "
+		 "\"then\": \"flu\"}], \"value\": 0}]}}",
+		 small, ann);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200);
+	st0 = json_array_get(json_object_get(r.json, "statements"), 0);
+	p0 = json_array_get(json_object_get(r.json, "individuals"), 0);
+	CHECK_STR(jstr(st0, "binding"), "value");
+	CHECK_STR(jstr(p0, "name"), "ann");
+	CHECK(json_object_get(json_object_get(p0, "p"), "flu") == NULL);
+	CHECK(json_object_size(json_object_get(p0, "p")) > 0);
+	resp_free(&r);
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"knowledge\": %s{\"terms\": [{\"person\": \"ann\", "
+		 "\"then\": \"flu\"}], \"value\": 1}, {\"terms\": [{\"person\": \"ann\", "
+		 "\"then\": \"cold\"}], \"value\": 1}]}}",
+		 small, ann);
+	r = post_json(port, "/v1/solve", body);
+	check_problem(&r, 422, "knowledge.statements",
+		      "these statements together: statements[0]; statements[1]");
+	resp_free(&r);
+}
+
 static void test_solve(void)
 {
 	char *dir = temp_dir(), *small = data_file("codec_small.json"),
@@ -322,6 +357,7 @@ static void test_solve(void)
 	check_problem(&r, 422, "extra", "unknown key");
 	resp_free(&r);
 	test_solve_interval(port, small);
+	test_solve_people(port, small);
 
 	http_stop(h);
 	json_decref(want);
