@@ -74,6 +74,12 @@ void lifted_problem(struct lsys *s, struct newton_problem *np);
 /* Evaluates at mu (the start) and prepares there. */
 void lifted_start(struct lsys *s, const double *mu);
 
+/* ---- lifted_full.c ----------------------------------------------------- */
+
+/* The full dual over s's buckets and open rows (their bounds as s
+ * merged them), its estimate into s->y. */
+enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struct maxent_stats *ms);
+
 /* ---- lifted_lp.c ------------------------------------------------------- */
 
 /* The zero finder over the buckets the open rows touch: every cell no

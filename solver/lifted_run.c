@@ -148,38 +148,27 @@ static void keep(const struct lsys *s, const double *x, double *y, double *mu, u
  * not exact yet it stops on stagnation (a forced zero's multiplier
  * running off). *empty: a row left without a free cell whose bounds
  * exclude 0 (SIZE_MAX: none). */
-static enum pm_status solve_round(const struct dataset *ds, const struct lifted *m,
-				  const uint8_t *zero, const uint8_t *implied,
-				  const struct solver_options *o, int exact, double *mu, double *y,
-				  uint8_t *touched, struct maxent_stats *ms, size_t *empty)
+/* The two-level dual on s from x (each open row's multiplier). */
+static enum pm_status newton_round(struct lsys *s, const struct solver_options *o, int exact,
+				   double *x, struct maxent_stats *ms)
 {
-	struct lsys s;
 	struct newton_problem np;
 	struct newton *nw = NULL;
 	/* rows that depend on others (a named person who fills their tuple's
 	 * records in their bucket repeats its QI row): found at the first
 	 * factor and left out */
-	struct newton_null null = {0};
-	double *x = NULL, target, big = 1;
+	struct newton_null null = {.row = calloc(s->r, 1)};
+	double target, big = 1;
 	int stalled = 0;
-	enum pm_status st = lsys_init(&s, ds, m, zero, implied, o->tolerance, empty);
+	enum pm_status st = PM_ERR_NOMEM;
 
-	if (st || *empty != SIZE_MAX || !s.r)
-		goto out;
-	st = PM_ERR_NOMEM;
-	x = malloc(s.r * sizeof *x);
-	null.row = calloc(s.r, 1);
-	if (!x || !null.row)
-		goto out;
-	for (size_t i = 0; i < s.r; i++) {
-		x[i] = mu[s.row[i]];
-		big = fmax(big, fabs(s.mid[i]));
-	}
-	lifted_start(&s, x);
-	lifted_problem(&s, &np);
+	for (size_t i = 0; i < s->r; i++)
+		big = fmax(big, fabs(s->mid[i]));
+	lifted_start(s, x);
+	lifted_problem(s, &np);
 	np.null = &null;
 	np.stop = exact ? NEWTON_STOP_NONE : NEWTON_STOP_STALL;
-	if (newton_create(&np, &nw))
+	if (!null.row || newton_create(&np, &nw))
 		goto out;
 	/* to the tolerance, then a few steps further while they help: forced
 	 * zeros the search did not find shrink a step at a time */
@@ -193,14 +182,41 @@ static enum pm_status solve_round(const struct dataset *ds, const struct lifted 
 					: o->max_iterations;
 		st = newton_minimize(nw, &po, target, x, ms, &stalled);
 	}
+out:
+	newton_destroy(nw);
+	free(null.row);
+	return st;
+}
+
+/* One solve of the dual with the zeros so far, from mu: the two-level
+ * one (with the zeros not exact yet it stops on stagnation: a forced
+ * zero's multiplier running off), or the full dual (lifted_full.c) when
+ * o asks for it. *empty: a row left without a free cell whose bounds
+ * exclude 0 (SIZE_MAX: none). */
+static enum pm_status solve_round(const struct dataset *ds, const struct lifted *m,
+				  const uint8_t *zero, const uint8_t *implied,
+				  const struct solver_options *o, int exact, double *mu, double *y,
+				  uint8_t *touched, struct maxent_stats *ms, size_t *empty)
+{
+	struct lsys s;
+	double *x = NULL;
+	enum pm_status st = lsys_init(&s, ds, m, zero, implied, o->tolerance, empty);
+
+	if (st || *empty != SIZE_MAX || !s.r)
+		goto out;
+	st = PM_ERR_NOMEM;
+	if (!(x = malloc(s.r * sizeof *x)))
+		goto out;
+	for (size_t i = 0; i < s.r; i++)
+		x[i] = mu[s.row[i]];
+	st = o->method == SOLVER_FULL_DUAL ? lifted_full(&s, o, ms)
+					   : newton_round(&s, o, exact, x, ms);
 	keep(&s, x, y, mu, touched);
 out:
 	ms->converged = !st && *empty == SIZE_MAX && (!s.r || ms->max_violation <= o->tolerance);
 	if (!s.r && !st)
 		ms->max_violation = 0;
-	newton_destroy(nw);
 	free(x);
-	free(null.row);
 	lsys_finish(&s);
 	return st;
 }

@@ -33,6 +33,8 @@ struct maxent_dual {
 	uint32_t *row_cell;
 	size_t *cell_off; /* m + 1, CSR over local rows (transpose) */
 	uint32_t *cell_row;
+	/* coefficients both ways, or NULL: every one 1 (the system's rows) */
+	double *row_coef, *cell_coef;
 	double *rhs, *scale; /* scale = 1/sqrt(w) */
 	/* interval rows (lo <= a.y <= hi), the last ones from first_l1 on:
 	 * rhs their midpoint, half their half width; their scale makes the
@@ -68,6 +70,8 @@ void maxent_dual_destroy(struct maxent_dual *d)
 	free(d->row_cell);
 	free(d->cell_off);
 	free(d->cell_row);
+	free(d->row_coef);
+	free(d->cell_coef);
 	free(d->rhs);
 	free(d->scale);
 	free(d->half);
@@ -97,7 +101,8 @@ static double dual_exponent(const struct maxent_dual *d, size_t j, int delta)
 	for (size_t k = d->cell_off[j]; k < d->cell_off[j + 1]; k++) {
 		size_t i = d->cell_row[k];
 
-		e += delta ? d->lambda[i] - d->lambda0[i] : d->lambda[i];
+		e += (d->cell_coef ? d->cell_coef[k] : 1) *
+		     (delta ? d->lambda[i] - d->lambda0[i] : d->lambda[i]);
 	}
 	return e < EXP_CAP ? e : EXP_CAP;
 }
@@ -141,7 +146,7 @@ static double dual_eval(struct maxent_dual *d, double *grad)
 		double s = 0;
 
 		for (size_t k = d->row_off[i]; k < d->row_off[i + 1]; k++)
-			s += d->y[d->row_cell[k]];
+			s += (d->row_coef ? d->row_coef[k] : 1) * d->y[d->row_cell[k]];
 		f -= (d->lambda[i] - d->lambda0[i]) * d->rhs[i];
 		if (grad)
 			grad[i] = (s - d->rhs[i]) * d->scale[i];
@@ -248,6 +253,8 @@ static enum pm_status dual_transpose(struct maxent_dual *d)
 
 	d->cell_off = calloc(d->m + 2, sizeof *d->cell_off);
 	d->cell_row = malloc((nnz + 1) * sizeof *d->cell_row);
+	if (d->row_coef && !(d->cell_coef = malloc((nnz + 1) * sizeof *d->cell_coef)))
+		return PM_ERR_NOMEM;
 	if (!d->cell_off || !d->cell_row)
 		return PM_ERR_NOMEM;
 	for (size_t k = 0; k < nnz; k++)
@@ -255,8 +262,13 @@ static enum pm_status dual_transpose(struct maxent_dual *d)
 	for (size_t j = 0; j < d->m; j++)
 		d->cell_off[j + 2] += d->cell_off[j + 1];
 	for (size_t i = 0; i < d->r; i++)
-		for (size_t k = d->row_off[i]; k < d->row_off[i + 1]; k++)
-			d->cell_row[d->cell_off[d->row_cell[k] + 1]++] = (uint32_t)i;
+		for (size_t k = d->row_off[i]; k < d->row_off[i + 1]; k++) {
+			size_t at = d->cell_off[d->row_cell[k] + 1]++;
+
+			d->cell_row[at] = (uint32_t)i;
+			if (d->row_coef)
+				d->cell_coef[at] = d->row_coef[k];
+		}
 	return PM_OK;
 }
 
@@ -406,6 +418,111 @@ double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *gra
 	return f;
 }
 
+/* L-BFGS (OWL-QN with intervals) on d from u to target; probing keeps
+ * the last two iterates (d->cur, d->prv, ...). */
+static enum pm_status dual_run(struct maxent_dual *d, const struct solver_options *o, double *u,
+			       int probing, double target, struct maxent_stats *st)
+{
+	struct maxent_driver drv = {.opt = o,
+				    .ctx = d,
+				    .eval = full_eval,
+				    .rebase = full_rebase,
+				    .step = probing ? full_step : NULL,
+				    .l1_c = d->first_l1 < d->r ? d->l1_c : 0,
+				    .l1_start = d->first_l1,
+				    .target = target};
+
+	st->converged = 1;
+	if (!d->r)
+		return PM_OK;
+	if (probing) { /* the starting point counts as the first iterate */
+		full_eval(d, u, NULL, &drv.violation);
+		memcpy(d->cur, d->y, d->m * sizeof *d->y);
+		memcpy(d->prv, d->y, d->m * sizeof *d->y);
+		memcpy(d->lcur, d->lambda, d->r * sizeof *d->lambda);
+		memcpy(d->lprv, d->lambda, d->r * sizeof *d->lambda);
+	}
+	return maxent_lbfgs(&drv, (int)d->r, u, st);
+}
+
+/* in's rows into d: the equalities, then the intervals, each scaled by
+ * the size of its bounds (the Hessian's diagonal at the optimum, for
+ * rows of coefficient 1). */
+static enum pm_status rows_copy(struct maxent_dual *d, const struct maxent_rows *in)
+{
+	size_t nnz = 0, n = in->row_off[in->r];
+
+	d->m = in->m;
+	d->row_off = malloc((in->r + 1) * sizeof *d->row_off);
+	d->row_cell = malloc((n + 1) * sizeof *d->row_cell);
+	d->row_coef = malloc((n + 1) * sizeof *d->row_coef);
+	d->rhs = malloc((in->r + 1) * sizeof *d->rhs);
+	d->half = malloc((in->r + 1) * sizeof *d->half);
+	d->scale = malloc((in->r + 1) * sizeof *d->scale);
+	d->row_global = malloc((in->r + 1) * sizeof *d->row_global);
+	if (!d->row_off || !d->row_cell || !d->row_coef || !d->rhs || !d->half || !d->scale ||
+	    !d->row_global)
+		return PM_ERR_NOMEM;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass)
+			d->first_l1 = d->r;
+		for (size_t i = 0; i < in->r; i++) {
+			if ((in->hi[i] > in->lo[i]) != pass)
+				continue;
+			d->row_off[d->r] = nnz;
+			for (size_t e = in->row_off[i]; e < in->row_off[i + 1]; e++, nnz++) {
+				d->row_cell[nnz] = in->row_cell[e];
+				d->row_coef[nnz] = in->row_coef[e];
+			}
+			d->row_global[d->r] = (uint32_t)i;
+			d->rhs[d->r] = 0.5 * (in->lo[i] + in->hi[i]);
+			d->half[d->r] = 0.5 * (in->hi[i] - in->lo[i]);
+			d->scale[d->r] =
+			    1.0 / sqrt(fmax(1, fmax(fabs(in->lo[i]), fabs(in->hi[i]))));
+			d->r++;
+		}
+	}
+	d->row_off[d->r] = nnz;
+	l1_scales(d);
+	return dual_transpose(d);
+}
+
+enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solver_options *o,
+				 double *y, struct maxent_stats *st, struct pm_error *err)
+{
+	struct maxent_dual *d = calloc(1, sizeof *d);
+	double *u = NULL, big = 1;
+	enum pm_status ret = PM_ERR_NOMEM;
+
+	memset(st, 0, sizeof *st);
+	if (!d || rows_copy(d, in) || !(u = lbfgs_malloc((int)d->r + 1)))
+		goto out;
+	d->y = malloc((d->m + 1) * sizeof *d->y);
+	d->lambda = calloc(d->r + 1, sizeof *d->lambda);
+	d->y0 = malloc((d->m + 1) * sizeof *d->y0);
+	d->lambda0 = calloc(d->r + 1, sizeof *d->lambda0);
+	if (!d->y || !d->lambda || !d->y0 || !d->lambda0)
+		goto out;
+	for (size_t k = 0; k < d->r; k++) {
+		u[k] = in->start ? in->start[d->row_global[k]] / d->scale[k] : 0;
+		big = fmax(big, fabs(d->rhs[k]));
+	}
+	dual_rebase(d);
+	ret = dual_run(d, o, u, 0, fmax(o->tolerance * 1e-3, 1e-13 * big), st);
+	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)
+		y[j] = d->y[j];
+out:
+	if (ret == PM_ERR_NOMEM)
+		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
+	else if (ret == PM_ERR_CANCELLED)
+		error_set(err, ret, "", "the solve was cancelled");
+	else if (ret == PM_ERR_INTERNAL)
+		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
+	lbfgs_free(u);
+	maxent_dual_destroy(d);
+	return ret;
+}
+
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 			    const uint8_t *skip, const struct solver_options *o, double *y,
 			    const struct solver_probe *probe, struct maxent_stats *st,
@@ -427,27 +544,7 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);
 	dual_start(d, inv, d->nb, d->sa_sum, u);
-	ret = PM_OK;
-	st->converged = 1;
-	if (d->r) {
-		struct maxent_driver drv = {.opt = o,
-					    .ctx = d,
-					    .eval = full_eval,
-					    .rebase = full_rebase,
-					    .step = prev ? full_step : NULL,
-					    .l1_c = d->first_l1 < d->r ? d->l1_c : 0,
-					    .l1_start = d->first_l1,
-					    .target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs)};
-
-		if (prev) { /* the starting point counts as the first iterate */
-			full_eval(d, u, NULL, &drv.violation);
-			memcpy(d->cur, d->y, d->m * sizeof *d->y);
-			memcpy(d->prv, d->y, d->m * sizeof *d->y);
-			memcpy(d->lcur, d->lambda, d->r * sizeof *d->lambda);
-			memcpy(d->lprv, d->lambda, d->r * sizeof *d->lambda);
-		}
-		ret = maxent_lbfgs(&drv, (int)d->r, u, st);
-	}
+	ret = dual_run(d, o, u, prev != NULL, fmax(o->tolerance * 1e-3, 1e-13 * max_rhs), st);
 	/* a cancel leaves the last iterate (solver.c's best point when the
 	 * time limit stopped the solve) */
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)

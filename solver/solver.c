@@ -688,18 +688,6 @@ static void best_point(struct run *u, double *y)
 	u->closed_violation = u->kept_violation;
 }
 
-/* The full dual (maxent.c) takes the system's rows, intervals too, not
- * the pseudonym model's: statements and named people are refused. */
-static enum pm_status method_takes(const struct knowledge *k, const struct solver_options *o,
-				   struct pm_error *err)
-{
-	if (o->method == SOLVER_FULL_DUAL && lifted_needed(k))
-		return error_set(err, PM_ERR_INPUT, k->n_statements ? "statements" : "individuals",
-				 "statements and named people are solved by the two-level method "
-				 "(the default); the full dual does not take them");
-	return PM_OK;
-}
-
 /*
  * The zero search leaves the intervals out, so it cannot see that they
  * conflict (with each other or the rest); the solve then does not
@@ -730,8 +718,6 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	if ((st = method_takes(k, o, err)))
-		return st;
 	wo.tick = deadline_progress;
 	wo.tick_ctx = &dl;
 	u.dl = &dl;

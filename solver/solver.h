@@ -229,6 +229,24 @@ struct maxent_driver {
 
 enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct maxent_stats *st);
 
+/*
+ * The full dual of rows with coefficients, for the pseudonym model: m
+ * cells, row i the cells row_cell[row_off[i] .. row_off[i + 1]) with
+ * coefficients row_coef[..], lo[i] <= a.y <= hi[i] (lo == hi: an
+ * equality), start (may be NULL: 0) each row's first multiplier. All
+ * borrowed.
+ */
+struct maxent_rows {
+	size_t m, r;
+	const size_t *row_off;
+	const uint32_t *row_cell;
+	const double *row_coef, *lo, *hi, *start;
+};
+
+/* maxent_solve on in: y (m entries) the estimate, st the outcome. */
+enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solver_options *o,
+				 double *y, struct maxent_stats *st, struct pm_error *err);
+
 /* The dual alone, for checks and experiments: D(λ) - D(0) and ∇D = A y - c
  * (records) over the rows maxent_solve would use, in its row order.
  * Caller frees with maxent_dual_destroy. */
