@@ -123,7 +123,7 @@ static enum pm_status model_zeros(const struct dataset *ds, const struct knowled
 		memcpy(agg, zero, nc);
 		for (size_t c = nc; c < m->n_cells; c++)
 			agg[m->agg[c - nc]] &= zero[c];
-		st = zeros_propagate(inv, agg, resolved, &infeasible);
+		st = zeros_propagate_all(inv, agg, resolved, &infeasible);
 	}
 	for (size_t c = 0; !st && c < m->n_cells; c++) /* a conflict shows later */
 		zero[c] |= agg[c < nc ? c : m->agg[c - nc]];

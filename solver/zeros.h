@@ -115,6 +115,11 @@ enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8
  */
 enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
 			       int *infeasible);
+/* The same with the flows of every bucket, not only those knowledge rows
+ * touch: the pseudonym model (lifted_run.c) zeros cells of buckets no
+ * rule touches. */
+enum pm_status zeros_propagate_all(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+				   int *infeasible);
 
 /* ---- zeros_relax.c --------------------------------------------------- */
 

@@ -489,12 +489,14 @@ static void bucket_flow(struct prop *p, struct flow *w, size_t b)
 				set_zero(p, off + i * h + j);
 }
 
-static enum pm_status flow_init(struct flow *w, const struct prop *p)
+static enum pm_status flow_init(struct flow *w, const struct prop *p, const uint32_t *buckets,
+				size_t n_buckets)
 {
 	size_t gh = 1, gph = 1;
 
-	for (size_t b = 0; b < p->inv->n_groups; b++) { /* any bucket may get zeros */
-		size_t cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
+	for (size_t k = 0; k < n_buckets; k++) { /* no flow elsewhere */
+		size_t b = buckets ? buckets[k] : k,
+		       cells = p->inv->cell_off[b + 1] - p->inv->cell_off[b];
 
 		gh = cells > gh ? cells : gh;
 		gph = invariants_bucket_g(p->inv, b) + p->h[b] > gph
@@ -554,8 +556,8 @@ static void bucket_step(struct prop *p, struct flow *w, size_t b)
  * buckets, a flow only its bucket's. Every step only adds zeros that hold
  * in every solution, so the fixpoint does not depend on the order.
  */
-enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
-			       int *infeasible)
+static enum pm_status propagate(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+				const uint32_t *buckets, size_t n_buckets, int *infeasible)
 {
 	struct prop p = {.inv = inv, .zero = zero};
 	struct flow w = {0};
@@ -563,7 +565,7 @@ enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint
 	enum pm_status st = prop_init(&p);
 
 	if (!st)
-		st = flow_init(&w, &p);
+		st = flow_init(&w, &p, buckets, n_buckets);
 	for (int dirty = 1; !st && dirty && !p.infeasible;) {
 		p.changed = 0;
 		for (size_t r = first; r < inv->n_rows && !p.infeasible; r++) {
@@ -572,15 +574,24 @@ enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint
 			p.row_dirty[r] = 0;
 			resolved[r] = (uint8_t)row_tighten(&p, r);
 		}
-		/* every bucket: the pseudonym model (lifted_run.c) zeros cells
-		 * of buckets no rule touches (a bucket without a zero costs
-		 * a check of its flags, once) */
-		for (size_t b = 0; b < inv->n_groups && !p.infeasible; b++)
-			bucket_step(&p, &w, b);
+		for (size_t k = 0; k < n_buckets && !p.infeasible; k++)
+			bucket_step(&p, &w, buckets ? buckets[k] : k);
 		dirty = p.changed;
 	}
 	*infeasible = p.infeasible;
 	flow_finish(&w);
 	prop_finish(&p);
 	return st;
+}
+
+enum pm_status zeros_propagate(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+			       int *infeasible)
+{
+	return propagate(inv, zero, resolved, inv->touched, inv->n_touched, infeasible);
+}
+
+enum pm_status zeros_propagate_all(const struct invariants *inv, uint8_t *zero, uint8_t *resolved,
+				   int *infeasible)
+{
+	return propagate(inv, zero, resolved, NULL, inv->n_groups, infeasible);
 }
