@@ -101,6 +101,13 @@ enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowled
 
 /* ---- lifted_run.c ------------------------------------------------------ */
 
+/* Tells solver.c's clock the solve moved from the zeros to the dual's
+ * iterations (nonzero: cancelled, err set). */
+struct lifted_phase {
+	int (*iterate)(void *ctx, struct pm_error *err);
+	void *ctx;
+};
+
 /* What the solve of the pseudonym model leaves for the result. */
 struct lifted_answer {
 	struct lifted m;
@@ -117,8 +124,8 @@ struct lifted_answer {
  */
 enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
-			  struct lifted_answer *a, double *cells, struct maxent_stats *ms,
-			  size_t *forced, struct pm_error *err);
+			  const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
+			  struct maxent_stats *ms, size_t *forced, struct pm_error *err);
 /* r's statements (st_*) and people (person_*) from a, and max_violation
  * raised to the model's own rows'. */
 enum pm_status lifted_outputs(const struct lifted_answer *a, const struct knowledge *k,

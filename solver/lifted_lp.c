@@ -341,6 +341,8 @@ out:
 	if (lp)
 		glp_delete_prob(lp);
 	lprog_finish(&p);
+	/* GLPK's per-thread environment would outlive a worker thread */
+	zeros_lp_release();
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory deciding the forced zeros");
 	else if (st == PM_ERR_INTERNAL)
@@ -370,6 +372,7 @@ enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowled
 	else if (p.entries > LIFTED_LP_ENTRIES) /* the zeros proved it */
 		st = conflict_report(ds, k, m, o, err);
 	lprog_finish(&p);
+	zeros_lp_release();
 	return st;
 }
 

@@ -285,8 +285,8 @@ static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k
 
 enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
-			  struct lifted_answer *a, double *cells, struct maxent_stats *ms,
-			  size_t *forced, struct pm_error *err)
+			  const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
+			  struct maxent_stats *ms, size_t *forced, struct pm_error *err)
 {
 	struct zeros z;
 	uint8_t *zero = NULL, *touched = calloc(inv->n_groups + 1, 1);
@@ -305,10 +305,14 @@ enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 		goto out;
 	}
-	st = rounds(ds, k, a, zero, z.implied, o, touched, ms, err);
+	st = ph && ph->iterate(ph->ctx, err)
+		 ? PM_ERR_CANCELLED
+		 : rounds(ds, k, a, zero, z.implied, o, touched, ms, err);
 	if (st && st != PM_ERR_CANCELLED)
 		goto out;
-	if (alone_buckets(ds, inv, zero, touched, a->y))
+	/* a cancel too leaves an estimate (solver.c's time limit answers
+	 * with it): the dual's last iterate, every other bucket alone */
+	if (alone_buckets(ds, inv, zero, touched, a->y) && !st)
 		st = error_set(err, PM_ERR_INTERNAL, "", "a bucket's scaling missed its target");
 	*forced = 0;
 	for (size_t c = 0; c < inv->n_cells; c++) {
@@ -319,6 +323,9 @@ enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 	for (size_t c = inv->n_cells; c < a->m.n_cells; c++)
 		cells[a->m.agg[c - inv->n_cells]] += a->y[c];
 out:
+	if (st == PM_ERR_CANCELLED && !a->y) /* stopped before the model: the closed form */
+		for (size_t b = 0; b < inv->n_groups; b++)
+			metrics_closed_form(ds, inv, b, cells);
 	free(zero);
 	free(touched);
 	zeros_finish(&z);
@@ -347,7 +354,11 @@ enum pm_status lifted_outputs(const struct lifted_answer *a, const struct knowle
 			      double tolerance, struct solver_result *r)
 {
 	const struct lifted *m = &a->m;
-	size_t np = m->n_cells - m->inv->n_cells;
+	size_t np;
+
+	if (!a->y) /* stopped before the model was built */
+		return PM_OK;
+	np = m->n_cells - m->inv->n_cells;
 
 	r->st_achieved = calloc(k->n_statements + 1, sizeof *r->st_achieved);
 	r->st_binding = calloc(k->n_statements + 1, 1);

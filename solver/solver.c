@@ -591,6 +591,12 @@ static int run_phase(struct run *u, enum solver_phase phase, int base, struct pm
 	return 1;
 }
 
+/* The pseudonym model's solve enters its iterations (lifted_run). */
+static int lifted_iterate(void *ctx, struct pm_error *err)
+{
+	return run_phase(ctx, SOLVER_PHASE_ITERATE, 0, err);
+}
+
 /* The stall, in small sleeps: 1 when a cancel or the limit ends it. */
 static int deadline_stall(struct deadline *d, int iteration, double violation)
 {
@@ -729,7 +735,9 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		goto out;
 	}
 	if (lifted_needed(k)) {
-		st = lifted_run(ds, k, inv, &wo, &la, r->cells, &u.ms, &r->forced_zeros, err);
+		struct lifted_phase ph = {lifted_iterate, &u};
+
+		st = lifted_run(ds, k, inv, &wo, &ph, &la, r->cells, &u.ms, &r->forced_zeros, err);
 	} else {
 		st = solve_all(ds, inv, &wo, &u, r, err);
 		if (!st)

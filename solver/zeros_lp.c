@@ -884,6 +884,7 @@ enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o
 	free(cs);
 	components_finish(&lists);
 	context_finish(&bd);
+	zeros_lp_release(); /* called outside zeros_deepen too (solver.c) */
 	return st;
 }
 

@@ -574,8 +574,54 @@ static void test_conflicts(void)
 	CHECK(named == cases && cases > 10);
 }
 
+static int cancel_now(void *ctx, const struct solver_progress *p)
+{
+	(void)p;
+	return ++*(int *)ctx >= 2;
+}
+
+/* Every piece of work has a bound: a solve with statements and people
+ * that runs out of time answers not converged ("time_limit") with an
+ * estimate, and a cancel stops it (PM_ERR_CANCELLED). */
+static void test_limits(void)
+{
+	uint64_t rng = 77;
+	struct dataset *ds = random_dataset(&rng);
+	struct knowledge k;
+	struct invariants inv = {0};
+	struct solver_options o;
+	struct solver_result r = {0};
+	struct pm_error err = {0};
+	uint32_t s0 = ds->bs_value[ds->bs_off[0]];
+	int calls = 0;
+
+	knowledge_init(&k);
+	mine(ds, &rng, &k, 0.1);
+	add_person(&k, ds->bq_tuple[ds->bq_off[0]], 0);
+	person_says(&k, ds, 0, &s0, 1, 0.5);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	solver_options_init(&o);
+	o.time_limit = 0.05;
+	o.stall = 0.2; /* slow on purpose */
+	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_OK);
+	CHECK(r.status == SOLVER_NOT_CONVERGED && !strcmp(r.reason, "time_limit"));
+	for (size_t q = 0; r.post_off && q < ds->n_tuples; q++)
+		for (size_t e = r.post_off[q]; e < r.post_off[q + 1]; e++)
+			CHECK(isfinite(r.post_p[e]));
+	solver_result_finish(&r);
+	solver_options_init(&o);
+	o.progress = cancel_now;
+	o.progress_ctx = &calls;
+	CHECK(solver_run(ds, &k, &inv, &o, &r, &err) == PM_ERR_CANCELLED);
+	solver_result_finish(&r);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	dataset_destroy(ds);
+}
+
 int main(void)
 {
+	test_limits();
 	test_conflicts();
 	test_reductions();
 	test_derivatives();
