@@ -1,6 +1,6 @@
 /*
  * Shared by the files of the pseudonym model's solve (lifted*.c): the
- * two-level problem over the buckets its open rows touch (lifted.c), its
+ * two-level problem over the buckets its open rows touch (lifted_dual.c), its
  * set-up and the solve's order (lifted_setup.c, lifted_run.c), and the
  * exact programs for its zeros and conflicts (lifted_lp.c).
  */
@@ -67,12 +67,12 @@ enum pm_status lsys_init(struct lsys *s, const struct dataset *ds, const struct 
 			 size_t *empty);
 void lsys_finish(struct lsys *s);
 
-/* ---- lifted.c ---------------------------------------------------------- */
+/* ---- lifted_dual.c ----------------------------------------------------- */
 
 /* The outer problem for newton_minimize. */
-void lifted_problem(struct lsys *s, struct newton_problem *np);
+void lifted_dual_problem(struct lsys *s, struct newton_problem *np);
 /* Evaluates at mu (the start) and prepares there. */
-void lifted_start(struct lsys *s, const double *mu);
+void lifted_dual_start(struct lsys *s, const double *mu);
 
 /* ---- lifted_full.c ----------------------------------------------------- */
 

@@ -3,7 +3,7 @@
  * forced zeros (zeros.c at ZEROS_CHEAP: every zero of the aggregated
  * system is one of the model's, as the model's solutions aggregate to
  * the system's), the model's own cheap ones, the two-level dual over the
- * open rows (lifted.c), and, only when that does not converge, the exact
+ * open rows (lifted_dual.c), and, only when that does not converge, the exact
  * programs (lifted_lp.c): they name a conflict, or add the zeros the
  * dual was running down, and the dual goes on from where it was.
  */
@@ -164,8 +164,8 @@ static enum pm_status newton_round(struct lsys *s, const struct solver_options *
 
 	for (size_t i = 0; i < s->r; i++)
 		big = fmax(big, fabs(s->mid[i]));
-	lifted_start(s, x);
-	lifted_problem(s, &np);
+	lifted_dual_start(s, x);
+	lifted_dual_problem(s, &np);
 	np.null = &null;
 	np.stop = exact ? NEWTON_STOP_NONE : NEWTON_STOP_STALL;
 	if (!null.row || newton_create(&np, &nw))

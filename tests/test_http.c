@@ -286,6 +286,32 @@ static void test_solve_interval(unsigned port, const char *small)
 	resp_free(&r);
 }
 
+/* The same knowledge as an analysis of a stored dataset: it succeeds,
+ * its result with the person and the statement's binding. */
+static void test_analysis_people(unsigned port, const char *small, const char *ann)
+{
+	char body[4096], *ds = upload(port, small), *an = NULL;
+	json_t *res;
+	struct resp r = {0};
+
+	snprintf(body, sizeof body,
+		 "{\"knowledge\": %s{\"terms\": [{\"person\": \"ann\", \"then\": "
+		 "\"flu\"}], \"value\": 0}]}}",
+		 ann);
+	if (ds && (an = analyse(port, ds, body))) {
+		r = wait_done(port, an);
+		res = json_object_get(r.json, "result");
+		CHECK_STR(jstr(r.json, "status"), "succeeded");
+		CHECK_STR(jstr(json_array_get(json_object_get(res, "individuals"), 0), "name"),
+			  "ann");
+		CHECK_STR(jstr(json_array_get(json_object_get(res, "statements"), 0), "binding"),
+			  "value");
+	}
+	resp_free(&r);
+	free(ds);
+	free(an);
+}
+
 /* Statements and named people over HTTP: ann (young M) does not have
  * flu, so the person term binds at its value and ann's p has no flu;
  * two statements that cannot both hold are 422 naming both. */
@@ -319,6 +345,7 @@ static void test_solve_people(unsigned port, const char *small)
 	check_problem(&r, 422, "knowledge.statements",
 		      "these statements together: statements[0]; statements[1]");
 	resp_free(&r);
+	test_analysis_people(port, small, ann);
 }
 
 static void test_solve(void)

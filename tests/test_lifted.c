@@ -292,8 +292,8 @@ static void check_dual(const struct dataset *ds, const struct knowledge *k, uint
 			x[i] = ((double)(rng_next(rng) % 2001) / 1000.0 - 1.0) * 0.5;
 		for (size_t i = 0; i < r; i++)
 			v[i] = (double)(rng_next(rng) % 2001) / 1000.0 - 1.0;
-		lifted_start(&s, x);
-		lifted_problem(&s, &np);
+		lifted_dual_start(&s, x);
+		lifted_dual_problem(&s, &np);
 		np.eval(np.ctx, x, g, &viol);
 		np.prepare(np.ctx, x);
 		np.hv(np.ctx, v, hv);

@@ -296,7 +296,7 @@ static void nt_hessian(void *ctx, int blocks, double *out)
 	kink_shift(s, out);
 }
 
-void lifted_problem(struct lsys *s, struct newton_problem *np)
+void lifted_dual_problem(struct lsys *s, struct newton_problem *np)
 {
 	double records = 0;
 	int formed = s->r <= LIFTED_DENSE;
@@ -317,7 +317,7 @@ void lifted_problem(struct lsys *s, struct newton_problem *np)
 }
 
 /* Evaluates G at mu (the start) and makes it the prepared point. */
-void lifted_start(struct lsys *s, const double *mu)
+void lifted_dual_start(struct lsys *s, const double *mu)
 {
 	double v;
 
