@@ -25,6 +25,7 @@ void solver_options_init(struct solver_options *o)
 	memset(o, 0, sizeof *o);
 	o->tolerance = 1e-6;
 	o->max_iterations = 10000;
+	privacy_options_init(&o->privacy);
 }
 
 void solver_result_finish(struct solver_result *r)
@@ -765,6 +766,12 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (st)
 		goto out;
 	r->metrics_seconds = solver_now() - t1;
+	t1 = solver_now();
+	if ((st = privacy_all(ds, inv, &o->privacy, r))) {
+		error_set(err, st, "", "out of memory");
+		goto out;
+	}
+	r->privacy_seconds = solver_now() - t1;
 	r->zeros_seconds = u.z.seconds;
 	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
 	/* stopped by the time limit: not converged, whatever its violation

@@ -40,6 +40,41 @@ struct solver_progress {
 	double max_violation;
 };
 
+/* ---- privacy.c ---------------------------------------------------------- */
+
+/* The privacy verdict's parameters (SPEC 4.1: "report"). */
+struct privacy_options {
+	double threshold; /* records at risk: max_s P(s|q) >= threshold; 0.5 */
+	double c;	  /* recursive (c, l)-diversity; 3 */
+};
+
+void privacy_options_init(struct privacy_options *o);
+
+/* SPEC 4.1's metrics of one table of distributions P(s | q). */
+struct privacy_report {
+	int has; /* computed (the truth needs the records) */
+	/* max_disclosure: the largest P(s|q), first in tuple order, then the
+	 * tuple's most likely value (the first of equal ones); count n(q) */
+	double max_p;
+	uint32_t max_q, max_s, max_count;
+	uint64_t at_risk; /* records whose tuple reaches the threshold */
+	double at_risk_fraction;
+	double min_entropy_l;	 /* min over q of exp(H(P(.|q))), nats */
+	long recursive_cl;	 /* largest l every q satisfies; 0: none */
+	double t_closeness;	 /* max over q of (1/2) sum_s |P(s|q) - P(s)| */
+	double delta_disclosure; /* max over P(s|q) > 0 of |ln(P(s|q) / P(s))| */
+};
+
+enum privacy_source { PRIVACY_POSTERIOR = 0, PRIVACY_BASELINE, PRIVACY_TRUTH, PRIVACY_SOURCES };
+
+/* The metrics of the distributions p[off[q] .. off[q + 1]) over the
+ * values sa[..] of each tuple q of ds into *out. */
+enum pm_status privacy_compute(const struct dataset *ds, const size_t *off, const uint32_t *sa,
+			       const double *p, const struct privacy_options *o,
+			       struct privacy_report *out);
+
+/* ---- solver.c, continued ---------------------------------------------- */
+
 struct solver_options {
 	enum solver_method method;
 	double tolerance;   /* max_violation target, records; default 1e-6 */
@@ -72,6 +107,8 @@ struct solver_options {
 	 * seconds at its first progress check (still honouring the cancel
 	 * and the time limit), so that it is slow on purpose. 0: off. */
 	double stall;
+	/* the privacy verdict's parameters (r->privacy) */
+	struct privacy_options privacy;
 };
 
 void solver_options_init(struct solver_options *o);
@@ -137,7 +174,16 @@ struct solver_result {
 	size_t *person_off;
 	uint32_t *person_group, *person_sa;
 	double *person_p;
+	/* SPEC 4.1 on the posterior, the no-knowledge estimate and (records
+	 * form) the original table; privacy_seconds their cost */
+	struct privacy_report privacy[PRIVACY_SOURCES];
+	double privacy_seconds;
 };
+
+/* r->privacy from r's posterior, the closed form and the records. */
+struct invariants;
+enum pm_status privacy_all(const struct dataset *ds, const struct invariants *inv,
+			   const struct privacy_options *o, struct solver_result *r);
 
 enum solver_binding {
 	SOLVER_BINDING_NONE = 0, /* inside its interval */

@@ -1,0 +1,176 @@
+/*
+ * The privacy verdict of SPEC 4.1 on a table of distributions P(s | q),
+ * one per tuple: the MaxEnt posterior, the no-knowledge estimate (the
+ * closed form of Theorem 5, summed over the buckets of each tuple) and,
+ * with the records, the original table. Every metric reads only these
+ * distributions, the tuples' counts and the table's SA distribution P(s).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "solver.h"
+
+/* Probabilities within this of each other are a tie: at the threshold a
+ * tie counts as reached (SPEC 4.1: >= threshold - 1e-9); in recursive
+ * (c, l)-diversity's strict r_1 < c (...) it does not hold, whichever
+ * way the rounding of the two sides fell. */
+#define RISK_SLACK 1e-9
+
+void privacy_options_init(struct privacy_options *o)
+{
+	o->threshold = 0.5;
+	o->c = 3;
+}
+
+/* Compares doubles descending, for the sorted probabilities of a tuple. */
+static int cmp_desc(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x < y) - (x > y);
+}
+
+/*
+ * The largest l for which the sorted probabilities r[0 .. m) satisfy
+ * recursive (c, l)-diversity, r_1 < c (r_l + ... + r_m) (Machanavajjhala
+ * et al., Definition 4.2, on P(.|q) instead of counts: the same
+ * inequality scaled by n(q)), a tie (RISK_SLACK) failing; 0 if not even
+ * l = 1 holds. The tails fall as l grows, so the first l that fails ends
+ * the search.
+ */
+static long recursive_l(const double *r, size_t m, double c)
+{
+	double tail = 0;
+	long l = 0;
+
+	for (size_t i = 0; i < m; i++)
+		tail += r[i];
+	for (size_t i = 0; i < m; i++) { /* l = i + 1: tail = r_{i+1} + ... */
+		if (!(r[0] < c * tail - RISK_SLACK))
+			break;
+		l = (long)i + 1;
+		tail -= r[i];
+	}
+	return l;
+}
+
+/* One tuple's contribution: its distribution p[0 .. n) over values sa[]. */
+static void tuple_metrics(const struct dataset *ds, const double *ps, uint32_t q,
+			  const uint32_t *sa, const double *p, size_t n,
+			  const struct privacy_options *o, double *sorted,
+			  struct privacy_report *out)
+{
+	double h = 0, top = 0, tv = 0, covered = 0;
+	size_t m = 0;
+	uint32_t top_s = 0;
+
+	for (size_t e = 0; e < n; e++) {
+		if (!(p[e] > 0))
+			continue;
+		if (p[e] > top) {
+			top = p[e];
+			top_s = sa[e];
+		}
+		h -= p[e] * log(p[e]);
+		tv += fabs(p[e] - ps[sa[e]]);
+		covered += ps[sa[e]];
+		out->delta_disclosure = fmax(out->delta_disclosure, fabs(log(p[e] / ps[sa[e]])));
+		sorted[m++] = p[e];
+	}
+	tv += fmax(0, 1 - covered); /* the values q has no mass on */
+	if (top > out->max_p) {
+		out->max_p = top;
+		out->max_q = q;
+		out->max_s = top_s;
+	}
+	if (top >= o->threshold - RISK_SLACK)
+		out->at_risk += ds->tuple_count[q];
+	out->min_entropy_l = fmin(out->min_entropy_l, exp(h));
+	out->t_closeness = fmax(out->t_closeness, 0.5 * tv);
+	qsort(sorted, m, sizeof *sorted, cmp_desc);
+	if (m) {
+		long l = recursive_l(sorted, m, o->c);
+
+		out->recursive_cl =
+		    out->recursive_cl < 0 || l < out->recursive_cl ? l : out->recursive_cl;
+	}
+}
+
+enum pm_status privacy_compute(const struct dataset *ds, const size_t *off, const uint32_t *sa,
+			       const double *p, const struct privacy_options *o,
+			       struct privacy_report *out)
+{
+	size_t ns = ds->sa_values.n, widest = 1;
+	double *ps = calloc(ns + 1, sizeof *ps), *sorted;
+
+	memset(out, 0, sizeof *out);
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		widest = off[q + 1] - off[q] > widest ? off[q + 1] - off[q] : widest;
+	sorted = malloc(widest * sizeof *sorted);
+	if (!ps || !sorted) {
+		free(ps);
+		free(sorted);
+		return PM_ERR_NOMEM;
+	}
+	/* the table's SA distribution, from the published SA counts */
+	for (size_t b = 0; b < ds->n_groups; b++)
+		for (size_t e = ds->bs_off[b]; e < ds->bs_off[b + 1]; e++)
+			ps[ds->bs_value[e]] += ds->bs_count[e] / (double)ds->n_records;
+	out->min_entropy_l = INFINITY;
+	out->recursive_cl = -1; /* none seen yet */
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		tuple_metrics(ds, ps, (uint32_t)q, sa + off[q], p + off[q], off[q + 1] - off[q], o,
+			      sorted, out);
+	out->recursive_cl = out->recursive_cl < 0 ? 0 : out->recursive_cl;
+	out->max_count = ds->n_tuples ? ds->tuple_count[out->max_q] : 0;
+	out->at_risk_fraction = ds->n_records ? (double)out->at_risk / ds->n_records : 0;
+	out->has = 1;
+	free(ps);
+	free(sorted);
+	return PM_OK;
+}
+
+/* The no-knowledge estimate per slot of inv (Eq. 9 summed over the
+ * buckets of q: sum_b n(q,b)/n(q) n(s,b)/n(b)) into p, or with truth the
+ * records' n(q,s)/n(q). */
+static void slot_table(const struct dataset *ds, const struct invariants *inv, int truth, double *p)
+{
+	memset(p, 0, inv->slot_off[ds->n_tuples] * sizeof *p);
+	for (size_t q = 0; q < ds->n_tuples; q++) {
+		double nq = ds->tuple_count[q];
+
+		for (size_t e = inv->rec_off[q]; truth && e < inv->rec_off[q + 1]; e++)
+			p[inv->rec_slot[e]] = inv->rec_count[e] / nq;
+		for (size_t o = inv->occ_off[q]; !truth && o < inv->occ_off[q + 1]; o++) {
+			size_t b = inv->occ_bucket[o];
+
+			for (size_t j = 0; j < inv->bucket_h[b]; j++)
+				p[inv->cell_slot[inv->occ_cell[o] + j]] +=
+				    inv->occ_count[o] / nq * invariants_sa_count(inv, b, j) /
+				    inv->bucket_n[b];
+		}
+	}
+}
+
+enum pm_status privacy_all(const struct dataset *ds, const struct invariants *inv,
+			   const struct privacy_options *o, struct solver_result *r)
+{
+	double *p = malloc((inv->slot_off[ds->n_tuples] + 1) * sizeof *p);
+	enum pm_status st = p ? privacy_compute(ds, r->post_off, r->post_sa, r->post_p, o,
+						&r->privacy[PRIVACY_POSTERIOR])
+			      : PM_ERR_NOMEM;
+
+	if (!st) {
+		slot_table(ds, inv, 0, p);
+		st = privacy_compute(ds, inv->slot_off, inv->slot_sa, p, o,
+				     &r->privacy[PRIVACY_BASELINE]);
+	}
+	if (!st && ds->has_ground_truth) {
+		slot_table(ds, inv, 1, p);
+		st = privacy_compute(ds, inv->slot_off, inv->slot_sa, p, o,
+				     &r->privacy[PRIVACY_TRUTH]);
+	}
+	free(p);
+	return st;
+}
