@@ -35,6 +35,9 @@ static const char usage_solve[] =
     "  --max-iterations N   solver iteration limit (default 10000)\n"
     "  --time-limit S       stop the solve after S seconds: status not_converged,\n"
     "                       reason time_limit, the best point so far (default none)\n"
+    "  --threshold T        privacy: a tuple is at risk when some P*(s|q) >= T\n"
+    "                       (default 0.5)\n"
+    "  --c C                privacy: the c of recursive (c,l)-diversity (default 3)\n"
     "  --sa COL             CSV input: the sensitive attribute column (required)\n"
     "  --group COL          CSV input: the group column (required)\n"
     "  -h, --help           show this help\n"
@@ -78,6 +81,8 @@ static const struct option opts_solve[] = {
     {"max-iterations", required_argument, NULL, OPT_BASE + OPT_MAX_ITER},
     {"method", required_argument, NULL, OPT_BASE + OPT_METHOD},
     {"time-limit", required_argument, NULL, OPT_BASE + OPT_TIME_LIMIT},
+    {"threshold", required_argument, NULL, OPT_BASE + OPT_THRESHOLD},
+    {"c", required_argument, NULL, OPT_BASE + OPT_C},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
     {"help", no_argument, NULL, 'h'},
@@ -371,6 +376,37 @@ static int solver_flags(const struct cmd *c, const struct args *a, json_t **out)
 	return -1;
 }
 
+/* --threshold / --c into the knowledge document's "report" (made if
+ * need be), over the file's: codec_report_options checks them as it does
+ * the JSON. Returns -1 when fine, else the exit code. */
+static int report_flags(const struct cmd *c, const struct args *a, json_t **know)
+{
+	static const struct {
+		enum opt_id id;
+		const char *flag, *key;
+	} f[] = {{OPT_THRESHOLD, "--threshold", "threshold"}, {OPT_C, "--c", "c"}};
+	json_t *report;
+	double v;
+
+	if (!a->opt[OPT_THRESHOLD] && !a->opt[OPT_C])
+		return -1;
+	if (!*know && !(*know = json_object()))
+		return 1;
+	if (!json_is_object(*know))
+		return -1; /* the pipeline names the knowledge's error */
+	report = json_object_get(*know, "report");
+	if (!json_is_object(report) && json_object_set_new(*know, "report", report = json_object()))
+		return 1;
+	for (size_t i = 0; i < 2; i++) {
+		if (!a->opt[f[i].id])
+			continue;
+		if (cli_parse_real(c, f[i].flag, a->opt[f[i].id], &v))
+			return 2;
+		json_object_set_new(report, f[i].key, json_real(v));
+	}
+	return -1;
+}
+
 static int cmd_solve(const struct cmd *c, const struct args *a)
 {
 	struct pm_error err = {0};
@@ -390,6 +426,9 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 	st = load_dataset(a->pos[0], a, &ds, &err);
 	if (!st && a->n_pos > 1)
 		st = load_json(a->pos[1], &know, &err);
+	if (!st && (rc = report_flags(c, a, &know)) >= 0)
+		goto out;
+	rc = -1;
 	/* a "solver" block in the knowledge file; flags win */
 	if (!st && json_is_object(json_object_get(know, "solver")))
 		json_object_update_missing(solver, json_object_get(know, "solver"));

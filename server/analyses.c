@@ -66,6 +66,8 @@ static enum pm_status check_analysis(const struct dataset *ds, const json_t *kno
 	solver_options_init(&o);
 	if (!(st = codec_solver_options(solver, &o, err)))
 		st = check_time_limit(&o, max_time, flag, err);
+	if (!st) /* "report" (moved into the knowledge: merge_report) */
+		st = codec_report_options(json_object_get(know, "report"), &o.privacy, err);
 	return st;
 }
 
@@ -82,6 +84,26 @@ static json_t *merged_solver(const json_t *know, const json_t *solver)
 	if (m)
 		json_object_update_missing(m, inner);
 	return m;
+}
+
+/* A request's "report" (beside "solver", SPEC 4.1) moves into its
+ * knowledge document, where the pipeline reads it (as a knowledge file
+ * may carry one for the CLI); the request's wins. -1 out of memory. */
+static int merge_report(json_t *req)
+{
+	json_t *report = json_object_get(req, "report"), *know = json_object_get(req, "knowledge");
+
+	if (!report)
+		return 0;
+	if (!json_is_object(know)) {
+		if (know && !json_is_null(know))
+			return 0; /* the knowledge's own error comes first */
+		if (json_object_set_new(req, "knowledge", know = json_object()))
+			return -1;
+	}
+	if (json_object_set(know, "report", report))
+		return -1;
+	return json_object_del(req, "report");
 }
 
 /* The request envelope: an object with only the given keys. */
@@ -182,7 +204,7 @@ static void analysis_respond(struct http_server *h, struct http_response *res, u
  * an analysis without knowledge). */
 static int analysis_request(const struct http_request *r, json_t **req, struct http_response *res)
 {
-	static const char *const keys[] = {"knowledge", "solver"};
+	static const char *const keys[] = {"knowledge", "solver", "report"};
 
 	if (r->body_len == 0) {
 		*req = json_object();
@@ -192,9 +214,9 @@ static int analysis_request(const struct http_request *r, json_t **req, struct h
 		http_unsupported(res, r, "application/json");
 		return -1;
 	}
-	if (http_body_json(r, req, res))
+	if (http_body_json(r, req, res) || check_keys(*req, keys, 3, res))
 		return -1;
-	return check_keys(*req, keys, 2, res);
+	return merge_report(*req) ? http_oom(res) : 0;
 }
 
 /* Loads the stored dataset of the request and validates the analysis
@@ -574,7 +596,7 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 
 static void solve(struct http_server *h, const struct http_request *r, struct http_response *res)
 {
-	static const char *const keys[] = {"dataset", "knowledge", "solver"};
+	static const char *const keys[] = {"dataset", "knowledge", "solver", "report"};
 	double t0 = pipeline_now();
 	struct dataset *ds = NULL;
 	struct pm_error err = {0};
@@ -584,8 +606,12 @@ static void solve(struct http_server *h, const struct http_request *r, struct ht
 		http_unsupported(res, r, "application/json");
 		return;
 	}
-	if (http_body_json(r, &req, res) || check_keys(req, keys, 3, res))
+	if (http_body_json(r, &req, res) || check_keys(req, keys, 4, res))
 		goto out;
+	if (merge_report(req)) {
+		http_oom(res);
+		goto out;
+	}
 	if (!json_object_get(req, "dataset")) {
 		http_problem(res, 422, "dataset", "is required (a dataset JSON document)");
 		goto out;

@@ -472,3 +472,31 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, s
 		o->max_iterations = (int)json_integer_value(iter);
 	return parse_time_limit(json_object_get(j, "time_limit"), o, err);
 }
+
+/* "report": {"threshold": t in [0, 1], "c": c > 0} (SPEC 4.1). */
+enum pm_status codec_report_options(const json_t *j, struct privacy_options *o,
+				    struct pm_error *err)
+{
+	static const char *const keys[] = {"threshold", "c", NULL};
+	const json_t *t, *c;
+
+	if (!j || json_is_null(j))
+		return PM_OK;
+	if (!json_is_object(j))
+		return codec_bad_value(err, "report", "an object", j);
+	if (codec_check_keys(j, "report", keys, err))
+		return PM_ERR_INPUT;
+	t = json_object_get(j, "threshold");
+	c = json_object_get(j, "c");
+	if (t &&
+	    (!json_is_number(t) || !(json_number_value(t) >= 0) || !(json_number_value(t) <= 1)))
+		return codec_bad_value(err, "report.threshold", "a number from 0 to 1", t);
+	if (c &&
+	    (!json_is_number(c) || !(json_number_value(c) > 0) || !isfinite(json_number_value(c))))
+		return codec_bad_value(err, "report.c", "a positive finite number", c);
+	if (t)
+		o->threshold = json_number_value(t);
+	if (c)
+		o->c = json_number_value(c);
+	return PM_OK;
+}

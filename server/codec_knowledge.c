@@ -30,8 +30,10 @@
 /* ---- keys --------------------------------------------------------------- */
 
 /* "solver": one file can carry a whole analysis for the CLI */
-static const char *const knowledge_keys[] = {"rules", "statements", "individuals",
-					     "mine",  "solver",	    NULL};
+/* "report": the privacy verdict's options (SPEC 4.1), read by the
+ * pipeline (codec_report_options) */
+static const char *const knowledge_keys[] = {"rules",  "statements", "individuals", "mine",
+					     "solver", "report",     NULL};
 /* codec_rule writes "source", "support" and "confidence" too, a result
  * "achieved" and "binding", and `pmaxent mine` output and a result's rules
  * must read back as knowledge */
@@ -436,6 +438,6 @@ enum pm_status codec_knowledge(const json_t *j, const struct dataset *ds, struct
 void codec_request_field(struct pm_error *err)
 {
 	if ((err->status == PM_ERR_INPUT || err->status == PM_ERR_INCONSISTENT) &&
-	    strncmp(err->field, "solver", 6))
+	    strncmp(err->field, "solver", 6) && strncmp(err->field, "report", 6))
 		error_prefix(err, "knowledge");
 }

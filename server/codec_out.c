@@ -440,12 +440,50 @@ static json_t *timings_json(const struct codec_timings *t)
 static json_t *phases_json(const struct solver_result *r)
 {
 	json_t *o = json_object();
-	double rest = r->seconds - r->zeros_seconds - r->metrics_seconds;
+	double rest = r->seconds - r->zeros_seconds - r->metrics_seconds - r->privacy_seconds;
 	int bad = !o;
 
 	bad |= put(o, "forced_zeros", jreal(r->zeros_seconds)) |
 	       put(o, "iterate", jreal(rest > 0 ? rest : 0)) |
-	       put(o, "metrics", jreal(r->metrics_seconds));
+	       put(o, "metrics", jreal(r->metrics_seconds)) |
+	       put(o, "privacy", jreal(r->privacy_seconds));
+	return checked(o, bad);
+}
+
+/* One source's SPEC 4.1 metrics. */
+static json_t *privacy_metrics(const struct dataset *ds, const struct privacy_report *p)
+{
+	json_t *o = json_object(), *m = json_object();
+	int bad = !o || !m;
+
+	bad |= put(m, "p", jreal(p->max_p)) |
+	       put(m, "qi", ds->n_tuples ? tuple_json(ds, p->max_q) : json_array()) |
+	       put(m, "sa", ds->n_tuples ? jstr(ds->sa_values.str[p->max_s]) : json_null()) |
+	       put(m, "count", json_integer(p->max_count));
+	bad |= put(o, "max_disclosure", m) |
+	       put(o, "records_at_risk", json_integer((json_int_t)p->at_risk)) |
+	       put(o, "records_at_risk_fraction", jreal(p->at_risk_fraction)) |
+	       put(o, "min_entropy_l", jreal(p->min_entropy_l)) |
+	       put(o, "recursive_cl", json_integer(p->recursive_cl)) |
+	       put(o, "t_closeness", jreal(p->t_closeness)) |
+	       put(o, "delta_disclosure", jreal(p->delta_disclosure));
+	return checked(o, bad);
+}
+
+json_t *codec_privacy(const struct dataset *ds, const struct solver_result *r)
+{
+	json_t *o;
+	int bad;
+
+	if (!r->privacy[PRIVACY_POSTERIOR].has)
+		return NULL;
+	o = privacy_metrics(ds, &r->privacy[PRIVACY_POSTERIOR]);
+	bad = !o;
+	bad |= put(o, "threshold", jreal(r->privacy_options.threshold)) |
+	       put(o, "c", jreal(r->privacy_options.c)) |
+	       put(o, "baseline", privacy_metrics(ds, &r->privacy[PRIVACY_BASELINE]));
+	if (r->privacy[PRIVACY_TRUTH].has)
+		bad |= put(o, "truth", privacy_metrics(ds, &r->privacy[PRIVACY_TRUTH]));
 	return checked(o, bad);
 }
 
@@ -511,6 +549,8 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 			    r->estimation_infinite) |
 	       put_accuracy(o, "baseline_accuracy", r->has_accuracy, r->baseline_accuracy,
 			    r->baseline_infinite);
+	if (r->privacy[PRIVACY_POSTERIOR].has)
+		bad |= put(o, "privacy", codec_privacy(ds, r));
 	bad |= put(o, "posterior", posterior_json(ds, r));
 	return checked(o, bad);
 }

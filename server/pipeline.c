@@ -83,7 +83,8 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 	else
 		solver_options_init(&o);
 	if ((st = codec_knowledge(knowledge, ds, &k, &mined.asked, &has_mine, err)) ||
-	    (st = codec_solver_options(solver, &o, err)))
+	    (st = codec_solver_options(solver, &o, err)) ||
+	    (st = codec_report_options(json_object_get(knowledge, "report"), &o.privacy, err)))
 		goto out;
 	/* base's limit is the default and the most a request gets */
 	if (base && base->time_limit > 0 && !(o.time_limit > 0 && o.time_limit < base->time_limit))

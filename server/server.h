@@ -41,6 +41,10 @@ void codec_request_field(struct pm_error *err);
  * NULL. o must be initialised with solver_options_init first. */
 enum pm_status codec_solver_options(const json_t *j, struct solver_options *o,
 				    struct pm_error *err);
+/* The privacy verdict's options, "report": {"threshold", "c"} (SPEC 4.1;
+ * j may be NULL: o unchanged), errors under "report.threshold" etc. */
+enum pm_status codec_report_options(const json_t *j, struct privacy_options *o,
+				    struct pm_error *err);
 
 /* One rule as JSON ({"if": {...}, "then": .., "probability": .., ...}).
  * Caller owns the new reference. */
@@ -64,6 +68,10 @@ struct codec_mined {
 	struct miner_found found;
 };
 
+/* A result's "privacy" (SPEC 4.1): the posterior's metrics, with
+ * "baseline" and, from the records, "truth" beside them; NULL if r has
+ * none (or out of memory). Caller owns the reference. */
+json_t *codec_privacy(const struct dataset *ds, const struct solver_result *r);
 /* The result document of SPEC section 4; mined is NULL when the knowledge
  * had no "mine" block (then the result has no "mined"). With statements or
  * named people in k it has "statements" (with "achieved" and "binding"

@@ -80,7 +80,7 @@ static void tuple_metrics(const struct dataset *ds, const double *ps, uint32_t q
 	}
 	tv += fmax(0, 1 - covered); /* the values q has no mass on */
 	if (top > out->max_p) {
-		out->max_p = top;
+		out->max_p = fmin(top, 1); /* a posterior of 1 + 2e-16 is 1 */
 		out->max_q = q;
 		out->max_s = top_s;
 	}
@@ -161,6 +161,7 @@ enum pm_status privacy_all(const struct dataset *ds, const struct invariants *in
 						&r->privacy[PRIVACY_POSTERIOR])
 			      : PM_ERR_NOMEM;
 
+	r->privacy_options = *o;
 	if (!st) {
 		slot_table(ds, inv, 0, p);
 		st = privacy_compute(ds, inv->slot_off, inv->slot_sa, p, o,

@@ -177,6 +177,7 @@ struct solver_result {
 	/* SPEC 4.1 on the posterior, the no-knowledge estimate and (records
 	 * form) the original table; privacy_seconds their cost */
 	struct privacy_report privacy[PRIVACY_SOURCES];
+	struct privacy_options privacy_options; /* those it was computed with */
 	double privacy_seconds;
 };
 

@@ -303,6 +303,21 @@ cp "$OUT" "$TMP/people_two.json"
 run 0 solve "$DATA/figure1.csv" "$EX/people.json" --sa disease --group group --method full-dual
 json_ok 'd["status"] == "converged" and all(abs(a["p"].get(s, 0) - b["p"].get(s, 0)) < 1e-7 for a, b in zip(d["individuals"], json.load(open("'"$TMP"'/people_two.json"))["individuals"]) for s in set(a["p"]) | set(b["p"]))'
 
+# ---- the privacy verdict (SPEC 4.1) ------------------------------------------------
+run 0 solve "$DATA/figure1.csv" --sa disease --group group
+json_ok 'd["privacy"]["max_disclosure"] == {"p": 0.5, "qi": ["female", "junior"], "sa": "Breast Cancer", "count": 1} and d["privacy"]["records_at_risk"] == 3'
+json_ok 'd["privacy"]["recursive_cl"] == 2 and abs(d["privacy"]["min_entropy_l"] - 2) < 1e-9 and d["privacy"]["baseline"]["records_at_risk"] == 3'
+json_ok 'd["privacy"]["truth"]["records_at_risk"] == 5 and abs(d["privacy"]["truth"]["t_closeness"] - 0.625) < 1e-12 and "privacy" in d["solve_phases"]'
+run 0 solve "$DATA/figure1.csv" "$EX/../examples/knowledge.json" --sa disease --group group --threshold 0.6 --c 2
+json_ok 'd["privacy"]["threshold"] == 0.6 and d["privacy"]["c"] == 2 and d["privacy"]["records_at_risk"] == 3 and d["privacy"]["baseline"]["records_at_risk"] == 0'
+run 2 solve "$DATA/figure1.csv" --sa disease --group group --threshold 2
+err_is 'pmaxent: report.threshold: must be a number from 0 to 1, got 2'
+cat >"$TMP/kb_report.json" <<'EOF'
+{"report": {"c": 0}}
+EOF
+run 2 solve "$DATA/figure1.csv" "$TMP/kb_report.json" --sa disease --group group
+err_is 'pmaxent: report.c: must be a positive finite number, got 0'
+
 # ---- interval rules ------------------------------------------------------------
 # P(Flu | male) is 0.375 without knowledge on the paper's Figure 1. At
 # least 0.5 binds at min and gives what probability 0.5 gives; at most

@@ -528,7 +528,7 @@ static void test_result_shape(void)
 	CHECK(json_real_value(json_object_get(c, "build")) == 0.125);
 	CHECK(json_real_value(json_object_get(c, "solve")) == 2);
 	c = json_object_get(j, "solve_phases");
-	CHECK(json_object_size(c) == 3);
+	CHECK(json_object_size(c) == 4 && json_object_get(c, "privacy"));
 	CHECK(json_real_value(json_object_get(c, "forced_zeros")) == 0.5);
 	CHECK(json_real_value(json_object_get(c, "iterate")) == 1.25);
 	CHECK(json_real_value(json_object_get(c, "metrics")) == 0.25);

@@ -286,6 +286,38 @@ static void test_solve_interval(unsigned port, const char *small)
 	resp_free(&r);
 }
 
+/* The privacy verdict over HTTP: "report" beside "solver" sets its
+ * threshold and c (echoed in "privacy"), for /v1/solve and an analysis
+ * alike; a bad one is 422 naming report.threshold. */
+static void test_report(unsigned port, const char *small)
+{
+	char body[8192], *ds = upload(port, small), *an = NULL;
+	struct resp r;
+	json_t *p;
+
+	snprintf(body, sizeof body,
+		 "{\"dataset\": %s, \"report\": {\"threshold\": 0.75, \"c\": 2}}", small);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200);
+	p = json_object_get(r.json, "privacy");
+	CHECK(json_real_value(json_object_get(p, "threshold")) == 0.75);
+	CHECK(json_real_value(json_object_get(p, "c")) == 2);
+	CHECK(json_object_get(p, "baseline") && json_object_get(p, "truth"));
+	resp_free(&r);
+	snprintf(body, sizeof body, "{\"dataset\": %s, \"report\": {\"threshold\": 1.5}}", small);
+	r = post_json(port, "/v1/solve", body);
+	check_problem(&r, 422, "report.threshold", "must be a number from 0 to 1");
+	resp_free(&r);
+	if (ds && (an = analyse(port, ds, "{\"report\": {\"threshold\": 0.25}}"))) {
+		r = wait_done(port, an);
+		p = json_object_get(json_object_get(r.json, "result"), "privacy");
+		CHECK(json_real_value(json_object_get(p, "threshold")) == 0.25);
+		resp_free(&r);
+	}
+	free(an);
+	free(ds);
+}
+
 /* The same knowledge as an analysis of a stored dataset: it succeeds,
  * its result with the person and the statement's binding. */
 static void test_analysis_people(unsigned port, const char *small, const char *ann)
@@ -385,6 +417,7 @@ static void test_solve(void)
 	resp_free(&r);
 	test_solve_interval(port, small);
 	test_solve_people(port, small);
+	test_report(port, small);
 
 	http_stop(h);
 	json_decref(want);
