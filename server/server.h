@@ -1,7 +1,7 @@
 /*
  * server: everything that speaks JSON (jansson) or HTTP. For now the JSON
  * codec (SPEC sections 3-4) and the analysis pipeline shared by the CLI and
- * the future HTTP service.
+ * the future HTTP service; and the SVG charts both draw (svg.c, plain C).
  */
 #ifndef PMAXENT_SERVER_H
 #define PMAXENT_SERVER_H
@@ -308,5 +308,49 @@ unsigned http_port(const struct http_server *h);
 /* Graceful shutdown: stop accepting, cancel running analyses and mark them
  * for re-run, close the database. http_stop(NULL) is a no-op. */
 void http_stop(struct http_server *h);
+
+/* ---- svg.c -------------------------------------------------------------- */
+
+/*
+ * Charts as SVG text, with no chart library (issue 24): the sweeps'
+ * accuracy against K, one curve per kind or T, and the report's P*(s|q)
+ * beside the baseline. Axes with 1-2-5 ticks, the title, a legend; each
+ * series has its colour (Okabe-Ito) and its marker shape, so that grey
+ * prints and colour-blind readers still tell them apart.
+ */
+enum svg_style {
+	SVG_LINE_POINTS, /* a line through the points, each marked (the default) */
+	SVG_LINE,	 /* the line alone */
+	SVG_POINTS,	 /* markers alone: a scatter, or a dot plot by category */
+};
+
+struct svg_series {
+	const char *name; /* in the legend; NULL: none */
+	/* n points; x NULL: point i at x = i (category i). A point whose x or
+	 * y is not finite is skipped, a gap in the line. */
+	const double *x, *y;
+	size_t n;
+	enum svg_style style;
+};
+
+struct svg_chart {
+	const char *title, *x_label, *y_label; /* NULL: none */
+	/* Fixed axis ranges where min < max (data outside is clipped);
+	 * otherwise the data's range, widened to whole ticks. */
+	double x_min, x_max, y_min, y_max;
+	/* Names of categories 0 .. n_categories - 1, the x tick labels in
+	 * place of numbers (the x range is then theirs). */
+	const char *const *categories;
+	size_t n_categories;
+	int diagonal; /* draw y = x: a scatter of one estimate against another */
+};
+
+/* The chart of n series (s may be NULL when n is 0) as a standalone SVG
+ * 1.1 document of 720 x 440 with a viewBox. It has no XML declaration, so
+ * that a page may also inline it. All text given is XML-escaped; invalid
+ * UTF-8 becomes U+FFFD; series names over 28 characters and category
+ * names over 24 are cut with an ellipsis. Caller frees the NUL-terminated text; *len (len
+ * may be NULL) gets its length. NULL when out of memory. */
+char *svg_render(const struct svg_chart *c, const struct svg_series *s, size_t n, size_t *len);
 
 #endif
