@@ -1,7 +1,8 @@
 /*
  * What the files of the pmaxent command share: the option ids and the
  * parsed command line, the messages and exit codes (cli.c), and each
- * command that has a file of its own (serve.c). main.c has the others and
+ * command that has a file of its own (serve.c, sweep.c), what the commands
+ * read and write (inputs.c). main.c has the others and
  * the dispatch.
  */
 #ifndef PMAXENT_CLI_H
@@ -18,6 +19,9 @@ enum opt_id {
 	OPT_TIME_LIMIT,
 	OPT_THRESHOLD,
 	OPT_C,
+	OPT_KIND,
+	OPT_K,
+	OPT_SVG,
 	OPT_SA,
 	OPT_GROUP,
 	OPT_POSITIVE,
@@ -86,6 +90,38 @@ int cli_finish(enum pm_status st, const struct pm_error *err);
  * usage message naming flag. */
 int cli_parse_int(const struct cmd *c, const char *flag, const char *s, long long *out);
 int cli_parse_real(const struct cmd *c, const char *flag, const char *s, double *out);
+
+/* ---- inputs.c ------------------------------------------------------------- */
+
+/* obj[key] = the integer of flag id, if given. 0 ok, -1 usage error. */
+int inputs_put_int_flag(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
+			json_t *obj, const char *key);
+/* A JSON file into *out (caller's reference). */
+enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error *err);
+/* DATASET: a JSON dataset, or CSV (--sa, --group) when the name ends in
+ * .csv. Caller frees *ds with dataset_destroy. */
+enum pm_status inputs_load_dataset(const char *path, const struct args *a, struct dataset **ds,
+				   struct pm_error *err);
+/* A CSV file into t (csv_table_finish frees it). */
+enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_error *err);
+/* st, with an error about a column a flag named (sa, group, qi, l) under
+ * that flag ("--sa"). */
+enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err);
+/* j on stdout, indented, and a newline. */
+enum pm_status inputs_print_json(const json_t *j, struct pm_error *err);
+/* --tolerance, --max-iterations, --method, --time-limit as a "solver"
+ * block (*out, caller's reference); -1 when fine, else the exit code. */
+int inputs_solver_flags(const struct cmd *c, const struct args *a, json_t **out);
+/* --threshold, --c into (*obj)["report"] (made if need be); -1 when
+ * fine, else the exit code. */
+int inputs_report_flags(const struct cmd *c, const struct args *a, json_t **obj);
+
+/* ---- sweep.c --------------------------------------------------------------- */
+
+extern const char sweep_usage[];
+extern const struct option sweep_options[];
+/* `pmaxent sweep`: SPEC 4.2's points, JSON on stdout (--svg: a chart). */
+int sweep_cmd(const struct cmd *c, const struct args *a);
 
 /* ---- serve.c -------------------------------------------------------------- */
 

@@ -309,6 +309,50 @@ unsigned http_port(const struct http_server *h);
  * for re-run, close the database. http_stop(NULL) is a no-op. */
 void http_stop(struct http_server *h);
 
+/* ---- sweep.c ----------------------------------------------------------- */
+
+/* SPEC 4.2's kinds: K positive rules, K negative, floor(K/2) positive
+ * and the rest negative. */
+enum sweep_kind { SWEEP_POSITIVE = 0, SWEEP_NEGATIVE, SWEEP_MIXED };
+
+/* Points a sweep may make (kinds x T x K). */
+#define SWEEP_MAX_POINTS 1000
+
+/* A sweep request (SPEC 4.2), validated against its dataset. */
+struct sweep_request {
+	enum sweep_kind kinds[3];
+	size_t n_kinds;
+	size_t *k, n_k; /* owned */
+	size_t *t, n_t; /* owned; n_t 0: every antecedent size, once */
+	uint64_t min_support;
+};
+
+/* Reads {"kinds", "k", "qi_attributes", "min_support", "solver",
+ * "report"} into q (the solver and report blocks are the caller's to
+ * read: codec_solver_options, codec_report_options); errors name the
+ * field. Free q with sweep_request_finish, also after a failure. */
+enum pm_status codec_sweep_request(const json_t *j, const struct dataset *ds,
+				   struct sweep_request *q, struct pm_error *err);
+void sweep_request_finish(struct sweep_request *q);
+
+/* Told each point as it is solved (point borrowed); nonzero cancels. */
+struct sweep_hooks {
+	int (*point)(void *ctx, const json_t *point);
+	void *ctx;
+};
+
+/*
+ * Every point of q on ds with the options o: the rules of each T mined
+ * once at the largest K, each point's the prefixes of the two ranked
+ * lists. *out: {"points": [...]} in the order kinds x qi_attributes x K,
+ * each point {kind, k, qi_attributes (null: every size),
+ * estimation_accuracy, estimation_accuracy_infinite, privacy, seconds,
+ * status, iterations, rules: {positive, negative}}. Caller owns *out.
+ */
+enum pm_status sweep_run(const struct dataset *ds, const struct sweep_request *q,
+			 const struct solver_options *o, const struct sweep_hooks *hooks,
+			 json_t **out, struct pm_error *err);
+
 /* ---- svg.c -------------------------------------------------------------- */
 
 /*

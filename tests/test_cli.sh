@@ -318,6 +318,17 @@ EOF
 run 2 solve "$DATA/figure1.csv" "$TMP/kb_report.json" --sa disease --group group
 err_is 'pmaxent: report.c: must be a positive finite number, got 0'
 
+# ---- sweeps (SPEC 4.2, 5) ------------------------------------------------------------
+run 0 sweep "$DATA/figure1.csv" --sa disease --group group --kind positive,mixed --k 0,2 --min-support 1 --svg "$TMP/sweep.svg"
+json_ok '[(p["kind"], p["k"]) for p in d["points"]] == [("positive", 0), ("positive", 2), ("mixed", 0), ("mixed", 2)] and all("privacy" in p and p["status"] == "converged" for p in d["points"])'
+json_ok 'abs(d["points"][0]["estimation_accuracy"] - 0.5558206444764316) < 1e-12 and d["points"][3]["rules"] == {"positive": 1, "negative": 1}'
+if grep -q "<svg" "$TMP/sweep.svg" && grep -q "positive" "$TMP/sweep.svg"; then ok; else bad "sweep --svg wrote no chart"; fi
+if [ "$(grep -c '^point ' "$ERR")" = 4 ]; then ok; else bad "sweep: expected 4 progress lines, got: $(cat "$ERR")"; fi
+run 2 sweep "$DATA/figure1.csv" --sa disease --group group --kind positive --k 0,x
+err_has "pmaxent: --k: expected an integer, got 'x'"
+run 2 sweep "$DATA/figure1.csv" --sa disease --group group --kind both --k 1
+err_is 'pmaxent: kinds[0]: must be "positive", "negative" or "mixed", got a string'
+
 # ---- interval rules ------------------------------------------------------------
 # P(Flu | male) is 0.375 without knowledge on the paper's Figure 1. At
 # least 0.5 binds at min and gives what probability 0.5 gives; at most

@@ -1,0 +1,264 @@
+/*
+ * What the commands share: reading a dataset or a JSON file, writing
+ * JSON, and the solver and report flags as the JSON blocks the codec
+ * reads (so that flags and files get the same checks and messages).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* obj[key] = the integer of flag, if given. 0 ok, -1 usage error. */
+int inputs_put_int_flag(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
+			json_t *obj, const char *key)
+{
+	long long v;
+
+	if (!a->opt[id])
+		return 0;
+	if (cli_parse_int(c, flag, a->opt[id], &v))
+		return -1;
+	json_object_set_new(obj, key, json_integer(v));
+	return 0;
+}
+
+/* ---- input and output --------------------------------------------------- */
+
+/* The whole file in *text (caller frees), NUL-terminated; `cannot` words
+ * the failure to open it. */
+static enum pm_status read_file(const char *path, const char *cannot, char **text, size_t *len,
+				struct pm_error *err)
+{
+	FILE *f = fopen(path, "rb");
+	size_t cap = 1 << 16, n;
+	char *buf = NULL, *grown;
+
+	*text = NULL;
+	*len = 0;
+	if (!f)
+		return error_set(err, PM_ERR_IO, "", "%s %s: %s", cannot, path, strerror(errno));
+	while ((grown = realloc(buf, cap + 1))) {
+		buf = grown;
+		n = fread(buf + *len, 1, cap - *len, f);
+		*len += n;
+		if (*len < cap)
+			break;
+		cap *= 2;
+	}
+	if (!grown || ferror(f)) {
+		int e = grown ? errno : ENOMEM;
+
+		free(buf);
+		fclose(f);
+		return error_set(err, e == ENOMEM ? PM_ERR_NOMEM : PM_ERR_IO, "",
+				 "cannot read %s: %s", path, strerror(e));
+	}
+	fclose(f);
+	buf[*len] = '\0';
+	*text = buf;
+	return PM_OK;
+}
+
+/* Read whole, then parsed from memory: json_load_file takes the file a
+ * character at a time through locked stdio (getc), 40% of the run time of
+ * `pmaxent solve` on Adult, K+ = K- = 250, qi_attributes 1. */
+enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error *err)
+{
+	json_error_t je;
+	char *text;
+	size_t len;
+	enum pm_status st = read_file(path, "unable to open", &text, &len, err);
+
+	*out = NULL;
+	if (st)
+		return st;
+	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	free(text);
+	if (*out)
+		return PM_OK;
+	return error_set(err, PM_ERR_INPUT, "", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+}
+
+enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_error *err)
+{
+	char *text;
+	size_t len;
+	enum pm_status st = read_file(path, "cannot open", &text, &len, err);
+
+	if (st)
+		return st;
+	st = csv_parse(text, len, t, err);
+	free(text);
+	return st;
+}
+
+static int is_csv(const char *path)
+{
+	size_t n = strlen(path);
+
+	return n >= 4 && strcmp(path + n - 4, ".csv") == 0;
+}
+
+/* Dataset name of a CSV file: its base name without ".csv". */
+static void csv_name(const char *path, char *buf, size_t len)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	snprintf(buf, len, "%.*s", (int)(strlen(base) - (is_csv(base) ? 4 : 0)), base);
+}
+
+/* Errors about a column named by a flag ("sa", "group", "qi", "l") name the
+ * flag, which is what the user typed. */
+enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err)
+{
+	static const char *const flags[] = {"sa", "group", "qi", "l"};
+	char buf[sizeof err->field];
+
+	for (size_t i = 0; st && i < sizeof flags / sizeof flags[0]; i++) {
+		if (strcmp(err->field, flags[i]) != 0)
+			continue;
+		snprintf(buf, sizeof buf, "--%s", flags[i]);
+		memcpy(err->field, buf, sizeof buf);
+		break;
+	}
+	return st;
+}
+
+static enum pm_status load_csv_dataset(const char *path, const struct args *a, struct dataset **ds,
+				       struct pm_error *err)
+{
+	struct csv_table t = {0};
+	char name[256];
+	enum pm_status st;
+
+	if (!a->opt[OPT_SA] || !a->opt[OPT_GROUP])
+		return error_set(err, PM_ERR_INPUT, "",
+				 "CSV input %s needs --sa COL and --group COL", path);
+	csv_name(path, name, sizeof name);
+	st = inputs_load_csv(path, &t, err);
+	if (!st)
+		st = inputs_flag_field(
+		    csv_dataset(&t, a->opt[OPT_SA], a->opt[OPT_GROUP], name, ds, err), err);
+	csv_table_finish(&t);
+	return st;
+}
+
+/* DATASET: a JSON dataset, or CSV when the name ends in .csv. */
+enum pm_status inputs_load_dataset(const char *path, const struct args *a, struct dataset **ds,
+				   struct pm_error *err)
+{
+	json_t *j;
+	enum pm_status st;
+
+	*ds = NULL;
+	if (is_csv(path))
+		return load_csv_dataset(path, a, ds, err);
+	if (a->opt[OPT_SA] || a->opt[OPT_GROUP])
+		return error_set(
+		    err, PM_ERR_INPUT, "",
+		    "--sa and --group apply only to CSV input (a name ending in .csv)");
+	if ((st = inputs_load_json(path, &j, err)))
+		return st;
+	st = codec_dataset(j, ds, err);
+	json_decref(j);
+	return st;
+}
+
+/* Dumped to memory, then written at once: json_dumpf writes token by
+ * token through locked stdio. */
+enum pm_status inputs_print_json(const json_t *j, struct pm_error *err)
+{
+	size_t n = 0;
+	char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+	int bad;
+
+	if (!text)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory while writing the output");
+	n = strlen(text);
+	bad = fwrite(text, 1, n, stdout) != n || fputc('\n', stdout) == EOF || fflush(stdout);
+	free(text);
+	if (bad)
+		return error_set(err, PM_ERR_IO, "", "cannot write the output: %s",
+				 strerror(errno));
+	return PM_OK;
+}
+
+/* --time-limit as "time_limit" in the solver options JSON: seconds, a
+ * positive number. Returns -1 when fine (or absent), else the exit code. */
+static int inputs_time_limit_flag(const struct cmd *c, const struct args *a, json_t *out)
+{
+	const char *s = a->opt[OPT_TIME_LIMIT];
+	double limit;
+
+	if (!s)
+		return -1;
+	if (cli_parse_real(c, "--time-limit", s, &limit))
+		return 2;
+	if (!(limit > 0)) {
+		fprintf(stderr,
+			"pmaxent: --time-limit: expected a positive number of seconds, got '%s'\n",
+			s);
+		cli_usage_hint(c);
+		return 2;
+	}
+	json_object_set_new(out, "time_limit", json_real(limit));
+	return -1;
+}
+
+/* --tolerance / --max-iterations / --time-limit as solver options JSON
+ * (*out may stay NULL). Returns -1 when fine, else the exit code. */
+int inputs_solver_flags(const struct cmd *c, const struct args *a, json_t **out)
+{
+	double tol;
+
+	*out = json_object();
+	if (!*out)
+		return 1;
+	if (a->opt[OPT_TOLERANCE]) {
+		if (cli_parse_real(c, "--tolerance", a->opt[OPT_TOLERANCE], &tol))
+			return 2;
+		json_object_set_new(*out, "tolerance", json_real(tol));
+	}
+	if (inputs_time_limit_flag(c, a, *out) >= 0)
+		return 2;
+	/* checked by codec_solver_options like the JSON field */
+	if (a->opt[OPT_METHOD])
+		json_object_set_new(*out, "method", json_string(a->opt[OPT_METHOD]));
+	if (inputs_put_int_flag(c, a, OPT_MAX_ITER, "--max-iterations", *out, "max_iterations"))
+		return 2;
+	return -1;
+}
+
+/* --threshold / --c into the knowledge document's "report" (made if
+ * need be), over the file's: codec_report_options checks them as it does
+ * the JSON. Returns -1 when fine, else the exit code. */
+int inputs_report_flags(const struct cmd *c, const struct args *a, json_t **know)
+{
+	static const struct {
+		enum opt_id id;
+		const char *flag, *key;
+	} f[] = {{OPT_THRESHOLD, "--threshold", "threshold"}, {OPT_C, "--c", "c"}};
+	json_t *report;
+	double v;
+
+	if (!a->opt[OPT_THRESHOLD] && !a->opt[OPT_C])
+		return -1;
+	if (!*know && !(*know = json_object()))
+		return 1;
+	if (!json_is_object(*know))
+		return -1; /* the pipeline names the knowledge's error */
+	report = json_object_get(*know, "report");
+	if (!json_is_object(report) && json_object_set_new(*know, "report", report = json_object()))
+		return 1;
+	for (size_t i = 0; i < 2; i++) {
+		if (!a->opt[f[i].id])
+			continue;
+		if (cli_parse_real(c, f[i].flag, a->opt[f[i].id], &v))
+			return 2;
+		json_object_set_new(report, f[i].key, json_real(v));
+	}
+	return -1;
+}
