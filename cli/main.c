@@ -61,6 +61,22 @@ static const char usage_mine[] =
     "  --sa COL, --group COL  CSV input columns\n"
     "  -h, --help           show this help\n";
 
+static const char usage_report[] =
+    "usage: pmaxent report RESULT.json\n"
+    "\n"
+    "Writes the privacy report of a result (what `pmaxent solve` prints) as one\n"
+    "self-contained HTML page on stdout: the assumptions, the verdict beside the\n"
+    "no-knowledge estimate and the records, the tuples most at risk, and the\n"
+    "knowledge that binds.\n"
+    "\n"
+    "options:\n"
+    "  -h, --help           show this help\n";
+
+static const struct option opts_report[] = {
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
 static const char usage_anatomize[] =
     "usage: pmaxent anatomize DATA.csv --sa ATTR --qi A,B,... --l L [OPTIONS]\n"
     "\n"
@@ -153,6 +169,27 @@ static void solve_notes(const json_t *result, const json_t *know)
 }
 
 /* ---- solve -------------------------------------------------------------- */
+
+static int cmd_report(const struct cmd *c, const struct args *a)
+{
+	struct pm_error err = {0};
+	json_t *res = NULL;
+	char *html = NULL;
+	size_t len = 0;
+	enum pm_status st = inputs_load_json(a->pos[0], &res, &err);
+
+	(void)c;
+	if (!st && !json_is_object(res))
+		st = error_set(&err, PM_ERR_INPUT, "", "%s is not a result document (a JSON object)",
+			       a->pos[0]);
+	if (!st && !(html = report_html(res, &len)))
+		st = error_set(&err, PM_ERR_NOMEM, "", "out of memory writing the report");
+	if (!st && (fwrite(html, 1, len, stdout) != len || fflush(stdout)))
+		st = error_set(&err, PM_ERR_IO, "", "cannot write the report: %s", strerror(errno));
+	free(html);
+	json_decref(res);
+	return cli_finish(st, &err);
+}
 
 static int cmd_solve(const struct cmd *c, const struct args *a)
 {
@@ -350,6 +387,7 @@ static const struct cmd commands[] = {
     {"solve", usage_solve, opts_solve, 1, 2, cmd_solve},
     {"mine", usage_mine, opts_mine, 1, 1, cmd_mine},
     {"sweep", sweep_usage, sweep_options, 1, 1, sweep_cmd},
+    {"report", usage_report, opts_report, 1, 1, cmd_report},
     {"anatomize", usage_anatomize, opts_anatomize, 1, 1, cmd_anatomize},
     {"serve", serve_usage, serve_options, 0, 0, serve_run},
 };

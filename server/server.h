@@ -309,6 +309,13 @@ unsigned http_port(const struct http_server *h);
  * for re-run, close the database. http_stop(NULL) is a no-op. */
 void http_stop(struct http_server *h);
 
+/* ---- report.c ----------------------------------------------------------- */
+
+/* The privacy report of a result document (SPEC 4) as one self-contained
+ * HTML page: caller frees the NUL-terminated text; *len (may be NULL) its
+ * length. NULL when out of memory. */
+char *report_html(const json_t *result, size_t *len);
+
 /* ---- sweep.c ----------------------------------------------------------- */
 
 /* SPEC 4.2's kinds: K positive rules, K negative, floor(K/2) positive
