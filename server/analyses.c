@@ -367,23 +367,6 @@ out:
 
 /* ---- posterior ------------------------------------------------------------- */
 
-/* One CSV field (RFC 4180 quoting when needed) and its separator. */
-static void put_field(struct http_text_buf *t, const char *s, char sep)
-{
-	if (s[strcspn(s, ",\"\r\n")] || s[0] == ' ' || (*s && s[strlen(s) - 1] == ' ')) {
-		http_put(t, "\"", 1);
-		for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-			http_put(t, s, (size_t)(q - s) + 1);
-			http_put(t, "\"", 1);
-		}
-		http_put(t, s, strlen(s));
-		http_put(t, "\"", 1);
-	} else {
-		http_put(t, s, strlen(s));
-	}
-	http_put(t, &sep, 1);
-}
-
 /* Long format: the QI values, count, the SA value and p, one row per
  * (q, s) with p > 0; the header names the attributes. */
 static void posterior_csv(struct http_response *res, const json_t *sum, const json_t *items)
@@ -394,20 +377,20 @@ static void posterior_csv(struct http_response *res, const json_t *sum, const js
 	char num[40];
 	size_t i, a;
 
-	json_array_foreach(qi, a, v) put_field(&t, json_string_value(v), ',');
+	json_array_foreach(qi, a, v) http_csv_field(&t, json_string_value(v), ',');
 	http_put(&t, "count,", 6);
-	put_field(&t, json_string_value(json_object_get(sum, "sa_attribute")), ',');
+	http_csv_field(&t, json_string_value(json_object_get(sum, "sa_attribute")), ',');
 	http_put(&t, "p\r\n", 3);
 	json_array_foreach(items, i, item)
 	{
 		json_object_foreach((json_t *)json_object_get(item, "p"), s, v)
 		{
 			json_array_foreach(json_object_get(item, "qi"), a, qi)
-			    put_field(&t, json_string_value(qi), ',');
+			    http_csv_field(&t, json_string_value(qi), ',');
 			snprintf(num, sizeof num, "%" JSON_INTEGER_FORMAT ",",
 				 json_integer_value(json_object_get(item, "count")));
 			http_put(&t, num, strlen(num));
-			put_field(&t, s, ',');
+			http_csv_field(&t, s, ',');
 			snprintf(num, sizeof num, "%.17g\r\n", json_number_value(v));
 			http_put(&t, num, strlen(num));
 		}

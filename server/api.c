@@ -1,10 +1,10 @@
 /*
  * The resources of the HTTP API (SPEC section 6, issue 3): routing,
  * datasets, health, metrics and the OpenAPI document; analyses, their
- * posterior and the synchronous solve are in analyses.c. http.c has already
- * authenticated the request, checked the route, the method and the body
- * size; handlers validate everything else before they touch the store, so
- * a bad request changes nothing.
+ * posterior and the synchronous solve are in analyses.c, the risk list in
+ * risk.c. http.c has already authenticated the request, checked the
+ * route, the method and the body size; handlers validate everything else
+ * before they touch the store, so a bad request changes nothing.
  *
  * Status codes: 400 when the body cannot be read as its media type
  * (malformed JSON or CSV, too deep, not UTF-8) or a query parameter is
@@ -42,9 +42,16 @@ static void take_id(const char *seg, size_t n, const char *prefix, char *id)
 	id[n] = '\0';
 }
 
-/* "/v1/<coll>/<id>[/<sub>]": the route, or ROUTE_NONE. */
-static enum http_route item_route(const char *rest, const char *prefix, const char *sub,
-				  enum http_route item, enum http_route child, char *id)
+/* A sub-resource of an item: "/v1/<coll>/<id>/<sub>". */
+struct child_route {
+	const char *sub;
+	enum http_route route;
+};
+
+/* "/v1/<coll>/<id>[/<sub>]", sub one of kids[0 .. n): the route, or
+ * ROUTE_NONE. */
+static enum http_route item_route(const char *rest, const char *prefix, enum http_route item,
+				  const struct child_route *kids, size_t n_kids, char *id)
 {
 	size_t n = strcspn(rest, "/");
 
@@ -53,8 +60,9 @@ static enum http_route item_route(const char *rest, const char *prefix, const ch
 	take_id(rest, n, prefix, id);
 	if (rest[n] == '\0')
 		return item;
-	if (!strcmp(rest + n + 1, sub))
-		return child;
+	for (size_t i = 0; i < n_kids; i++)
+		if (!strcmp(rest + n + 1, kids[i].sub))
+			return kids[i].route;
 	return ROUTE_NONE;
 }
 
@@ -68,17 +76,18 @@ enum http_route api_route(const char *path, char *id)
 	    {"/v1/openapi.yaml", ROUTE_OPENAPI}, {"/healthz", ROUTE_HEALTHZ},
 	    {"/metrics", ROUTE_METRICS},
 	};
+	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES}},
+					analysis_kids[] = {{"posterior", ROUTE_POSTERIOR},
+							   {"risk", ROUTE_RISK}};
 
 	id[0] = '\0';
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		if (!strcmp(path, fixed[i].path))
 			return fixed[i].route;
 	if (!strncmp(path, "/v1/datasets/", 13))
-		return item_route(path + 13, "ds_", "analyses", ROUTE_DATASET,
-				  ROUTE_DATASET_ANALYSES, id);
+		return item_route(path + 13, "ds_", ROUTE_DATASET, dataset_kids, 1, id);
 	if (!strncmp(path, "/v1/analyses/", 13))
-		return item_route(path + 13, "an_", "posterior", ROUTE_ANALYSIS, ROUTE_POSTERIOR,
-				  id);
+		return item_route(path + 13, "an_", ROUTE_ANALYSIS, analysis_kids, 2, id);
 	return ROUTE_NONE;
 }
 
@@ -90,6 +99,7 @@ const char *api_allow(enum http_route route)
 	    [ROUTE_DATASET_ANALYSES] = "GET, HEAD, POST",
 	    [ROUTE_ANALYSIS] = "GET, HEAD, DELETE",
 	    [ROUTE_POSTERIOR] = "GET, HEAD",
+	    [ROUTE_RISK] = "GET, HEAD",
 	    [ROUTE_SOLVE] = "POST",
 	    [ROUTE_OPENAPI] = "GET, HEAD",
 	    [ROUTE_HEALTHZ] = "GET, HEAD",
@@ -110,6 +120,8 @@ static const char *params_of(enum http_route route, const char *method)
 	case ROUTE_DATASET_ANALYSES:
 	case ROUTE_POSTERIOR:
 		return get ? "limit, cursor" : "";
+	case ROUTE_RISK:
+		return get ? "limit, cursor, people" : "";
 	default:
 		return "";
 	}
@@ -410,7 +422,7 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 	size_t len;
 	char *text;
 
-	if (r->route <= ROUTE_POSTERIOR && r->route != ROUTE_DATASETS && !r->id[0]) {
+	if (r->route <= ROUTE_RISK && r->route != ROUTE_DATASETS && !r->id[0]) {
 		api_not_found(res, r);
 		return;
 	}
@@ -426,6 +438,9 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 	case ROUTE_POSTERIOR:
 	case ROUTE_SOLVE:
 		analyses_handle(h, r, res);
+		break;
+	case ROUTE_RISK:
+		risk_handle(h, r, res);
 		break;
 	case ROUTE_OPENAPI:
 		openapi(res);

@@ -1,6 +1,6 @@
 /*
  * Private to the HTTP service (http.c, http_util.c, api.c, analyses.c,
- * metrics.c): the server state, one request and one response as the route
+ * risk.c, metrics.c): the server state, one request and one response as the route
  * handlers see them, and the helpers the handlers share. Not part of the
  * public API (server.h).
  */
@@ -34,6 +34,7 @@ enum http_route {
 	ROUTE_DATASET_ANALYSES, /* /v1/datasets/{id}/analyses */
 	ROUTE_ANALYSIS,		/* /v1/analyses/{id} */
 	ROUTE_POSTERIOR,	/* /v1/analyses/{id}/posterior */
+	ROUTE_RISK,		/* /v1/analyses/{id}/risk */
 	ROUTE_SOLVE,		/* /v1/solve */
 	ROUTE_OPENAPI,		/* /v1/openapi.yaml */
 	ROUTE_HEALTHZ,		/* /healthz */
@@ -176,6 +177,8 @@ struct http_text_buf {
 	int oom;
 };
 void http_put(struct http_text_buf *t, const char *s, size_t n);
+/* One CSV field (RFC 4180 quoting when needed; NULL is empty), then sep. */
+void http_csv_field(struct http_text_buf *t, const char *s, char sep);
 
 /* ---- gate.c: the front door --------------------------------------------- */
 
@@ -250,6 +253,12 @@ void api_store_failed(struct http_response *res, const struct http_request *r,
  * and ROUTE_SOLVE, called by api_handle. */
 void analyses_handle(struct http_server *h, const struct http_request *r,
 		     struct http_response *res);
+
+/* ---- risk.c ------------------------------------------------------------ */
+
+/* The response of ROUTE_RISK (the tuples and named people of a succeeded
+ * analysis ranked by their largest P*), called by api_handle. */
+void risk_handle(struct http_server *h, const struct http_request *r, struct http_response *res);
 
 /* ---- metrics.c --------------------------------------------------------- */
 

@@ -554,6 +554,25 @@ const char *http_list_next(const struct store_row *rows, size_t n, size_t limit,
 	return buf;
 }
 
+/* One CSV field (RFC 4180 quoting when needed) and its separator. */
+void http_csv_field(struct http_text_buf *t, const char *s, char sep)
+{
+	if (!s)
+		s = "";
+	if (s[strcspn(s, ",\"\r\n")] || s[0] == ' ' || (*s && s[strlen(s) - 1] == ' ')) {
+		http_put(t, "\"", 1);
+		for (const char *q; (q = strchr(s, '"')); s = q + 1) {
+			http_put(t, s, (size_t)(q - s) + 1);
+			http_put(t, "\"", 1);
+		}
+		http_put(t, s, strlen(s));
+		http_put(t, "\"", 1);
+	} else {
+		http_put(t, s, strlen(s));
+	}
+	http_put(t, &sep, 1);
+}
+
 void http_put(struct http_text_buf *t, const char *s, size_t n)
 {
 	char *grown;

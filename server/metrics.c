@@ -59,6 +59,7 @@ const char *metrics_route_name(enum http_route route)
 	    [ROUTE_DATASET_ANALYSES] = "/v1/datasets/{id}/analyses",
 	    [ROUTE_ANALYSIS] = "/v1/analyses/{id}",
 	    [ROUTE_POSTERIOR] = "/v1/analyses/{id}/posterior",
+	    [ROUTE_RISK] = "/v1/analyses/{id}/risk",
 	    [ROUTE_SOLVE] = "/v1/solve",
 	    [ROUTE_OPENAPI] = "/v1/openapi.yaml",
 	    [ROUTE_HEALTHZ] = "/healthz",

@@ -4,6 +4,8 @@
  * closed form of Theorem 5, summed over the buckets of each tuple) and,
  * with the records, the original table. Every metric reads only these
  * distributions, the tuples' counts and the table's SA distribution P(s).
+ * privacy_baseline gives the no-knowledge estimate alone, from the
+ * dataset (no invariants), for the per-tuple risk list of the service.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -173,5 +175,133 @@ enum pm_status privacy_all(const struct dataset *ds, const struct invariants *in
 				     &r->privacy[PRIVACY_TRUTH]);
 	}
 	free(p);
+	return st;
+}
+
+/* ---- the no-knowledge estimate, on its own ------------------------------- */
+
+void privacy_table_finish(struct privacy_table *t)
+{
+	free(t->off);
+	free(t->sa);
+	free(t->p);
+	memset(t, 0, sizeof *t);
+}
+
+/* What privacy_baseline works with: the buckets of each tuple (the
+ * dataset lists each bucket's tuples, not each tuple's buckets): tuple
+ * q's entries of ds->bq_* are at[occ[q] .. occ[q + 1]), bucket order,
+ * in bucket[..]; and |SA| scratch for one tuple, zero between tuples. */
+struct baseline_work {
+	size_t *occ, *at;
+	uint32_t *bucket, *vals;
+	double *acc;
+	unsigned char *seen;
+};
+
+static void work_finish(struct baseline_work *w)
+{
+	free(w->occ);
+	free(w->at);
+	free(w->bucket);
+	free(w->vals);
+	free(w->acc);
+	free(w->seen);
+}
+
+/* Allocates w and fills its bucket lists (a counting sort of bq_tuple). */
+static enum pm_status work_init(const struct dataset *ds, struct baseline_work *w)
+{
+	size_t n = ds->bq_off[ds->n_groups], ns = ds->sa_values.n + 1, *next;
+
+	w->occ = calloc(ds->n_tuples + 1, sizeof *w->occ);
+	w->at = malloc((n + 1) * sizeof *w->at);
+	w->bucket = malloc((n + 1) * sizeof *w->bucket);
+	w->vals = malloc(ns * sizeof *w->vals);
+	w->acc = calloc(ns, sizeof *w->acc);
+	w->seen = calloc(ns, 1);
+	next = malloc((ds->n_tuples + 1) * sizeof *next);
+	if (!w->occ || !w->at || !w->bucket || !w->vals || !w->acc || !w->seen || !next) {
+		free(next);
+		return PM_ERR_NOMEM;
+	}
+	for (size_t e = 0; e < n; e++)
+		w->occ[ds->bq_tuple[e] + 1]++;
+	for (size_t q = 0; q < ds->n_tuples; q++)
+		w->occ[q + 1] += w->occ[q];
+	memcpy(next, w->occ, (ds->n_tuples + 1) * sizeof *next);
+	for (size_t b = 0; b < ds->n_groups; b++)
+		for (size_t e = ds->bq_off[b]; e < ds->bq_off[b + 1]; e++) {
+			size_t k = next[ds->bq_tuple[e]]++;
+
+			w->at[k] = e;
+			w->bucket[k] = (uint32_t)b;
+		}
+	free(next);
+	return PM_OK;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Tuple q's estimate into t from entry k on, ascending value; returns the
+ * entry after it. The same arithmetic as slot_table, so that the numbers
+ * equal those of the result's privacy.baseline bit for bit. */
+static size_t tuple_estimate(const struct dataset *ds, struct baseline_work *w, uint32_t q,
+			     struct privacy_table *t, size_t k)
+{
+	double nq = ds->tuple_count[q];
+	size_t m = 0;
+
+	for (size_t i = w->occ[q]; i < w->occ[q + 1]; i++) {
+		size_t b = w->bucket[i];
+
+		for (size_t j = ds->bs_off[b]; j < ds->bs_off[b + 1]; j++) {
+			uint32_t s = ds->bs_value[j];
+
+			if (!w->seen[s]) {
+				w->seen[s] = 1;
+				w->vals[m++] = s;
+			}
+			w->acc[s] +=
+			    ds->bq_count[w->at[i]] / nq * ds->bs_count[j] / ds->group_size[b];
+		}
+	}
+	qsort(w->vals, m, sizeof *w->vals, cmp_u32);
+	for (size_t i = 0; i < m; i++, k++) {
+		t->sa[k] = w->vals[i];
+		t->p[k] = w->acc[w->vals[i]];
+		w->acc[w->vals[i]] = 0;
+		w->seen[w->vals[i]] = 0;
+	}
+	return k;
+}
+
+enum pm_status privacy_baseline(const struct dataset *ds, struct privacy_table *out)
+{
+	struct baseline_work w = {0};
+	enum pm_status st = work_init(ds, &w);
+	size_t cells = 0, k = 0;
+
+	memset(out, 0, sizeof *out);
+	/* at most one entry per cell (q, s, b) */
+	for (size_t b = 0; b < ds->n_groups; b++)
+		cells += (ds->bq_off[b + 1] - ds->bq_off[b]) * (ds->bs_off[b + 1] - ds->bs_off[b]);
+	out->off = malloc((ds->n_tuples + 1) * sizeof *out->off);
+	out->sa = malloc((cells + 1) * sizeof *out->sa);
+	out->p = malloc((cells + 1) * sizeof *out->p);
+	if (!st && (!out->off || !out->sa || !out->p))
+		st = PM_ERR_NOMEM;
+	for (size_t q = 0; !st && q < ds->n_tuples; q++) {
+		out->off[q] = k;
+		k = tuple_estimate(ds, &w, (uint32_t)q, out, k);
+	}
+	if (!st)
+		out->off[ds->n_tuples] = k;
+	work_finish(&w);
 	return st;
 }

@@ -73,6 +73,26 @@ enum pm_status privacy_compute(const struct dataset *ds, const size_t *off, cons
 			       const double *p, const struct privacy_options *o,
 			       struct privacy_report *out);
 
+/* A sparse table of distributions P(s | q), in the shape of the posterior
+ * (solver_result.post_*): tuple q's values of nonzero P are
+ * sa[off[q] .. off[q + 1]), ascending code, with P(s | q) in p[..]. */
+struct privacy_table {
+	size_t *off; /* n_tuples + 1 */
+	uint32_t *sa;
+	double *p;
+};
+
+/*
+ * The no-knowledge estimate P0(s | q) = sum over the buckets b holding q
+ * of n(q,b)/n(q) * n(s,b)/n(b) (the paper's Eq. 9 summed over q's
+ * buckets), from the published counts alone, into *out (the caller frees
+ * it with privacy_table_finish, also after a failure). Sparse because a
+ * dense n_tuples x |SA| table of a large table with a wide SA domain does
+ * not fit in memory; this one has at most one entry per cell (q, s, b).
+ */
+enum pm_status privacy_baseline(const struct dataset *ds, struct privacy_table *out);
+void privacy_table_finish(struct privacy_table *t);
+
 /* ---- solver.c, continued ---------------------------------------------- */
 
 struct solver_options {

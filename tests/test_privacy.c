@@ -1,6 +1,7 @@
 /* SPEC 4.1's privacy verdict (solver/privacy.c): the paper's Figure 1 by
  * hand, ties at the threshold and at the (c, l) boundary, and random
- * instances against a plain recomputation from the posterior. */
+ * instances against a plain recomputation from the posterior; the
+ * no-knowledge estimate on its own (privacy_baseline) likewise. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,6 +136,75 @@ static void test_ties(void)
 	dataset_destroy(ds);
 }
 
+/* The index of tuple (a, b) of Figure 1. */
+static uint32_t fig1_tuple(const struct dataset *ds, const char *a, const char *b)
+{
+	uint32_t q = 0;
+
+	while (q < ds->n_tuples && (strcmp(dataset_tuple_value(ds, q, 0), a) ||
+				    strcmp(dataset_tuple_value(ds, q, 1), b)))
+		q++;
+	CHECK(q < ds->n_tuples);
+	return q;
+}
+
+/* P(s | q) of a sparse table, 0 where it has no entry. */
+static double table_p(const struct dataset *ds, const struct privacy_table *t, uint32_t q,
+		      const char *s)
+{
+	long code = dict_find(&ds->sa_values, s);
+
+	for (size_t e = t->off[q]; e < t->off[q + 1]; e++)
+		if ((long)t->sa[e] == code)
+			return t->p[e];
+	return 0;
+}
+
+/* Two reports are equal, field by field (exactly). */
+static int same_report(const struct privacy_report *a, const struct privacy_report *b)
+{
+	return a->has == b->has && a->max_p == b->max_p && a->max_q == b->max_q &&
+	       a->max_s == b->max_s && a->max_count == b->max_count && a->at_risk == b->at_risk &&
+	       a->at_risk_fraction == b->at_risk_fraction && a->min_entropy_l == b->min_entropy_l &&
+	       a->recursive_cl == b->recursive_cl && a->t_closeness == b->t_closeness &&
+	       a->delta_disclosure == b->delta_disclosure;
+}
+
+/* privacy_baseline on Figure 1 by hand (the closed form of test_figure1's
+ * comment): (male, college) Flu 1/3, HIV 1/6, BC 1/3, LC 1/6, its values
+ * ascending; (female, junior) BC 1/2 and nothing of LC; and its metrics
+ * are the result's privacy.baseline exactly. */
+static void test_baseline_figure1(void)
+{
+	struct dataset *ds = figure1();
+	struct privacy_table t = {0};
+	struct solver_result r = {0};
+	struct privacy_options po;
+	struct privacy_report rep;
+	uint32_t mc, fj;
+
+	CHECK(ds && privacy_baseline(ds, &t) == PM_OK);
+	mc = fig1_tuple(ds, "male", "college");
+	fj = fig1_tuple(ds, "female", "junior");
+	CHECK_NEAR(table_p(ds, &t, mc, "Flu"), 1.0 / 3, EXACT);
+	CHECK_NEAR(table_p(ds, &t, mc, "HIV"), 1.0 / 6, EXACT);
+	CHECK_NEAR(table_p(ds, &t, mc, "Breast Cancer"), 1.0 / 3, EXACT);
+	CHECK_NEAR(table_p(ds, &t, mc, "Lung Cancer"), 1.0 / 6, EXACT);
+	CHECK(t.off[mc + 1] - t.off[mc] == 4);
+	for (size_t e = t.off[mc] + 1; e < t.off[mc + 1]; e++)
+		CHECK(t.sa[e - 1] < t.sa[e]);
+	CHECK_NEAR(table_p(ds, &t, fj, "Breast Cancer"), 0.5, EXACT);
+	CHECK(t.off[fj + 1] - t.off[fj] == 3 && table_p(ds, &t, fj, "Lung Cancer") == 0);
+	CHECK(t.off[ds->n_tuples] == 4 + 3 + 4 + 2 + 2);
+	privacy_options_init(&po);
+	CHECK(solve(ds, NULL, &po, &r) == PM_OK);
+	CHECK(privacy_compute(ds, t.off, t.sa, t.p, &po, &rep) == PM_OK);
+	CHECK(same_report(&rep, &r.privacy[PRIVACY_BASELINE]));
+	solver_result_finish(&r);
+	privacy_table_finish(&t);
+	dataset_destroy(ds);
+}
+
 /* The dense table P[q * ns + s] of a source, recomputed from the data:
  * the posterior from r, the closed form from the buckets, the records. */
 static void dense(const struct dataset *ds, const struct solver_result *r, int src, double *P)
@@ -213,6 +283,30 @@ static double recheck(const struct dataset *ds, const double *P, const struct pr
 	return worst;
 }
 
+/* privacy_baseline against the dense closed form P, and its metrics
+ * against the result's privacy.baseline (the same arithmetic: exactly). */
+static double recheck_baseline(const struct dataset *ds, const double *P,
+			       const struct privacy_options *o, const struct privacy_report *rep)
+{
+	size_t ns = ds->sa_values.n, n = 0;
+	struct privacy_table t = {0};
+	struct privacy_report got;
+	double worst = 0;
+
+	CHECK(privacy_baseline(ds, &t) == PM_OK);
+	for (size_t q = 0; q < ds->n_tuples; q++) {
+		for (size_t e = t.off[q]; e < t.off[q + 1]; e++)
+			worst = fmax(worst, fabs(t.p[e] - P[q * ns + t.sa[e]]));
+		for (size_t s = 0; s < ns; s++)
+			n += P[q * ns + s] > 0;
+	}
+	worst = fmax(worst, (double)(n != t.off[ds->n_tuples]));
+	CHECK(privacy_compute(ds, t.off, t.sa, t.p, o, &got) == PM_OK);
+	worst = fmax(worst, (double)!same_report(&got, rep));
+	privacy_table_finish(&t);
+	return worst;
+}
+
 /* Random tables with mined knowledge (some vague): each source's metrics
  * against the plain recomputation, at random thresholds and c. */
 static void test_random(void)
@@ -244,6 +338,9 @@ static void test_random(void)
 			for (int src = PRIVACY_POSTERIOR; src < PRIVACY_SOURCES; src++, n++) {
 				dense(ds, &r, src, P);
 				worst = fmax(worst, recheck(ds, P, &po, &r.privacy[src]));
+				if (src == PRIVACY_BASELINE)
+					worst = fmax(worst,
+						     recheck_baseline(ds, P, &po, &r.privacy[src]));
 			}
 		solver_result_finish(&r);
 		knowledge_finish(&k);
@@ -258,6 +355,7 @@ int main(void)
 {
 	test_figure1();
 	test_ties();
+	test_baseline_figure1();
 	test_random();
 	return check_done();
 }

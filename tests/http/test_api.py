@@ -1,12 +1,13 @@
 """
 End to end over real HTTP on a random port: upload (JSON and CSV), analyse
-with a Top-(K+,K-) bound, poll, posterior (JSON pages and CSV), cancel,
-delete; the answers equal `pmaxent solve` on the same input. Every response
+with a Top-(K+,K-) bound, poll, posterior and risk list (JSON pages and
+CSV), cancel, delete; the answers equal `pmaxent solve` on the same input. Every response
 is also checked against api-spec/openapi.yaml by the client (conftest).
 """
 import csv
 import io
 import json
+import math
 import os
 import re
 import threading
@@ -277,6 +278,110 @@ def test_etag_changes_with_the_representation(client):
     assert r2.status == 200 and r2.headers["ETag"] != etag
 
 
+# ---- the risk list --------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def risk(client):
+    """Figure 1 analysed with men known not to have breast cancer, and with
+    bob (male, college) known to have HIV beside al, known to be in group 2."""
+    r = client.post("/v1/datasets?sa=disease&group=group", body=read_bytes("figure1.csv"),
+                    content_type="text/csv")
+    assert r.status == 201, r
+    d = r.json()
+    rule = {"rules": [{"if": {"gender": "male"}, "then": "Breast Cancer", "probability": 0}]}
+    people = {"individuals": [{"name": "bob", "qi": ["male", "college"]},
+                              {"name": "al", "qi": ["male", "college"], "group": 2}],
+              "statements": [{"terms": [{"person": "bob", "then": "HIV"}], "value": 1}]}
+    a = client.wait(client.analyse(d["id"], {"knowledge": rule})["id"])
+    b = client.wait(client.analyse(d["id"], {"knowledge": people})["id"])
+    assert a["status"] == b["status"] == "succeeded", (a, b)
+    return {"rule": a, "people": b}
+
+
+def _pages(client, path, limit, headers=None):
+    """Every page of a JSON list; the pages."""
+    pages, cursor = [], None
+    while True:
+        r = client.get("%s%slimit=%d%s" % (path, "&" if "?" in path else "?", limit,
+                                           "&cursor=" + cursor if cursor else ""),
+                       headers=headers)
+        assert r.status == 200, r
+        pages.append(r.json())
+        cursor = pages[-1]["next_cursor"]
+        assert (cursor is None) == ("Link" not in r.headers), r.headers
+        if cursor is None:
+            return pages
+
+
+def test_risk_tuples_ranked(client, risk):
+    a = risk["rule"]
+    post = {tuple(e["qi"]): e for e in a["result"]["posterior"]}
+    pages = _pages(client, "/v1/analyses/%s/risk" % a["id"], 2)
+    rows = [row for page in pages for row in page["items"]]
+    assert len(pages) == 3 and all(p["total"] == 5 and "people" not in p for p in pages)
+    assert pages[0]["threshold"] == 0.5 and pages[0]["qi_attributes"] == ["gender", "degree"]
+    assert rows[0]["qi"] == ["female", "junior"] and rows[0]["sa"] == "Breast Cancer"
+    assert rows[0]["p"] == pytest.approx(1) and rows[0]["l"] == pytest.approx(1)
+    assert rows[0]["baseline_p"] == 0.5 and rows[0]["at_risk"] is True
+    assert sum(r["count"] for r in rows) == 8
+    assert [(-r["p"], -r["count"]) for r in rows] == sorted((-r["p"], -r["count"]) for r in rows)
+    for r in rows:
+        p = post[tuple(r["qi"])]["p"]
+        assert r["p"] == pytest.approx(max(p.values()), abs=1e-15) == p[r["sa"]]
+        assert r["l"] == pytest.approx(math.exp(-sum(v * math.log(v) for v in p.values())))
+        assert r["at_risk"] == (r["p"] >= 0.5 - 1e-9)
+    privacy = a["result"]["privacy"]
+    assert sum(r["count"] for r in rows if r["at_risk"]) == privacy["records_at_risk"]
+    assert max(r["baseline_top"] for r in rows) == \
+        privacy["baseline"]["max_disclosure"]["p"]
+    r = client.get("/v1/analyses/%s/risk" % a["id"])
+    assert r.json()["items"] == rows
+    r2 = client.request("HEAD", "/v1/analyses/%s/risk" % a["id"])
+    assert r2.status == 200 and r2.body == b"" and r2.headers["ETag"] == r.headers["ETag"]
+
+
+def test_risk_csv(client, risk):
+    a = risk["rule"]
+    rows = client.get("/v1/analyses/%s/risk" % a["id"]).json()["items"]
+    r = client.get("/v1/analyses/%s/risk" % a["id"], headers={"Accept": "text/csv"})
+    assert r.status == 200 and r.headers["Content-Type"].startswith("text/csv"), r
+    got = list(csv.reader(io.StringIO(r.text, newline="")))
+    assert got[0] == ["gender", "degree", "count", "sa", "p", "l", "baseline_p",
+                      "baseline_top", "at_risk"]
+    assert [g[:4] for g in got[1:]] == [w["qi"] + [str(w["count"]), w["sa"]] for w in rows]
+    for g, w in zip(got[1:], rows):
+        assert [float(x) for x in g[4:8]] == [w["p"], w["l"], w["baseline_p"],
+                                              w["baseline_top"]]
+        assert g[8] == ("true" if w["at_risk"] else "false")
+    r = client.get("/v1/analyses/%s/risk?limit=2&cursor=2" % a["id"],
+                   headers={"Accept": "text/csv"})
+    assert len(list(csv.reader(io.StringIO(r.text, newline="")))) == 3
+    assert r.headers["Link"].endswith("?limit=2&cursor=4>; rel=\"next\"")
+
+
+def test_risk_people(client, risk):
+    a = risk["people"]
+    page = client.get("/v1/analyses/%s/risk?limit=1" % a["id"]).json()
+    bob, al = page["people"]
+    assert bob["name"] == "bob" and bob["sa"] == "HIV" and bob["p"] == pytest.approx(1)
+    assert bob["baseline_p"] == pytest.approx(1 / 6, abs=1e-15) and "group" not in bob
+    assert al["group"] == 2 and al["sa"] == "Flu" and al["baseline_p"] == 0.5
+    pages = _pages(client, "/v1/analyses/%s/risk?people=1" % a["id"], 1)
+    assert [row for p in pages for row in p["items"]] == page["people"]
+    assert all(p["total"] == 2 and "people" not in p for p in pages)
+    r = client.get("/v1/analyses/%s/risk?people=1&limit=1" % a["id"],
+                   headers={"Accept": "text/csv"})
+    assert "people=1&limit=1&cursor=1>" in r.headers["Link"]
+    got = list(csv.reader(io.StringIO(r.text, newline="")))
+    assert got[0] == ["name", "gender", "degree", "group", "sa", "p", "l", "baseline_p",
+                      "at_risk"]
+    assert got[1][:5] == ["bob", "male", "college", "", "HIV"] and len(got) == 2
+    problem(client.get("/v1/analyses/%s/risk?people=yes" % a["id"]), 400, "people")
+    problem(client.get("/v1/analyses/%s/risk?limit=10001" % a["id"]), 400, "limit")
+    problem(client.get("/v1/analyses/%s/risk?order=p" % a["id"]), 400, "order")
+
+
 # ---- synchronous solve -------------------------------------------------------------
 
 
@@ -337,6 +442,7 @@ def test_failed_analysis_has_a_problem(client):
     assert a["status"] == "failed", a
     assert a["problem"]["status"] == 422 and a["problem"]["detail"]
     problem(client.get("/v1/analyses/%s/posterior" % a["id"]), 409)
+    problem(client.get("/v1/analyses/%s/risk" % a["id"]), 409)
     assert client.delete("/v1/analyses/" + a["id"]).status == 204
 
 
@@ -421,7 +527,8 @@ def test_422_invalid_datasets_store_nothing(client):
 
 
 def test_404(client):
-    for path in (NO_SUCH_DS, NO_SUCH_AN, NO_SUCH_AN + "/posterior", NO_SUCH_DS + "/analyses",
+    for path in (NO_SUCH_DS, NO_SUCH_AN, NO_SUCH_AN + "/posterior", NO_SUCH_AN + "/risk",
+                 NO_SUCH_DS + "/analyses", NO_SUCH_DS + "/risk",
                  "/v1/datasets/not-an-id", "/v1/analyses/ds_0000000000000000", "/v1/nothing",
                  "/", "/v1/datasets/", "/v2/datasets"):
         problem(client.get(path), 404)
@@ -434,6 +541,7 @@ def test_405_with_allow(client):
              ("POST", NO_SUCH_DS): "GET, HEAD, DELETE",
              ("PATCH", NO_SUCH_AN): "GET, HEAD, DELETE",
              ("DELETE", NO_SUCH_AN + "/posterior"): "GET, HEAD",
+             ("POST", NO_SUCH_AN + "/risk"): "GET, HEAD",
              ("GET", "/v1/solve"): "POST",
              ("POST", "/healthz"): "GET, HEAD",
              ("DELETE", "/metrics"): "GET, HEAD",
@@ -675,7 +783,8 @@ def test_tokens_and_tenants(make_server, spec, tmp_path):
     # bob sees none of it
     assert bob.get("/v1/datasets").json()["items"] == []
     for path in ("/v1/datasets/" + d["id"], "/v1/datasets/%s/analyses" % d["id"],
-                 "/v1/analyses/" + a["id"], "/v1/analyses/%s/posterior" % a["id"]):
+                 "/v1/analyses/" + a["id"], "/v1/analyses/%s/posterior" % a["id"],
+                 "/v1/analyses/%s/risk" % a["id"]):
         problem(bob.get(path), 404)
         assert alice.get(path).status == 200
     problem(bob.delete("/v1/analyses/" + a["id"]), 404)

@@ -161,12 +161,13 @@ def test_examples_match_their_schemas():
 
 # ---- routes and errors ------------------------------------------------------
 
-CONTRACT = {  # SPEC section 6 plus issue 3
+CONTRACT = {  # SPEC section 6 plus issues 3 and 24
     ("/v1/datasets", "post"), ("/v1/datasets", "get"),
     ("/v1/datasets/{id}", "get"), ("/v1/datasets/{id}", "delete"),
     ("/v1/datasets/{id}/analyses", "post"), ("/v1/datasets/{id}/analyses", "get"),
     ("/v1/analyses/{id}", "get"), ("/v1/analyses/{id}", "delete"),
-    ("/v1/analyses/{id}/posterior", "get"), ("/v1/solve", "post"),
+    ("/v1/analyses/{id}/posterior", "get"), ("/v1/analyses/{id}/risk", "get"),
+    ("/v1/solve", "post"),
     ("/healthz", "get"), ("/metrics", "get"), ("/v1/openapi.yaml", "get"),
 }
 
