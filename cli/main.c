@@ -180,8 +180,8 @@ static int cmd_report(const struct cmd *c, const struct args *a)
 
 	(void)c;
 	if (!st && !json_is_object(res))
-		st = error_set(&err, PM_ERR_INPUT, "", "%s is not a result document (a JSON object)",
-			       a->pos[0]);
+		st = error_set(&err, PM_ERR_INPUT, "",
+			       "%s is not a result document (a JSON object)", a->pos[0]);
 	if (!st && !(html = report_html(res, &len)))
 		st = error_set(&err, PM_ERR_NOMEM, "", "out of memory writing the report");
 	if (!st && (fwrite(html, 1, len, stdout) != len || fflush(stdout)))

@@ -78,7 +78,8 @@ enum http_route api_route(const char *path, char *id)
 	};
 	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES}},
 					analysis_kids[] = {{"posterior", ROUTE_POSTERIOR},
-							   {"risk", ROUTE_RISK}};
+							   {"risk", ROUTE_RISK},
+							   {"report", ROUTE_REPORT}};
 
 	id[0] = '\0';
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
@@ -87,7 +88,7 @@ enum http_route api_route(const char *path, char *id)
 	if (!strncmp(path, "/v1/datasets/", 13))
 		return item_route(path + 13, "ds_", ROUTE_DATASET, dataset_kids, 1, id);
 	if (!strncmp(path, "/v1/analyses/", 13))
-		return item_route(path + 13, "an_", ROUTE_ANALYSIS, analysis_kids, 2, id);
+		return item_route(path + 13, "an_", ROUTE_ANALYSIS, analysis_kids, 3, id);
 	return ROUTE_NONE;
 }
 
@@ -100,6 +101,7 @@ const char *api_allow(enum http_route route)
 	    [ROUTE_ANALYSIS] = "GET, HEAD, DELETE",
 	    [ROUTE_POSTERIOR] = "GET, HEAD",
 	    [ROUTE_RISK] = "GET, HEAD",
+	    [ROUTE_REPORT] = "GET, HEAD",
 	    [ROUTE_SOLVE] = "POST",
 	    [ROUTE_OPENAPI] = "GET, HEAD",
 	    [ROUTE_HEALTHZ] = "GET, HEAD",
@@ -422,7 +424,7 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 	size_t len;
 	char *text;
 
-	if (r->route <= ROUTE_RISK && r->route != ROUTE_DATASETS && !r->id[0]) {
+	if (r->route <= ROUTE_REPORT && r->route != ROUTE_DATASETS && !r->id[0]) {
 		api_not_found(res, r);
 		return;
 	}
@@ -440,6 +442,7 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 		analyses_handle(h, r, res);
 		break;
 	case ROUTE_RISK:
+	case ROUTE_REPORT:
 		risk_handle(h, r, res);
 		break;
 	case ROUTE_OPENAPI:

@@ -470,6 +470,24 @@ static json_t *privacy_metrics(const struct dataset *ds, const struct privacy_re
 	return checked(o, bad);
 }
 
+/* privacy.top: the tuples most at risk, ranked (privacy_top.c). */
+static json_t *top_json(const struct dataset *ds, const struct solver_result *r)
+{
+	json_t *a = json_array();
+	int bad = !a;
+
+	for (size_t i = 0; !bad && i < r->n_top; i++) {
+		const struct privacy_top *t = &r->top[i];
+
+		bad |= json_array_append_new(
+		    a, json_pack("{s:o, s:I, s:o, s:o, s:o, s:o}", "qi", tuple_json(ds, t->q),
+				 "count", (json_int_t)ds->tuple_count[t->q], "sa",
+				 jstr(ds->sa_values.str[t->s]), "p", jreal(t->p), "l", jreal(t->l),
+				 "baseline_p", jreal(t->baseline_p)));
+	}
+	return checked(a, bad);
+}
+
 json_t *codec_privacy(const struct dataset *ds, const struct solver_result *r)
 {
 	json_t *o;
@@ -484,6 +502,7 @@ json_t *codec_privacy(const struct dataset *ds, const struct solver_result *r)
 	       put(o, "baseline", privacy_metrics(ds, &r->privacy[PRIVACY_BASELINE]));
 	if (r->privacy[PRIVACY_TRUTH].has)
 		bad |= put(o, "truth", privacy_metrics(ds, &r->privacy[PRIVACY_TRUTH]));
+	bad |= put(o, "top", top_json(ds, r));
 	return checked(o, bad);
 }
 

@@ -35,6 +35,7 @@ enum http_route {
 	ROUTE_ANALYSIS,		/* /v1/analyses/{id} */
 	ROUTE_POSTERIOR,	/* /v1/analyses/{id}/posterior */
 	ROUTE_RISK,		/* /v1/analyses/{id}/risk */
+	ROUTE_REPORT,		/* /v1/analyses/{id}/report */
 	ROUTE_SOLVE,		/* /v1/solve */
 	ROUTE_OPENAPI,		/* /v1/openapi.yaml */
 	ROUTE_HEALTHZ,		/* /healthz */
@@ -256,7 +257,8 @@ void analyses_handle(struct http_server *h, const struct http_request *r,
 
 /* ---- risk.c ------------------------------------------------------------ */
 
-/* The response of ROUTE_RISK (the tuples and named people of a succeeded
+/* The responses of ROUTE_RISK and ROUTE_REPORT (the privacy report as
+ * one HTML page, report.c). The response of ROUTE_RISK (the tuples and named people of a succeeded
  * analysis ranked by their largest P*), called by api_handle. */
 void risk_handle(struct http_server *h, const struct http_request *r, struct http_response *res);
 

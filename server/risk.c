@@ -533,10 +533,44 @@ out:
 	ctx_finish(&c);
 }
 
+/* GET /v1/analyses/{id}/report: the stored result's report page
+ * (report.c), which needs nothing but the result. */
+static void report_get(struct http_server *h, const struct http_request *r,
+		       struct http_response *res)
+{
+	struct store_row an = {0};
+	struct pm_error err = {0};
+	json_t *result = NULL;
+	char *html;
+	size_t len;
+
+	if (store_analysis_get(h->store, r->id, r->tenant, &an, &err)) {
+		api_store_failed(res, r, &err);
+		goto out;
+	}
+	if (strcmp(an.status, "succeeded")) {
+		http_problem(res, 409, NULL,
+			     "the analysis is %s; its report exists once it has succeeded",
+			     an.status);
+		goto out;
+	}
+	if (!(result = http_stored_json(an.result)))
+		http_problem(res, 500, NULL, "the stored result of %s is unreadable", r->id);
+	else if (!(html = report_html(result, &len)))
+		http_oom(res);
+	else
+		http_take(res, 200, "text/html; charset=utf-8", html, len);
+out:
+	json_decref(result);
+	store_row_finish(&an);
+}
+
 void risk_handle(struct http_server *h, const struct http_request *r, struct http_response *res)
 {
 	if (r->route == ROUTE_RISK)
 		risk_get(h, r, res);
+	else if (r->route == ROUTE_REPORT)
+		report_get(h, r, res);
 	else
 		http_problem(res, 404, NULL, "no resource at %s", r->path);
 }

@@ -174,6 +174,8 @@ enum pm_status privacy_all(const struct dataset *ds, const struct invariants *in
 		st = privacy_compute(ds, inv->slot_off, inv->slot_sa, p, o,
 				     &r->privacy[PRIVACY_TRUTH]);
 	}
+	if (!st)
+		st = privacy_top_list(ds, r);
 	free(p);
 	return st;
 }

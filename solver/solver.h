@@ -65,6 +65,14 @@ struct privacy_report {
 	double delta_disclosure; /* max over P(s|q) > 0 of |ln(P(s|q) / P(s))| */
 };
 
+/* A tuple at risk: its top value s (the first of the largest P*(s|q)),
+ * that P*, exp(H(P*(.|q))) and the no-knowledge estimate of s. */
+#define PRIVACY_TOP 20
+struct privacy_top {
+	uint32_t q, s;
+	double p, l, baseline_p;
+};
+
 enum privacy_source { PRIVACY_POSTERIOR = 0, PRIVACY_BASELINE, PRIVACY_TRUTH, PRIVACY_SOURCES };
 
 /* The metrics of the distributions p[off[q] .. off[q + 1]) over the
@@ -197,10 +205,16 @@ struct solver_result {
 	/* SPEC 4.1 on the posterior, the no-knowledge estimate and (records
 	 * form) the original table; privacy_seconds their cost */
 	struct privacy_report privacy[PRIVACY_SOURCES];
+	/* the tuples of the largest P*(s|q), ranked (privacy_top_list) */
+	struct privacy_top top[PRIVACY_TOP];
+	size_t n_top;
 	struct privacy_options privacy_options; /* those it was computed with */
 	double privacy_seconds;
 };
 
+/* r->top and r->n_top from r's posterior and ds's closed form
+ * (privacy_top.c). */
+enum pm_status privacy_top_list(const struct dataset *ds, struct solver_result *r);
 /* r->privacy from r's posterior, the closed form and the records. */
 struct invariants;
 enum pm_status privacy_all(const struct dataset *ds, const struct invariants *inv,

@@ -212,6 +212,64 @@ static void check_errors(unsigned port, const char *an)
 	check_status(port, "GET", "/v1/analyses/an_nothex/risk", 404, "no analysis");
 }
 
+/* Are the HTML page's elements balanced (void elements and self-closed
+ * SVG ones aside)? A stack of names, enough for the pages report.c
+ * writes: no comments, no raw text but CSS without '<'. */
+static int balanced(const char *html)
+{
+	static const char *const voids[] = {"meta", "br", "hr", "img", "link", "input", "!DOCTYPE"};
+	char stack[64][32];
+	int depth = 0;
+
+	for (const char *t = strchr(html, '<'); t; t = strchr(t + 1, '<')) {
+		char name[32];
+		size_t n = strcspn(t + 1 + (t[1] == '/'), " >/\n");
+		const char *end = strchr(t, '>');
+		int closing = t[1] == '/', skip = 0;
+
+		if (!end || n == 0 || n >= sizeof name)
+			return 0;
+		memcpy(name, t + 1 + closing, n);
+		name[n] = 0;
+		for (size_t i = 0; i < sizeof voids / sizeof voids[0]; i++)
+			skip |= !strcmp(name, voids[i]);
+		if (skip || end[-1] == '/')
+			continue;
+		if (!closing && depth < 64)
+			memcpy(stack[depth++], name, n + 1);
+		else if (closing && (depth == 0 || strcmp(stack[--depth], name)))
+			return 0;
+	}
+	return depth == 0;
+}
+
+/* The report page (report.c): HTML, balanced, with the verdict and the
+ * tuples most at risk in the risk list's order. */
+static void check_report(unsigned port, const char *an, const json_t *items)
+{
+	char path[96];
+	struct resp r;
+	const char *at;
+
+	snprintf(path, sizeof path, "/v1/analyses/%s/report", an);
+	r = get(port, path);
+	CHECK(r.status == 200 && r.head && strstr(r.head, "text/html"));
+	CHECK(r.body && !strncmp(r.body, "<!DOCTYPE html>", 15) && balanced(r.body));
+	CHECK(r.body && strstr(r.body, "8 of 8 records") && strstr(r.body, "<svg"));
+	at = r.body;
+	for (size_t i = 0; at && i < 5; i++) { /* the table's rows in the list's order */
+		const json_t *qi = json_object_get(json_array_get(items, i), "qi");
+		char cell[96];
+
+		snprintf(cell, sizeof cell, "<td>%s, %s</td>",
+			 json_string_value(json_array_get(qi, 0)),
+			 json_string_value(json_array_get(qi, 1)));
+		at = strstr(at, cell);
+		CHECK(at != NULL);
+	}
+	resp_free(&r);
+}
+
 static void test_figure1(void)
 {
 	char *dir = temp_dir(), *ds, *an;
@@ -224,6 +282,7 @@ static void test_figure1(void)
 	items = check_list(port, an ? an : "", result);
 	check_pages(port, an ? an : "", items);
 	check_csv(port, an ? an : "");
+	check_report(port, an ? an : "", items);
 	check_errors(port, an ? an : "");
 	json_decref(items);
 	json_decref(result);
