@@ -81,7 +81,9 @@ static void text(struct page *p, const char *s)
 /* A number as a table cell: 4 significant digits, "&minus;" for none. */
 static void num(struct page *p, const json_t *v)
 {
-	if (json_is_number(v))
+	if (json_is_integer(v)) /* counts: every digit */
+		putf(p, "<td class=\"n\">%" JSON_INTEGER_FORMAT "</td>", json_integer_value(v));
+	else if (json_is_number(v))
 		putf(p, "<td class=\"n\">%.4g</td>", json_number_value(v));
 	else
 		LIT(p, "<td class=\"n\">&ndash;</td>");
