@@ -418,6 +418,17 @@ double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *gra
 	return f;
 }
 
+/* The message of a solve's failure (ret), into err. */
+static void solve_error(enum pm_status ret, struct pm_error *err)
+{
+	if (ret == PM_ERR_NOMEM)
+		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
+	else if (ret == PM_ERR_CANCELLED)
+		error_set(err, ret, "", "the solve was cancelled");
+	else if (ret == PM_ERR_INTERNAL)
+		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
+}
+
 /* L-BFGS (OWL-QN with intervals) on d from u to target; probing keeps
  * the last two iterates (d->cur, d->prv, ...). */
 static enum pm_status dual_run(struct maxent_dual *d, const struct solver_options *o, double *u,
@@ -512,12 +523,7 @@ enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solv
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)
 		y[j] = d->y[j];
 out:
-	if (ret == PM_ERR_NOMEM)
-		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
-	else if (ret == PM_ERR_CANCELLED)
-		error_set(err, ret, "", "the solve was cancelled");
-	else if (ret == PM_ERR_INTERNAL)
-		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
+	solve_error(ret, err);
 	lbfgs_free(u);
 	maxent_dual_destroy(d);
 	return ret;
@@ -554,12 +560,7 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 	if (prev && probe->ray && d->lcur && ret == PM_OK)
 		full_ray(d, probe->ray);
 out:
-	if (ret == PM_ERR_NOMEM)
-		error_set(err, ret, "", "out of memory in the maximum-entropy solver");
-	else if (ret == PM_ERR_CANCELLED)
-		error_set(err, ret, "", "the solve was cancelled");
-	else if (ret == PM_ERR_INTERNAL)
-		error_set(err, ret, "", "L-BFGS rejected its setup (internal error)");
+	solve_error(ret, err);
 	lbfgs_free(u);
 	maxent_dual_destroy(d);
 	return ret;
