@@ -19,6 +19,10 @@
 #include "http_internal.h"
 
 #if defined(__has_include)
+#if __has_include("dashboard_html.h")
+#include "dashboard_html.h"
+#define HAVE_DASHBOARD_HTML 1
+#endif
 #if __has_include("openapi_yaml.h")
 /* generated at build time from api-spec/openapi.yaml: openapi_yaml[] */
 #include "openapi_yaml.h"
@@ -74,7 +78,7 @@ enum http_route api_route(const char *path, char *id)
 	} fixed[] = {
 	    {"/v1/datasets", ROUTE_DATASETS},	 {"/v1/solve", ROUTE_SOLVE},
 	    {"/v1/openapi.yaml", ROUTE_OPENAPI}, {"/healthz", ROUTE_HEALTHZ},
-	    {"/metrics", ROUTE_METRICS},
+	    {"/metrics", ROUTE_METRICS},	 {"/", ROUTE_DASHBOARD},
 	};
 	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES}},
 					analysis_kids[] = {{"posterior", ROUTE_POSTERIOR},
@@ -105,6 +109,7 @@ const char *api_allow(enum http_route route)
 	    [ROUTE_SOLVE] = "POST",
 	    [ROUTE_OPENAPI] = "GET, HEAD",
 	    [ROUTE_HEALTHZ] = "GET, HEAD",
+	    [ROUTE_DASHBOARD] = "GET, HEAD",
 	    [ROUTE_METRICS] = "GET, HEAD",
 	};
 
@@ -392,6 +397,18 @@ static void dataset_delete(struct http_server *h, const struct http_request *r,
 
 /* ---- service documents ----------------------------------------------------- */
 
+/* GET /: the dashboard, one page that talks to this API from the
+ * browser (server/dashboard.html, compiled in). */
+static void dashboard(struct http_response *res)
+{
+#ifdef HAVE_DASHBOARD_HTML
+	http_text(res, 200, "text/html; charset=utf-8", (const char *)dashboard_html,
+		  sizeof dashboard_html - 1);
+#else
+	http_problem(res, 404, NULL, "the dashboard is not built into this binary");
+#endif
+}
+
 static void openapi(struct http_response *res)
 {
 #ifdef HAVE_OPENAPI_YAML
@@ -447,6 +464,9 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 		break;
 	case ROUTE_OPENAPI:
 		openapi(res);
+		break;
+	case ROUTE_DASHBOARD:
+		dashboard(res);
 		break;
 	case ROUTE_HEALTHZ:
 		http_json(res, 200, json_pack("{s:s}", "status", "ok"));

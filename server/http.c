@@ -340,7 +340,10 @@ static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, 
 	st = http_target_parse(c->raw, &c->target, detail, sizeof detail);
 	c->route = st ? ROUTE_NONE : api_route(c->target.path, c->id);
 	c->limit = c->route == ROUTE_SOLVE ? h->o.max_solve_body : h->o.max_body;
-	c->tenant = c->route == ROUTE_HEALTHZ ? "" : authenticate(h, con, &missing, &c->admin);
+	/* the dashboard's page is public: it asks for the token itself */
+	c->tenant = c->route == ROUTE_HEALTHZ || c->route == ROUTE_DASHBOARD
+			? ""
+			: authenticate(h, con, &missing, &c->admin);
 	cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (!c->tenant) {
 		http_problem(res, 401, NULL, "%s",

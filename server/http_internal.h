@@ -39,6 +39,7 @@ enum http_route {
 	ROUTE_SOLVE,		/* /v1/solve */
 	ROUTE_OPENAPI,		/* /v1/openapi.yaml */
 	ROUTE_HEALTHZ,		/* /healthz */
+	ROUTE_DASHBOARD,	/* / */
 	ROUTE_METRICS,		/* /metrics */
 	ROUTE_NONE,		/* no such resource */
 	N_ROUTES

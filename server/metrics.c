@@ -61,6 +61,7 @@ const char *metrics_route_name(enum http_route route)
 	    [ROUTE_POSTERIOR] = "/v1/analyses/{id}/posterior",
 	    [ROUTE_RISK] = "/v1/analyses/{id}/risk",
 	    [ROUTE_REPORT] = "/v1/analyses/{id}/report",
+	    [ROUTE_DASHBOARD] = "/",
 	    [ROUTE_SOLVE] = "/v1/solve",
 	    [ROUTE_OPENAPI] = "/v1/openapi.yaml",
 	    [ROUTE_HEALTHZ] = "/healthz",

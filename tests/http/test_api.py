@@ -530,7 +530,7 @@ def test_404(client):
     for path in (NO_SUCH_DS, NO_SUCH_AN, NO_SUCH_AN + "/posterior", NO_SUCH_AN + "/risk",
                  NO_SUCH_DS + "/analyses", NO_SUCH_DS + "/risk",
                  "/v1/datasets/not-an-id", "/v1/analyses/ds_0000000000000000", "/v1/nothing",
-                 "/", "/v1/datasets/", "/v2/datasets"):
+                 "/index.html", "/v1/datasets/", "/v2/datasets"):
         problem(client.get(path), 404)
     problem(client.delete(NO_SUCH_DS), 404)
     problem(client.delete(NO_SUCH_AN), 404)
