@@ -2,7 +2,7 @@
 """The dashboard (GET /) in a real browser: Debian's chromium, headless,
 driven through its DevTools protocol. A user uploads Figure 1 as CSV,
 starts an analysis with a Top-(1, 1) bound, waits for it, opens the
-report; then, with access control on, the page asks for the token, keeps
+report, starts a sweep and sees its chart; then, with access control on, the page asks for the token, keeps
 it in session storage and lists the datasets. Saves a screenshot of each
 (PMAXENT_SCREENSHOTS, a directory; default the test's temporary one) for
 a person to look at. Exit 77 (skipped) without chromium."""
@@ -160,6 +160,17 @@ def click_through(b, base, shots):
     assert "Privacy report: figure1" in text and "records" in text, text[:500]
     assert balanced(b.js("document.getElementById('report').srcdoc")), "the report's HTML"
     b.screenshot(os.path.join(shots, "dashboard.png"))
+    # a sweep: its chart shown, growing to every point
+    b.js("(() => { const row = document.querySelector('#datasets tbody tr');"
+         " row.querySelector('.ks').value = '0,1,2';"
+         " row.querySelector('.sweep').click(); })()")
+    b.wait("[...document.querySelectorAll('#sweeps tbody tr')].some(r => "
+           "r.innerText.includes('succeeded') && r.innerText.includes('9 of 9'))",
+           "the sweep to succeed")
+    b.wait("(() => { const c = document.getElementById('chart'); return !c.hidden && "
+           "!!c.querySelector('svg') && c.innerText.includes('mixed'); })()", "the sweep's chart")
+    b.js("document.getElementById('chart').scrollIntoView()")
+    b.screenshot(os.path.join(shots, "dashboard-sweep.png"))
 
 
 def with_token(b, base, shots):
