@@ -342,9 +342,10 @@ enum pm_status codec_sweep_request(const json_t *j, const struct dataset *ds,
 				   struct sweep_request *q, struct pm_error *err);
 void sweep_request_finish(struct sweep_request *q);
 
-/* Told each point as it is solved (point borrowed); nonzero cancels. */
+/* Told each point as it is solved (point borrowed; at: its index in the
+ * answer's points, kinds x T x K); nonzero cancels. */
 struct sweep_hooks {
-	int (*point)(void *ctx, const json_t *point);
+	int (*point)(void *ctx, size_t at, const json_t *point);
 	void *ctx;
 };
 
@@ -359,6 +360,13 @@ struct sweep_hooks {
 enum pm_status sweep_run(const struct dataset *ds, const struct sweep_request *q,
 			 const struct solver_options *o, const struct sweep_hooks *hooks,
 			 json_t **out, struct pm_error *err);
+
+/* The chart of a sweep's points so far (null ones are gaps): accuracy
+ * against K, one curve per kind and T, titled with name (may be NULL).
+ * A standalone SVG document (svg_render); caller frees. NULL when out of
+ * memory. */
+char *sweep_chart(const char *name, const struct sweep_request *q, const json_t *points,
+		  size_t *len);
 
 /* ---- svg.c -------------------------------------------------------------- */
 
