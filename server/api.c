@@ -384,6 +384,23 @@ static void cancel_analyses(struct http_server *h, const struct http_request *r)
 	}
 }
 
+/* The same for its sweeps: a running one stops within one iteration,
+ * rather than at its next point. */
+static void cancel_sweeps(struct http_server *h, const struct http_request *r)
+{
+	struct pm_error err = {0};
+	char **ids = NULL;
+	size_t n = 0;
+
+	if (store_sweep_unfinished(h->store, r->id, r->tenant, &ids, &n, &err))
+		return; /* the delete still happens; the sweep stops at its next point */
+	for (size_t i = 0; i < n; i++) {
+		jobs_cancel(h->jobs, ids[i], &err); /* or finished meanwhile */
+		free(ids[i]);
+	}
+	free(ids);
+}
+
 static void dataset_delete(struct http_server *h, const struct http_request *r,
 			   struct http_response *res)
 {
@@ -396,6 +413,7 @@ static void dataset_delete(struct http_server *h, const struct http_request *r,
 	}
 	store_row_finish(&row);
 	cancel_analyses(h, r);
+	cancel_sweeps(h, r);
 	if (store_dataset_delete(h->store, r->id, r->tenant, &err))
 		api_store_failed(res, r, &err);
 	else

@@ -367,7 +367,7 @@ static char *poison_problem(int max)
 
 	error_set(&e, PM_ERR_INTERNAL, "",
 		  "the service stopped unexpectedly (a crash or a kill) the last %d times it ran "
-		  "this analysis; it is not run again (--max-attempts %d)",
+		  "this analysis or sweep; it is not run again (--max-attempts %d)",
 		  max, max);
 	return problem_text(&e);
 }
@@ -404,8 +404,8 @@ static enum pm_status recover(struct jobs *j, int sweeps, struct pm_error *err)
 {
 	char **ids = NULL, *problem = poison_problem(j->o.max_attempts);
 	size_t n = 0;
-	enum pm_status st =
-	    (sweeps ? store_sweep_unfinished : store_analysis_unfinished)(j->store, &ids, &n, err);
+	enum pm_status st = sweeps ? store_sweep_unfinished(j->store, NULL, NULL, &ids, &n, err)
+				   : store_analysis_unfinished(j->store, &ids, &n, err);
 
 	if (!st && !problem)
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");

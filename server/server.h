@@ -231,8 +231,11 @@ enum pm_status store_sweep_points(struct store *s, const char *id, const char *p
 				  struct pm_error *err);
 enum pm_status store_sweep_delete(struct store *s, const char *id, const char *tenant,
 				  struct pm_error *err);
-enum pm_status store_sweep_unfinished(struct store *s, char ***ids, size_t *n,
-				      struct pm_error *err);
+/* Ids of sweeps queued or running, oldest first: every one (dataset_id
+ * NULL, after a restart) or the tenant's of one dataset. As
+ * store_analysis_unfinished. */
+enum pm_status store_sweep_unfinished(struct store *s, const char *dataset_id, const char *tenant,
+				      char ***ids, size_t *n, struct pm_error *err);
 enum pm_status store_sweep_interrupted(struct store *s, const char *id, int max_crashes,
 				       const char *problem, int *crashes, struct pm_error *err);
 

@@ -770,7 +770,8 @@ static int read_id(sqlite3_stmt *st, struct store_row *r)
 	return col_str(st, 0, &r->id) || !r->id ? -1 : 0;
 }
 
-enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t, char ***ids,
+enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,
+				    const char *dataset_id, const char *tenant, char ***ids,
 				    size_t *n, struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
@@ -781,6 +782,10 @@ enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
 	ret = prep(s, t->unfinished, &st, err);
+	if (!ret && sqlite3_bind_parameter_count(st) >= 2) {
+		store_bind_str(st, 1, dataset_id);
+		store_bind_str(st, 2, tenant);
+	}
 	if (!ret)
 		ret = fetch_all(s, st, read_id, &rows, n, err);
 	pthread_mutex_unlock(&s->lock);
@@ -804,7 +809,7 @@ out:
 enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n,
 					 struct pm_error *err)
 {
-	return store_job_unfinished(s, &ANALYSES, ids, n, err);
+	return store_job_unfinished(s, &ANALYSES, NULL, NULL, ids, n, err);
 }
 
 enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err)

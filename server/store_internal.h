@@ -86,7 +86,10 @@ enum pm_status store_job_transition(struct store *s, const struct store_jobs *t,
 				    struct pm_error *err);
 enum pm_status store_job_delete(struct store *s, const struct store_jobs *t, const char *id,
 				const char *tenant, struct pm_error *err);
-enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t, char ***ids,
+/* dataset_id non-NULL: only that dataset's of tenant (where t's query
+ * takes them as ?1 and ?2). */
+enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,
+				    const char *dataset_id, const char *tenant, char ***ids,
 				    size_t *n, struct pm_error *err);
 enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t, const char *id,
 				     int max_crashes, const char *problem, int *crashes,

@@ -24,7 +24,8 @@ const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
     [Q_SW_STATUS - Q_SW_INSERT] = "SELECT status FROM sweeps WHERE id = ?1",
     [Q_SW_DELETE - Q_SW_INSERT] = "DELETE FROM sweeps WHERE id = ?1 AND tenant = ?2",
     [Q_SW_UNFINISHED - Q_SW_INSERT] =
-	"SELECT id FROM sweeps WHERE status IN ('queued', 'running') ORDER BY seq",
+	"SELECT id FROM sweeps WHERE status IN ('queued', 'running')"
+	" AND (?1 IS NULL OR (dataset_id = ?1 AND tenant = ?2)) ORDER BY seq",
     [Q_SW_CRASHES - Q_SW_INSERT] =
 	"SELECT crashes FROM sweeps WHERE id = ?1 AND status = 'running'",
     [Q_SW_INTERRUPT - Q_SW_INSERT] = "UPDATE sweeps SET status = ?2, crashes = crashes + 1,"
@@ -63,9 +64,10 @@ enum pm_status store_sweep_delete(struct store *s, const char *id, const char *t
 	return store_job_delete(s, &SWEEPS, id, tenant, err);
 }
 
-enum pm_status store_sweep_unfinished(struct store *s, char ***ids, size_t *n, struct pm_error *err)
+enum pm_status store_sweep_unfinished(struct store *s, const char *dataset_id, const char *tenant,
+				      char ***ids, size_t *n, struct pm_error *err)
 {
-	return store_job_unfinished(s, &SWEEPS, ids, n, err);
+	return store_job_unfinished(s, &SWEEPS, dataset_id, tenant, ids, n, err);
 }
 
 enum pm_status store_sweep_interrupted(struct store *s, const char *id, int max_crashes,

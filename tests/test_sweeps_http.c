@@ -14,9 +14,9 @@
 
 static const char *request = "{\"kinds\": [\"positive\", \"mixed\"], \"k\": [0, 1, 2],"
 			     " \"min_support\": 1}";
-/* on generated_json: each point's solve iterates, so it stalls (Figure 1's
- * solve in closed form) */
-static const char *slow = "{\"kinds\": [\"mixed\"], \"k\": [20, 40], \"qi_attributes\": [1],"
+/* On generated_json: the first point (no rules) is solved in closed form,
+ * the second iterates, so it stalls (Figure 1's points never iterate). */
+static const char *slow = "{\"kinds\": [\"mixed\"], \"k\": [0, 40], \"qi_attributes\": [1],"
 			  " \"solver\": {\"method\": \"full-dual\"}}";
 
 static struct http_server *start_opts(const char *dir, double stall, const char *tokens)
@@ -81,6 +81,25 @@ static struct resp wait_sweep(unsigned port, const char *id, int until_running)
 		st = jstr(r.json, "status");
 		if (r.status != 200 || pipeline_now() - t0 > 120 ||
 		    (until_running ? st && strcmp(st, "queued") : finished(st)))
+			return r;
+		usleep(20000);
+	}
+}
+
+/* Polls until the sweep has done n points (or 60 s); its last GET. */
+static struct resp wait_points(unsigned port, const char *id, json_int_t n)
+{
+	char path[128];
+	struct resp r = {0};
+	double t0 = pipeline_now();
+
+	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
+	for (;;) {
+		resp_free(&r);
+		r = get(port, path);
+		if (r.status != 200 || pipeline_now() - t0 > 60 ||
+		    json_integer_value(
+			json_object_get(json_object_get(r.json, "progress"), "points_done")) >= n)
 			return r;
 		usleep(20000);
 	}
@@ -241,9 +260,13 @@ static void test_cancel_and_tenants(void)
 	gen = generated_json(500);
 	ds = upload(port, gen);
 	id = start_sweep(port, ds, slow);
-	r = wait_sweep(port, id, 1);
+	/* the points appear as they finish: the first, while the second stalls */
+	r = wait_points(port, id, 1);
 	CHECK_STR(jstr(r.json, "status"), "running");
+	CHECK(json_is_object(json_array_get(json_object_get(r.json, "points"), 0)));
+	CHECK(json_is_null(json_array_get(json_object_get(r.json, "points"), 1)));
 	resp_free(&r);
+	check_chart(port, id);
 	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
 	as("token-bob");
 	check_status(port, "GET", path, 404, id);
@@ -264,9 +287,44 @@ static void test_cancel_and_tenants(void)
 	resp_free(&r);
 	r = wait_sweep(port, id, 0);
 	CHECK_STR(jstr(r.json, "status"), "cancelled");
+	CHECK(json_integer_value(json_object_get(json_object_get(r.json, "progress"),
+						 "points_done")) == 1); /* kept */
 	resp_free(&r);
 	as(NULL);
 	http_stop(h);
+	free(gen);
+	free(ds);
+	free(id);
+	rm_tree(dir);
+	free(dir);
+}
+
+/* Deleting a dataset cancels its running sweep (the one worker is free
+ * again at once) and deletes it. */
+static void test_dataset_delete(void)
+{
+	char *dir = temp_dir(), *gen = generated_json(500), path[128];
+	struct http_server *h = start_opts(dir, 60, NULL);
+	unsigned port = http_port(h);
+	char *ds = upload(port, gen), *fig = upload_figure1(port),
+	     *id = start_sweep(port, ds, slow);
+	char *next;
+	struct resp r = wait_points(port, id, 1);
+
+	resp_free(&r);
+	snprintf(path, sizeof path, "/v1/datasets/%s", ds);
+	r = del(port, path);
+	CHECK(r.status == 204);
+	resp_free(&r);
+	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
+	check_status(port, "GET", path, 404, id);
+	next = start_sweep(port, fig, request);
+	r = wait_sweep(port, next, 0);
+	CHECK_STR(jstr(r.json, "status"), "succeeded");
+	resp_free(&r);
+	http_stop(h);
+	free(next);
+	free(fig);
 	free(gen);
 	free(ds);
 	free(id);
@@ -313,6 +371,7 @@ int main(void)
 	test_sweep();
 	test_bad_requests();
 	test_cancel_and_tenants();
+	test_dataset_delete();
 	test_restart();
 	return check_done();
 }
