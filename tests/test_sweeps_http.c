@@ -65,8 +65,8 @@ static char *start_sweep(unsigned port, const char *ds, const char *body)
 	return id;
 }
 
-/* Polls the sweep until its status is not `while_in` ("queued|running"
- * style prefix match of either), or 120 s; its last GET. */
+/* Polls the sweep until it has left "queued" (until_running) or has
+ * finished, or for 120 s; its last GET. */
 static struct resp wait_sweep(unsigned port, const char *id, int until_running)
 {
 	char path[128];
