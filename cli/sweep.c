@@ -110,12 +110,14 @@ struct progress {
 	int tty;
 };
 
-static int on_point(void *ctx, const json_t *p)
+static int on_point(void *ctx, size_t at, const json_t *p)
 {
 	struct progress *g = ctx;
 	const json_t *tv = json_object_get(p, "qi_attributes");
 	const json_t *acc = json_object_get(p, "estimation_accuracy");
 	char t[24] = "all";
+
+	(void)at; /* points come in solving order; the count is what shows */
 
 	if (!json_is_null(tv))
 		snprintf(t, sizeof t, "%" JSON_INTEGER_FORMAT, json_integer_value(tv));
@@ -136,52 +138,16 @@ static enum pm_status draw(const char *path, const struct dataset *ds,
 			   const struct sweep_request *q, const json_t *points,
 			   struct pm_error *err)
 {
-	size_t n_t = q->n_t ? q->n_t : 1, n = q->n_kinds * n_t;
-	struct svg_series *s = calloc(n, sizeof *s);
-	double *xy = malloc(2 * n * q->n_k * sizeof *xy);
-	char(*names)[48] = calloc(n, sizeof *names), title[320];
-	struct svg_chart c = {.title = title,
-			      .x_label = "K (rules of the kind)",
-			      .y_label = "estimation accuracy (nats)"};
-	enum pm_status st = PM_ERR_NOMEM;
-	char *svg = NULL;
-	size_t len;
+	size_t len = 0;
+	char *svg = sweep_chart(ds->name, q, points, &len);
+	enum pm_status st = PM_OK;
 	FILE *f;
 
-	snprintf(title, sizeof title, "%s: estimation accuracy against K",
-		 ds->name ? ds->name : "sweep");
-	for (size_t i = 0; s && xy && names && i < n; i++) {
-		double *x = xy + 2 * i * q->n_k, *y = x + q->n_k;
-
-		for (size_t k = 0; k < q->n_k; k++) {
-			const json_t *a = json_object_get(json_array_get(points, i * q->n_k + k),
-							  "estimation_accuracy");
-
-			x[k] = (double)q->k[k];
-			y[k] = json_is_number(a) ? json_number_value(a) : NAN;
-		}
-		if (q->n_t)
-			snprintf(names[i], sizeof names[i], "%s, T = %zu",
-				 json_string_value(
-				     json_object_get(json_array_get(points, i * q->n_k), "kind")),
-				 q->t[i % n_t]);
-		else
-			snprintf(names[i], sizeof names[i], "%s",
-				 json_string_value(
-				     json_object_get(json_array_get(points, i * q->n_k), "kind")));
-		s[i] = (struct svg_series){.name = names[i], .x = x, .y = y, .n = q->n_k};
-	}
-	if (s && xy && names && (svg = svg_render(&c, s, n, &len))) {
-		st = PM_OK;
-		if (!(f = fopen(path, "w")) || fwrite(svg, 1, len, f) != len || fclose(f))
-			st = error_set(err, PM_ERR_IO, "--svg", "cannot write %s", path);
-	}
-	if (st == PM_ERR_NOMEM)
-		error_set(err, st, "", "out of memory drawing the chart");
+	if (!svg)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory drawing the chart");
+	if (!(f = fopen(path, "w")) || fwrite(svg, 1, len, f) != len || fclose(f))
+		st = error_set(err, PM_ERR_IO, "--svg", "cannot write %s", path);
 	free(svg);
-	free(s);
-	free(xy);
-	free(names);
 	return st;
 }
 

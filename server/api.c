@@ -2,7 +2,7 @@
  * The resources of the HTTP API (SPEC section 6, issue 3): routing,
  * datasets, health, metrics and the OpenAPI document; analyses, their
  * posterior and the synchronous solve are in analyses.c, the risk list in
- * risk.c. http.c has already authenticated the request, checked the
+ * risk.c, sweeps in sweeps.c. http.c has already authenticated the request, checked the
  * route, the method and the body size; handlers validate everything else
  * before they touch the store, so a bad request changes nothing.
  *
@@ -80,19 +80,23 @@ enum http_route api_route(const char *path, char *id)
 	    {"/v1/openapi.yaml", ROUTE_OPENAPI}, {"/healthz", ROUTE_HEALTHZ},
 	    {"/metrics", ROUTE_METRICS},	 {"/", ROUTE_DASHBOARD},
 	};
-	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES}},
+	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES},
+							  {"sweeps", ROUTE_DATASET_SWEEPS}},
 					analysis_kids[] = {{"posterior", ROUTE_POSTERIOR},
 							   {"risk", ROUTE_RISK},
-							   {"report", ROUTE_REPORT}};
+							   {"report", ROUTE_REPORT}},
+					sweep_kids[] = {{"chart.svg", ROUTE_SWEEP_CHART}};
 
 	id[0] = '\0';
 	for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
 		if (!strcmp(path, fixed[i].path))
 			return fixed[i].route;
 	if (!strncmp(path, "/v1/datasets/", 13))
-		return item_route(path + 13, "ds_", ROUTE_DATASET, dataset_kids, 1, id);
+		return item_route(path + 13, "ds_", ROUTE_DATASET, dataset_kids, 2, id);
 	if (!strncmp(path, "/v1/analyses/", 13))
 		return item_route(path + 13, "an_", ROUTE_ANALYSIS, analysis_kids, 3, id);
+	if (!strncmp(path, "/v1/sweeps/", 11))
+		return item_route(path + 11, "sw_", ROUTE_SWEEP, sweep_kids, 1, id);
 	return ROUTE_NONE;
 }
 
@@ -106,6 +110,9 @@ const char *api_allow(enum http_route route)
 	    [ROUTE_POSTERIOR] = "GET, HEAD",
 	    [ROUTE_RISK] = "GET, HEAD",
 	    [ROUTE_REPORT] = "GET, HEAD",
+	    [ROUTE_DATASET_SWEEPS] = "POST",
+	    [ROUTE_SWEEP] = "GET, HEAD, DELETE",
+	    [ROUTE_SWEEP_CHART] = "GET, HEAD",
 	    [ROUTE_SOLVE] = "POST",
 	    [ROUTE_OPENAPI] = "GET, HEAD",
 	    [ROUTE_HEALTHZ] = "GET, HEAD",
@@ -163,10 +170,15 @@ int api_check_params(const struct http_request *r, struct http_response *res)
 
 void api_not_found(struct http_response *res, const struct http_request *r)
 {
+	int sweep = r->route == ROUTE_SWEEP || r->route == ROUTE_SWEEP_CHART;
+	int dataset = r->route == ROUTE_DATASET || r->route == ROUTE_DATASET_ANALYSES ||
+		      r->route == ROUTE_DATASET_SWEEPS;
+
 	http_problem(res, 404, NULL, "no %s with id '%s'",
-		     r->route == ROUTE_DATASET || r->route == ROUTE_DATASET_ANALYSES ? "dataset"
-										     : "analysis",
-		     r->path + 13);
+		     sweep     ? "sweep"
+		     : dataset ? "dataset"
+			       : "analysis",
+		     r->path + (sweep ? 11 : 13));
 }
 
 /* A store error: not found is about the request's own id. */
@@ -377,6 +389,23 @@ static void cancel_analyses(struct http_server *h, const struct http_request *r)
 	}
 }
 
+/* The same for its sweeps: a running one stops within one iteration,
+ * rather than at its next point. */
+static void cancel_sweeps(struct http_server *h, const struct http_request *r)
+{
+	struct pm_error err = {0};
+	char **ids = NULL;
+	size_t n = 0;
+
+	if (store_sweep_unfinished(h->store, r->id, r->tenant, &ids, &n, &err))
+		return; /* the delete still happens; the sweep stops at its next point */
+	for (size_t i = 0; i < n; i++) {
+		jobs_cancel(h->jobs, ids[i], &err); /* or finished meanwhile */
+		free(ids[i]);
+	}
+	free(ids);
+}
+
 static void dataset_delete(struct http_server *h, const struct http_request *r,
 			   struct http_response *res)
 {
@@ -389,6 +418,7 @@ static void dataset_delete(struct http_server *h, const struct http_request *r,
 	}
 	store_row_finish(&row);
 	cancel_analyses(h, r);
+	cancel_sweeps(h, r);
 	if (store_dataset_delete(h->store, r->id, r->tenant, &err))
 		api_store_failed(res, r, &err);
 	else
@@ -441,7 +471,7 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 	size_t len;
 	char *text;
 
-	if (r->route <= ROUTE_REPORT && r->route != ROUTE_DATASETS && !r->id[0]) {
+	if (r->route <= ROUTE_SWEEP_CHART && r->route != ROUTE_DATASETS && !r->id[0]) {
 		api_not_found(res, r);
 		return;
 	}
@@ -461,6 +491,11 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 	case ROUTE_RISK:
 	case ROUTE_REPORT:
 		risk_handle(h, r, res);
+		break;
+	case ROUTE_DATASET_SWEEPS:
+	case ROUTE_SWEEP:
+	case ROUTE_SWEEP_CHART:
+		sweeps_handle(h, r, res);
 		break;
 	case ROUTE_OPENAPI:
 		openapi(res);

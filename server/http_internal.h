@@ -1,6 +1,6 @@
 /*
  * Private to the HTTP service (http.c, http_util.c, api.c, analyses.c,
- * risk.c, metrics.c): the server state, one request and one response as the route
+ * risk.c, sweeps.c, metrics.c): the server state, one request and one response as the route
  * handlers see them, and the helpers the handlers share. Not part of the
  * public API (server.h).
  */
@@ -14,7 +14,7 @@
 
 #include "server.h"
 
-/* "ds_" or "an_" + 16 hex digits */
+/* "ds_", "an_" or "sw_" + 16 hex digits */
 #define HTTP_ID_LEN    19
 #define HTTP_ID_SIZE   (HTTP_ID_LEN + 1)
 #define HTTP_MAX_DEPTH 64
@@ -36,6 +36,9 @@ enum http_route {
 	ROUTE_POSTERIOR,	/* /v1/analyses/{id}/posterior */
 	ROUTE_RISK,		/* /v1/analyses/{id}/risk */
 	ROUTE_REPORT,		/* /v1/analyses/{id}/report */
+	ROUTE_DATASET_SWEEPS,	/* /v1/datasets/{id}/sweeps */
+	ROUTE_SWEEP,		/* /v1/sweeps/{id} */
+	ROUTE_SWEEP_CHART,	/* /v1/sweeps/{id}/chart.svg */
 	ROUTE_SOLVE,		/* /v1/solve */
 	ROUTE_OPENAPI,		/* /v1/openapi.yaml */
 	ROUTE_HEALTHZ,		/* /healthz */
@@ -262,6 +265,12 @@ void analyses_handle(struct http_server *h, const struct http_request *r,
  * one HTML page, report.c). The response of ROUTE_RISK (the tuples and named people of a succeeded
  * analysis ranked by their largest P*), called by api_handle. */
 void risk_handle(struct http_server *h, const struct http_request *r, struct http_response *res);
+
+/* ---- sweeps.c ---------------------------------------------------------- */
+
+/* The responses of ROUTE_DATASET_SWEEPS, ROUTE_SWEEP and
+ * ROUTE_SWEEP_CHART, called by api_handle. */
+void sweeps_handle(struct http_server *h, const struct http_request *r, struct http_response *res);
 
 /* ---- metrics.c --------------------------------------------------------- */
 

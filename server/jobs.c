@@ -132,45 +132,142 @@ static char *problem_text(const struct pm_error *err)
 	return text;
 }
 
+/* Sweeps (ids "sw_...") share the queue, the workers and the rules of
+ * analyses; only their rows are in another table. */
+static int is_sweep(const char *id)
+{
+	return !strncmp(id, "sw_", 3);
+}
+
+static enum pm_status move(struct jobs *j, const char *id, const char *from, const char *to,
+			   const char *text, struct pm_error *err)
+{
+	return (is_sweep(id) ? store_sweep_transition
+			     : store_analysis_transition)(j->store, id, from, to, text, err);
+}
+
+static enum pm_status get_job(struct jobs *j, const char *id, struct store_row *out,
+			      struct pm_error *err)
+{
+	return (is_sweep(id) ? store_sweep_get : store_analysis_get)(j->store, id, NULL, out, err);
+}
+
+/* The stored request of a job and its dataset, read back. */
+static enum pm_status load(struct jobs *j, const struct store_row *job, struct dataset **ds,
+			   json_t **req, struct pm_error *err)
+{
+	struct store_row dsrow = {0};
+	json_t *body = NULL;
+	json_error_t jerr;
+	enum pm_status st;
+
+	st = store_dataset_get(j->store, job->dataset_id, job->tenant, 1, &dsrow, err);
+	if (st)
+		goto out;
+	body = json_loads(dsrow.body, 0, &jerr);
+	*req = json_loads(job->request, 0, &jerr);
+	if (!body || !*req)
+		st =
+		    error_set(err, PM_ERR_INTERNAL, "", "stored JSON is unreadable: %s", jerr.text);
+	else if ((st = codec_dataset(body, ds, err)))
+		error_prefix(err, "stored dataset");
+out:
+	json_decref(body);
+	store_row_finish(&dsrow);
+	return st;
+}
+
+/* The solver options of a job on the slot s: its progress and cancel
+ * flag, the service's time limit (the default, and the most a request
+ * gets: checked when it was posted). */
+static void slot_options(struct jobs *j, struct slot *s, struct solver_options *o)
+{
+	solver_options_init(o);
+	o->progress = on_progress;
+	o->progress_ctx = s;
+	o->pool = s->pool;
+	o->time_limit = j->o.time_limit;
+	o->stall = j->o.stall;
+}
+
 /* Loads the analysis request and its dataset, and runs the pipeline. */
 static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
 				   json_t **result, struct pm_error *err)
 {
-	struct store_row dsrow = {0};
 	struct dataset *ds = NULL;
-	json_t *req = NULL, *body = NULL;
+	json_t *req = NULL;
 	struct solver_options o;
-	json_error_t jerr;
-	enum pm_status st;
+	enum pm_status st = load(j, an, &ds, &req, err);
 
-	st = store_dataset_get(j->store, an->dataset_id, an->tenant, 1, &dsrow, err);
 	if (st)
 		goto out;
-	body = json_loads(dsrow.body, 0, &jerr);
-	req = json_loads(an->request, 0, &jerr);
-	if (!body || !req) {
-		st =
-		    error_set(err, PM_ERR_INTERNAL, "", "stored JSON is unreadable: %s", jerr.text);
-		goto out;
-	}
-	if ((st = codec_dataset(body, &ds, err))) {
-		error_prefix(err, "stored dataset");
-		goto out;
-	}
-	solver_options_init(&o);
-	o.progress = on_progress;
-	o.progress_ctx = s;
-	o.pool = s->pool;
-	o.time_limit = j->o.time_limit; /* the default, and the most a request gets */
-	o.stall = j->o.stall;
+	slot_options(j, s, &o);
 	st = pipeline_run_dataset(ds, json_object_get(req, "knowledge"),
 				  json_object_get(req, "solver"), &o, 0, result, err);
 	codec_request_field(err);
 out:
 	dataset_destroy(ds);
 	json_decref(req);
-	json_decref(body);
-	store_row_finish(&dsrow);
+	return st;
+}
+
+/* A running sweep: each point stored as it is solved. */
+struct sweep_ctx {
+	struct jobs *j;
+	struct slot *s;
+	json_t *points; /* every point, null until solved */
+};
+
+/* Stores the points so far; nonzero (cancels the sweep) when it is no
+ * longer running: cancelled, deleted, or the service stopping. */
+static int on_point(void *ctx, size_t at, const json_t *p)
+{
+	struct sweep_ctx *c = ctx;
+	struct pm_error ignored = {0};
+	char *text;
+	int stop;
+
+	if (json_array_set(c->points, at, (json_t *)p))
+		return 1;
+	text = json_dumps(c->points, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	stop = !text || store_sweep_points(c->j->store, c->s->id, text, &ignored);
+	free(text);
+	pthread_mutex_lock(&c->j->mu);
+	stop |= c->s->cancel;
+	pthread_mutex_unlock(&c->j->mu);
+	return stop;
+}
+
+/* Loads the sweep request and its dataset, and runs the sweep; *result
+ * is the points. */
+static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct store_row *sw,
+				json_t **result, struct pm_error *err)
+{
+	struct dataset *ds = NULL;
+	struct sweep_request q = {0};
+	struct solver_options o;
+	struct sweep_ctx c = {j, s, json_array()};
+	struct sweep_hooks hooks = {on_point, &c};
+	json_t *req = NULL, *out = NULL;
+	enum pm_status st = load(j, sw, &ds, &req, err);
+
+	slot_options(j, s, &o);
+	if (!st && !(st = codec_sweep_request(req, ds, &q, err)) &&
+	    !(st = codec_solver_options(json_object_get(req, "solver"), &o, err)) &&
+	    !(st = codec_report_options(json_object_get(req, "report"), &o.privacy, err))) {
+		size_t n = q.n_kinds * (q.n_t ? q.n_t : 1) * q.n_k;
+
+		for (size_t i = 0; c.points && i < n; i++)
+			json_array_append_new(c.points, json_null());
+		st = sweep_run(ds, &q, &o, &hooks, &out, err);
+	}
+	if (!st)
+		*result = json_incref(json_object_get(out, "points"));
+	json_decref(out);
+	json_decref(c.points);
+	json_decref(req);
+	sweep_request_finish(&q);
+	dataset_destroy(ds);
 	return st;
 }
 
@@ -193,7 +290,7 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *re
 	} else {
 		text = problem_text(err);
 	}
-	if (!store_analysis_transition(j->store, s->id, "running", to, text, &ignored)) {
+	if (!move(j, s->id, "running", to, text, &ignored) && !is_sweep(s->id)) {
 		pthread_mutex_lock(&j->mu);
 		if (st == PM_OK) {
 			j->succeeded++;
@@ -217,11 +314,11 @@ static void process(struct jobs *j, struct slot *s)
 	enum pm_status st;
 
 	/* lost the race to a cancel or a delete: nothing to do */
-	if (store_analysis_transition(j->store, s->id, "queued", "running", NULL, &err))
+	if (move(j, s->id, "queued", "running", NULL, &err))
 		return;
-	st = store_analysis_get(j->store, s->id, NULL, &an, &err);
+	st = get_job(j, s->id, &an, &err);
 	if (!st)
-		st = run_analysis(j, s, &an, &result, &err);
+		st = (is_sweep(s->id) ? run_sweep : run_analysis)(j, s, &an, &result, &err);
 	finish(j, s, st, result, &err);
 	json_decref(result);
 	store_row_finish(&an);
@@ -270,7 +367,7 @@ static char *poison_problem(int max)
 
 	error_set(&e, PM_ERR_INTERNAL, "",
 		  "the service stopped unexpectedly (a crash or a kill) the last %d times it ran "
-		  "this analysis; it is not run again (--max-attempts %d)",
+		  "this analysis or sweep; it is not run again (--max-attempts %d)",
 		  max, max);
 	return problem_text(&e);
 }
@@ -284,11 +381,11 @@ static enum pm_status recover_one(struct jobs *j, const char *id, const char *pr
 	struct pm_error ignored = {0};
 	int crashes = 0, queue = 1;
 
-	if (store_analysis_get(j->store, id, NULL, &row, &ignored))
+	if (get_job(j, id, &row, &ignored))
 		return PM_OK; /* deleted meanwhile */
 	if (!strcmp(row.status, "running")) {
-		if (store_analysis_interrupted(j->store, id, j->o.max_attempts, problem, &crashes,
-					       &ignored))
+		if ((is_sweep(id) ? store_sweep_interrupted : store_analysis_interrupted)(
+			j->store, id, j->o.max_attempts, problem, &crashes, &ignored))
 			queue = 0;
 		else if (crashes >= j->o.max_attempts)
 			queue = 0, j->failed++;
@@ -301,12 +398,14 @@ static enum pm_status recover_one(struct jobs *j, const char *id, const char *pr
 	return PM_OK;
 }
 
-/* Analyses left queued or running by an earlier process run again. */
-static enum pm_status recover(struct jobs *j, struct pm_error *err)
+/* Analyses (then sweeps: sweeps == 1) left queued or running by an
+ * earlier process run again. */
+static enum pm_status recover(struct jobs *j, int sweeps, struct pm_error *err)
 {
 	char **ids = NULL, *problem = poison_problem(j->o.max_attempts);
 	size_t n = 0;
-	enum pm_status st = store_analysis_unfinished(j->store, &ids, &n, err);
+	enum pm_status st = sweeps ? store_sweep_unfinished(j->store, NULL, NULL, &ids, &n, err)
+				   : store_analysis_unfinished(j->store, &ids, &n, err);
 
 	if (!st && !problem)
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
@@ -342,7 +441,9 @@ enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = recover(j, err);
+	st = recover(j, 0, err);
+	if (!st)
+		st = recover(j, 1, err);
 	for (size_t i = 0; !st && i < j->n_threads; i++) {
 		j->slots[i].owner = j;
 		if (pthread_create(&j->threads[i], NULL, worker, &j->slots[i]))
@@ -416,13 +517,12 @@ int jobs_progress(struct jobs *j, const char *analysis_id, struct jobs_progress 
 enum pm_status jobs_cancel(struct jobs *j, const char *analysis_id, struct pm_error *err)
 {
 	/* the store first: a worker that finishes now loses the race */
-	enum pm_status st = store_analysis_transition(j->store, analysis_id, "queued|running",
-						      "cancelled", NULL, err);
+	enum pm_status st = move(j, analysis_id, "queued|running", "cancelled", NULL, err);
 
 	if (st)
 		return st;
 	pthread_mutex_lock(&j->mu);
-	j->cancelled++;
+	j->cancelled += !is_sweep(analysis_id); /* the analyses' count (/metrics) */
 	queue_remove(j, analysis_id);
 	for (size_t i = 0; i < j->started; i++)
 		if (j->slots[i].busy && !strcmp(j->slots[i].id, analysis_id))

@@ -141,7 +141,7 @@ struct store_row {
 	char *summary;		  /* datasets: summary JSON text */
 	char *body;		  /* datasets: dataset JSON text (only when asked for) */
 	char *request;		  /* analyses: {"knowledge":..,"solver":..} JSON text */
-	char *result;		  /* analyses: result JSON text once succeeded */
+	char *result;		  /* analyses: result JSON text once succeeded; sweeps: points */
 	char *problem;		  /* analyses: problem JSON text once failed */
 	int64_t created, updated; /* unix seconds */
 	int attempts;		  /* analyses: times a worker started it */
@@ -207,13 +207,48 @@ enum pm_status store_analysis_interrupted(struct store *s, const char *id, int m
 /* Counts of analyses by status, for /metrics. */
 enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err);
 
+/* ---- store_sweeps.c ----------------------------------------------------- */
+
+/*
+ * Sweeps (SPEC 4.2) stored as analyses are, with the same states and
+ * calls (store_analysis_*). A sweep's row has its request (the sweep
+ * request JSON text), its points so far in `result` (a JSON array in the
+ * answer's order, null where a point is not solved yet; NULL before the
+ * first) and its problem once failed. A dataset's sweeps go with it.
+ */
+enum pm_status store_sweep_insert(struct store *s, const char *id, const char *tenant,
+				  const char *dataset_id, const char *request,
+				  struct pm_error *err);
+enum pm_status store_sweep_get(struct store *s, const char *id, const char *tenant,
+			       struct store_row *out, struct pm_error *err);
+/* As store_analysis_transition; moving to "running" clears the points
+ * (a run starts over), "succeeded" stores text as the points. */
+enum pm_status store_sweep_transition(struct store *s, const char *id, const char *from,
+				      const char *to, const char *text, struct pm_error *err);
+/* The points so far of a running sweep; PM_ERR_CONFLICT when it is not
+ * running (cancelled, deleted). */
+enum pm_status store_sweep_points(struct store *s, const char *id, const char *points,
+				  struct pm_error *err);
+enum pm_status store_sweep_delete(struct store *s, const char *id, const char *tenant,
+				  struct pm_error *err);
+/* Ids of sweeps queued or running, oldest first: every one (dataset_id
+ * NULL, after a restart) or the tenant's of one dataset. As
+ * store_analysis_unfinished. */
+enum pm_status store_sweep_unfinished(struct store *s, const char *dataset_id, const char *tenant,
+				      char ***ids, size_t *n, struct pm_error *err);
+enum pm_status store_sweep_interrupted(struct store *s, const char *id, int max_crashes,
+				       const char *problem, int *crashes, struct pm_error *err);
+
 /* ---- jobs.c ------------------------------------------------------------- */
 
 /*
  * The analysis worker pool. Analyses run on worker threads, never on HTTP
  * threads; the queue is bounded. A worker loads the analysis and its
  * dataset from the store, runs pipeline_run_dataset with a progress
- * callback, and records the result or the problem.
+ * callback, and records the result or the problem. Sweeps (ids "sw_")
+ * share the queue, its bound, the workers and every rule below: a
+ * worker runs sweep_run, storing each point as it is solved
+ * (store_sweep_points); the time limit is each point's.
  */
 struct jobs;
 
@@ -342,9 +377,10 @@ enum pm_status codec_sweep_request(const json_t *j, const struct dataset *ds,
 				   struct sweep_request *q, struct pm_error *err);
 void sweep_request_finish(struct sweep_request *q);
 
-/* Told each point as it is solved (point borrowed); nonzero cancels. */
+/* Told each point as it is solved (point borrowed; at: its index in the
+ * answer's points, kinds x T x K); nonzero cancels. */
 struct sweep_hooks {
-	int (*point)(void *ctx, const json_t *point);
+	int (*point)(void *ctx, size_t at, const json_t *point);
 	void *ctx;
 };
 
@@ -359,6 +395,13 @@ struct sweep_hooks {
 enum pm_status sweep_run(const struct dataset *ds, const struct sweep_request *q,
 			 const struct solver_options *o, const struct sweep_hooks *hooks,
 			 json_t **out, struct pm_error *err);
+
+/* The chart of a sweep's points so far (null ones are gaps): accuracy
+ * against K, one curve per kind and T, titled with name (may be NULL).
+ * A standalone SVG document (svg_render); caller frees. NULL when out of
+ * memory. */
+char *sweep_chart(const char *name, const struct sweep_request *q, const json_t *points,
+		  size_t *len);
 
 /* ---- svg.c -------------------------------------------------------------- */
 

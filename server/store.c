@@ -21,11 +21,11 @@
 #include <unistd.h>
 #include <time.h>
 
-#include "server.h"
+#include "store_internal.h"
 
 /* Bumped whenever the schema changes; open refuses newer databases and
  * migrates older ones (migrate). */
-#define STORE_SCHEMA_VERSION 2
+#define STORE_SCHEMA_VERSION 3
 /* Another process holding the write lock (a second server on the same
  * directory, a backup) is waited for this long before PM_ERR_IO. */
 #define STORE_BUSY_MS 5000
@@ -53,27 +53,7 @@ static const char SCHEMA[] =
 /* Status names in the order of store_analysis_counts. */
 static const char *const STATUS[5] = {"queued", "running", "succeeded", "failed", "cancelled"};
 
-enum query {
-	Q_DS_INSERT,
-	Q_DS_GET,
-	Q_DS_LIST,
-	Q_DS_EXISTS,
-	Q_DS_DELETE,
-	Q_AN_INSERT,
-	Q_AN_GET,
-	Q_AN_LIST,
-	Q_AN_MOVE,
-	Q_AN_STATUS,
-	Q_AN_DELETE,
-	Q_AN_UNFINISHED,
-	Q_AN_COUNTS,
-	Q_AN_CRASHES,
-	Q_AN_INTERRUPT,
-	Q_VERSION,
-	Q_COUNT
-};
-
-static const char *const SQL[Q_COUNT] = {
+static const char *const SQL[Q_SW_INSERT] = {
     [Q_DS_INSERT] = "INSERT INTO datasets(id, tenant, summary, body, created, updated)"
 		    " VALUES(?1, ?2, ?3, ?4, ?5, ?5)",
     [Q_DS_GET] = "SELECT seq, id, tenant, summary, CASE WHEN ?3 THEN body END, created, updated"
@@ -116,14 +96,6 @@ static const char *const SQL[Q_COUNT] = {
     [Q_VERSION] = "PRAGMA user_version",
 };
 
-struct store {
-	pthread_mutex_t lock;
-	int lock_fd; /* DIR/pmaxent.lock, flock()ed: one server per store */
-	sqlite3 *db;
-	sqlite3_stmt *stmt[Q_COUNT]; /* prepared on first use */
-	char *path;
-};
-
 /* Reads one result row into a store_row; 0 or -1 out of memory. */
 typedef int (*row_reader)(sqlite3_stmt *st, struct store_row *r);
 
@@ -149,8 +121,9 @@ static enum pm_status prep(struct store *s, enum query q, sqlite3_stmt **st, str
 	int rc;
 
 	if (!s->stmt[q]) {
-		rc = sqlite3_prepare_v3(s->db, SQL[q], -1, SQLITE_PREPARE_PERSISTENT, &s->stmt[q],
-					NULL);
+		rc = sqlite3_prepare_v3(s->db,
+					q < Q_SW_INSERT ? SQL[q] : store_sweep_sql[q - Q_SW_INSERT],
+					-1, SQLITE_PREPARE_PERSISTENT, &s->stmt[q], NULL);
 		if (rc != SQLITE_OK)
 			return db_fail(s, rc, err);
 	}
@@ -169,15 +142,15 @@ static void release(sqlite3_stmt *st)
 }
 
 /* Caller's strings outlive the statement's use: no copies. */
-static void bind_str(sqlite3_stmt *st, int i, const char *v)
+void store_bind_str(sqlite3_stmt *st, int i, const char *v)
 {
 	sqlite3_bind_text(st, i, v, -1, SQLITE_STATIC);
 }
 
 /* Runs a statement that returns no rows; *changes: rows it touched. The
  * raw code of a failure is in *rc_out (duplicate ids), may be NULL. */
-static enum pm_status run(struct store *s, sqlite3_stmt *st, int *changes, int *rc_out,
-			  struct pm_error *err)
+enum pm_status store_run(struct store *s, sqlite3_stmt *st, int *changes, int *rc_out,
+			 struct pm_error *err)
 {
 	enum pm_status ret = PM_OK;
 	int rc = sqlite3_step(st);
@@ -226,9 +199,9 @@ static enum pm_status lookup(struct store *s, enum query q, const char *a, const
 	*found = 0;
 	if (ret)
 		return ret;
-	bind_str(st, 1, a);
+	store_bind_str(st, 1, a);
 	if (sqlite3_bind_parameter_count(st) > 1)
-		bind_str(st, 2, b);
+		store_bind_str(st, 2, b);
 	rc = sqlite3_step(st);
 	*found = rc == SQLITE_ROW;
 	if (rc == SQLITE_ROW) {
@@ -243,8 +216,8 @@ static enum pm_status lookup(struct store *s, enum query q, const char *a, const
 
 /* Locks the store, begins a write transaction and hands out statement q
  * (*st stays NULL on failure). Pair with write_end. */
-static enum pm_status write_begin(struct store *s, enum query q, sqlite3_stmt **st,
-				  struct pm_error *err)
+enum pm_status store_write_begin(struct store *s, enum query q, sqlite3_stmt **st,
+				 struct pm_error *err)
 {
 	enum pm_status ret;
 
@@ -255,8 +228,8 @@ static enum pm_status write_begin(struct store *s, enum query q, sqlite3_stmt **
 }
 
 /* Commits (ret PM_OK) or rolls back, and unlocks; the final status. */
-static enum pm_status write_end(struct store *s, sqlite3_stmt *st, enum pm_status ret,
-				struct pm_error *err)
+enum pm_status store_write_end(struct store *s, sqlite3_stmt *st, enum pm_status ret,
+			       struct pm_error *err)
 {
 	release(st);
 	ret = tx_end(s, ret, err);
@@ -377,11 +350,13 @@ static sqlite3_int64 limit_of(size_t limit)
 /* The steps from each schema version to the next, in order: versions
  * are run at start, each in the transaction of schema(). */
 static const char *const MIGRATIONS[STORE_SCHEMA_VERSION] = {
-    /* 0 -> 2: a new database */
+    /* 0 -> 2: a new database (then 2 -> 3 and on) */
     SCHEMA,
     /* 1 -> 2: how often the service died running an analysis (poison
      * jobs, jobs.c) */
     "ALTER TABLE analyses ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0",
+    /* 2 -> 3: sweeps (store_sweeps.c) */
+    STORE_SWEEPS_SCHEMA,
 };
 
 /* Creates the tables on a new database and migrates an older one;
@@ -406,8 +381,8 @@ static enum pm_status schema(struct store *s, struct pm_error *err)
 	}
 	if (v == STORE_SCHEMA_VERSION)
 		goto out;
-	ret = exec(s, MIGRATIONS[v], err); /* a new database jumps to the last */
-	for (v = v ? v + 1 : STORE_SCHEMA_VERSION; !ret && v < STORE_SCHEMA_VERSION; v++)
+	ret = exec(s, MIGRATIONS[v], err); /* a new database: SCHEMA is version 2 */
+	for (v = v ? v + 1 : 2; !ret && v < STORE_SCHEMA_VERSION; v++)
 		ret = exec(s, MIGRATIONS[v], err);
 	snprintf(sql, sizeof sql, "PRAGMA user_version = %d", STORE_SCHEMA_VERSION);
 	if (!ret)
@@ -520,25 +495,26 @@ enum pm_status store_dataset_insert(struct store *s, const char *id, const char 
 	enum pm_status ret;
 	int rc = SQLITE_OK;
 
-	ret = write_begin(s, Q_DS_INSERT, &st, err);
+	ret = store_write_begin(s, Q_DS_INSERT, &st, err);
 	if (ret)
 		goto out;
-	bind_str(st, 1, id);
-	bind_str(st, 2, tenant);
-	bind_str(st, 3, summary);
-	bind_str(st, 4, body);
+	store_bind_str(st, 1, id);
+	store_bind_str(st, 2, tenant);
+	store_bind_str(st, 3, summary);
+	store_bind_str(st, 4, body);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
-	ret = run(s, st, NULL, &rc, err);
+	ret = store_run(s, st, NULL, &rc, err);
 	if (rc == SQLITE_CONSTRAINT_UNIQUE)
 		ret = error_set(err, PM_ERR_CONFLICT, "", "dataset \"%s\" already exists", id);
 out:
-	return write_end(s, st, ret, err);
+	return store_write_end(s, st, ret, err);
 }
 
 /* One dataset (Q_DS_GET) or analysis (Q_AN_GET) by id; tenant NULL
  * matches any. */
-static enum pm_status get_row(struct store *s, enum query q, const char *id, const char *tenant,
-			      int with_body, struct store_row *out, struct pm_error *err)
+static enum pm_status get_row(struct store *s, enum query q, const char *what, const char *id,
+			      const char *tenant, int with_body, struct store_row *out,
+			      struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	struct store_row *rows = NULL;
@@ -550,14 +526,13 @@ static enum pm_status get_row(struct store *s, enum query q, const char *id, con
 	ret = prep(s, q, &st, err);
 	if (ret)
 		goto out;
-	bind_str(st, 1, id);
-	bind_str(st, 2, tenant);
+	store_bind_str(st, 1, id);
+	store_bind_str(st, 2, tenant);
 	if (q == Q_DS_GET)
 		sqlite3_bind_int(st, 3, with_body != 0);
 	ret = fetch_all(s, st, q == Q_DS_GET ? read_dataset : read_analysis, &rows, &n, err);
 	if (!ret && n == 0)
-		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"",
-				q == Q_DS_GET ? "dataset" : "analysis", id);
+		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", what, id);
 	else if (!ret)
 		*out = rows[0]; /* ids are unique: one row, now the caller's */
 	free(rows);
@@ -569,7 +544,7 @@ out:
 enum pm_status store_dataset_get(struct store *s, const char *id, const char *tenant, int with_body,
 				 struct store_row *out, struct pm_error *err)
 {
-	return get_row(s, Q_DS_GET, id, tenant, with_body, out, err);
+	return get_row(s, Q_DS_GET, "dataset", id, tenant, with_body, out, err);
 }
 
 /* A page of datasets (Q_DS_LIST) or of a dataset's analyses (Q_AN_LIST,
@@ -596,8 +571,8 @@ static enum pm_status list_rows(struct store *s, enum query q, const char *datas
 		ret = prep(s, q, &st, err);
 	if (ret)
 		goto out;
-	bind_str(st, 1, dataset_id);
-	bind_str(st, 2, tenant);
+	store_bind_str(st, 1, dataset_id);
+	store_bind_str(st, 2, tenant);
 	sqlite3_bind_int64(st, 3, after);
 	sqlite3_bind_int64(st, 4, limit_of(limit));
 	ret = fetch_all(s, st, q == Q_DS_LIST ? read_dataset : read_analysis, rows, n, err);
@@ -627,16 +602,16 @@ static enum pm_status delete_row(struct store *s, enum query q, const char *what
 	enum pm_status ret;
 	int changes = 0;
 
-	ret = write_begin(s, q, &st, err);
+	ret = store_write_begin(s, q, &st, err);
 	if (ret)
 		goto out;
-	bind_str(st, 1, id);
-	bind_str(st, 2, tenant);
-	ret = run(s, st, &changes, NULL, err);
+	store_bind_str(st, 1, id);
+	store_bind_str(st, 2, tenant);
+	ret = store_run(s, st, &changes, NULL, err);
 	if (!ret && changes == 0)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", what, id);
 out:
-	return write_end(s, st, ret, err);
+	return store_write_end(s, st, ret, err);
 }
 
 enum pm_status store_dataset_delete(struct store *s, const char *id, const char *tenant,
@@ -647,35 +622,53 @@ enum pm_status store_dataset_delete(struct store *s, const char *id, const char 
 
 /* ---- analyses -------------------------------------------------------------- */
 
-enum pm_status store_analysis_insert(struct store *s, const char *id, const char *tenant,
-				     const char *dataset_id, const char *request,
-				     struct pm_error *err)
+static const struct store_jobs ANALYSES = {
+    Q_AN_INSERT,     Q_AN_GET,	   Q_AN_MOVE,	   Q_AN_STATUS, Q_AN_DELETE,
+    Q_AN_UNFINISHED, Q_AN_CRASHES, Q_AN_INTERRUPT, "analysis",
+};
+
+enum pm_status store_job_insert(struct store *s, const struct store_jobs *t, const char *id,
+				const char *tenant, const char *dataset_id, const char *request,
+				struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	enum pm_status ret;
 	int rc = SQLITE_OK, changes = 0;
 
-	ret = write_begin(s, Q_AN_INSERT, &st, err);
+	ret = store_write_begin(s, t->insert, &st, err);
 	if (ret)
 		goto out;
-	bind_str(st, 1, id);
-	bind_str(st, 2, dataset_id);
-	bind_str(st, 3, request);
+	store_bind_str(st, 1, id);
+	store_bind_str(st, 2, dataset_id);
+	store_bind_str(st, 3, request);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-	bind_str(st, 5, tenant);
-	ret = run(s, st, &changes, &rc, err);
+	store_bind_str(st, 5, tenant);
+	ret = store_run(s, st, &changes, &rc, err);
 	if (rc == SQLITE_CONSTRAINT_UNIQUE)
-		ret = error_set(err, PM_ERR_CONFLICT, "", "analysis \"%s\" already exists", id);
+		ret = error_set(err, PM_ERR_CONFLICT, "", "%s \"%s\" already exists", t->what, id);
 	else if (!ret && changes == 0)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no dataset \"%s\"", dataset_id);
 out:
-	return write_end(s, st, ret, err);
+	return store_write_end(s, st, ret, err);
+}
+
+enum pm_status store_analysis_insert(struct store *s, const char *id, const char *tenant,
+				     const char *dataset_id, const char *request,
+				     struct pm_error *err)
+{
+	return store_job_insert(s, &ANALYSES, id, tenant, dataset_id, request, err);
+}
+
+enum pm_status store_job_get(struct store *s, const struct store_jobs *t, const char *id,
+			     const char *tenant, struct store_row *out, struct pm_error *err)
+{
+	return get_row(s, t->get, t->what, id, tenant, 0, out, err);
 }
 
 enum pm_status store_analysis_get(struct store *s, const char *id, const char *tenant,
 				  struct store_row *out, struct pm_error *err)
 {
-	return get_row(s, Q_AN_GET, id, tenant, 0, out, err);
+	return store_job_get(s, &ANALYSES, id, tenant, out, err);
 }
 
 enum pm_status store_analysis_list(struct store *s, const char *dataset_id, const char *tenant,
@@ -706,7 +699,7 @@ static enum pm_status bind_move(sqlite3_stmt *st, const char *from, const char *
 	if (!to || status_index(to, strlen(to)) < 0)
 		return error_set(err, PM_ERR_INTERNAL, "", "unknown analysis status \"%s\"",
 				 to ? to : "(null)");
-	bind_str(st, 2, to);
+	store_bind_str(st, 2, to);
 	while (slot <= 9) {
 		size_t len = strcspn(p, "|");
 
@@ -714,7 +707,7 @@ static enum pm_status bind_move(sqlite3_stmt *st, const char *from, const char *
 		if (k < 0)
 			return error_set(err, PM_ERR_INTERNAL, "",
 					 "unknown analysis status \"%.*s\"", (int)len, p);
-		bind_str(st, slot++, STATUS[k]);
+		store_bind_str(st, slot++, STATUS[k]);
 		if (!p[len])
 			break;
 		p += len + 1;
@@ -722,40 +715,53 @@ static enum pm_status bind_move(sqlite3_stmt *st, const char *from, const char *
 	return PM_OK;
 }
 
-enum pm_status store_analysis_transition(struct store *s, const char *id, const char *from,
-					 const char *to, const char *text, struct pm_error *err)
+enum pm_status store_job_transition(struct store *s, const struct store_jobs *t, const char *id,
+				    const char *from, const char *to, const char *text,
+				    struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	enum pm_status ret;
 	int changes = 0, found;
 	char now[16];
 
-	ret = write_begin(s, Q_AN_MOVE, &st, err);
+	ret = store_write_begin(s, t->move, &st, err);
 	if (!ret)
 		ret = bind_move(st, from, to, err);
 	if (ret)
 		goto out;
-	bind_str(st, 1, id);
-	bind_str(st, 3, text);
+	store_bind_str(st, 1, id);
+	store_bind_str(st, 3, text);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-	ret = run(s, st, &changes, NULL, err);
+	ret = store_run(s, st, &changes, NULL, err);
 	if (ret || changes)
 		goto out;
 	/* the compare-and-set touched nothing: gone, or in another state */
-	ret = lookup(s, Q_AN_STATUS, id, NULL, &found, now, sizeof now, err);
+	ret = lookup(s, t->status, id, NULL, &found, now, sizeof now, err);
 	if (!ret && found)
-		ret = error_set(err, PM_ERR_CONFLICT, "", "analysis \"%s\" is %s, not %s", id, now,
-				from);
+		ret = error_set(err, PM_ERR_CONFLICT, "", "%s \"%s\" is %s, not %s", t->what, id,
+				now, from);
 	else if (!ret)
-		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no analysis \"%s\"", id);
+		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", t->what, id);
 out:
-	return write_end(s, st, ret, err);
+	return store_write_end(s, st, ret, err);
+}
+
+enum pm_status store_analysis_transition(struct store *s, const char *id, const char *from,
+					 const char *to, const char *text, struct pm_error *err)
+{
+	return store_job_transition(s, &ANALYSES, id, from, to, text, err);
+}
+
+enum pm_status store_job_delete(struct store *s, const struct store_jobs *t, const char *id,
+				const char *tenant, struct pm_error *err)
+{
+	return delete_row(s, t->del, t->what, id, tenant, err);
 }
 
 enum pm_status store_analysis_delete(struct store *s, const char *id, const char *tenant,
 				     struct pm_error *err)
 {
-	return delete_row(s, Q_AN_DELETE, "analysis", id, tenant, err);
+	return store_job_delete(s, &ANALYSES, id, tenant, err);
 }
 
 static int read_id(sqlite3_stmt *st, struct store_row *r)
@@ -764,8 +770,9 @@ static int read_id(sqlite3_stmt *st, struct store_row *r)
 	return col_str(st, 0, &r->id) || !r->id ? -1 : 0;
 }
 
-enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n,
-					 struct pm_error *err)
+enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,
+				    const char *dataset_id, const char *tenant, char ***ids,
+				    size_t *n, struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	struct store_row *rows = NULL;
@@ -774,7 +781,11 @@ enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n
 	*ids = NULL;
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
-	ret = prep(s, Q_AN_UNFINISHED, &st, err);
+	ret = prep(s, t->unfinished, &st, err);
+	if (!ret && sqlite3_bind_parameter_count(st) >= 2) {
+		store_bind_str(st, 1, dataset_id);
+		store_bind_str(st, 2, tenant);
+	}
 	if (!ret)
 		ret = fetch_all(s, st, read_id, &rows, n, err);
 	pthread_mutex_unlock(&s->lock);
@@ -783,7 +794,7 @@ enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n
 	/* hand the id strings over; the rows hold nothing else */
 	*ids = malloc(*n * sizeof **ids);
 	if (!*ids) {
-		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory listing analyses");
+		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory listing jobs");
 		goto out;
 	}
 	for (size_t i = 0; i < *n; i++)
@@ -793,6 +804,12 @@ out:
 	if (ret)
 		*n = 0;
 	return ret;
+}
+
+enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n,
+					 struct pm_error *err)
+{
+	return store_job_unfinished(s, &ANALYSES, NULL, NULL, ids, n, err);
 }
 
 enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err)
@@ -821,8 +838,9 @@ out:
 	return ret;
 }
 
-enum pm_status store_analysis_interrupted(struct store *s, const char *id, int max_crashes,
-					  const char *problem, int *crashes, struct pm_error *err)
+enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t, const char *id,
+				     int max_crashes, const char *problem, int *crashes,
+				     struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	enum pm_status ret;
@@ -830,19 +848,25 @@ enum pm_status store_analysis_interrupted(struct store *s, const char *id, int m
 	int found = 0, changes = 0;
 
 	*crashes = 0;
-	ret = write_begin(s, Q_AN_INTERRUPT, &st, err);
+	ret = store_write_begin(s, t->interrupt, &st, err);
 	if (!ret)
-		ret = lookup(s, Q_AN_CRASHES, id, NULL, &found, buf, sizeof buf, err);
+		ret = lookup(s, t->crashes, id, NULL, &found, buf, sizeof buf, err);
 	if (!ret && !found)
-		ret = error_set(err, PM_ERR_CONFLICT, "", "analysis \"%s\" is not running", id);
+		ret = error_set(err, PM_ERR_CONFLICT, "", "%s \"%s\" is not running", t->what, id);
 	if (ret)
 		goto out;
 	*crashes = atoi(buf) + 1;
-	bind_str(st, 1, id);
-	bind_str(st, 2, *crashes >= max_crashes ? "failed" : "queued");
-	bind_str(st, 3, problem);
+	store_bind_str(st, 1, id);
+	store_bind_str(st, 2, *crashes >= max_crashes ? "failed" : "queued");
+	store_bind_str(st, 3, problem);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-	ret = run(s, st, &changes, NULL, err);
+	ret = store_run(s, st, &changes, NULL, err);
 out:
-	return write_end(s, st, ret, err);
+	return store_write_end(s, st, ret, err);
+}
+
+enum pm_status store_analysis_interrupted(struct store *s, const char *id, int max_crashes,
+					  const char *problem, int *crashes, struct pm_error *err)
+{
+	return store_job_interrupted(s, &ANALYSES, id, max_crashes, problem, crashes, err);
 }

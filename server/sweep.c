@@ -182,7 +182,7 @@ static enum pm_status one_point(const struct dataset *ds, const struct sweep_req
 			       &r);
 		if (!p || json_array_set(points, at, p))
 			st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the sweep");
-		else if (hooks && hooks->point && hooks->point(hooks->ctx, p))
+		else if (hooks && hooks->point && hooks->point(hooks->ctx, at, p))
 			st = error_set(err, PM_ERR_CANCELLED, "", "the sweep was cancelled");
 	}
 	json_decref(p);
@@ -249,4 +249,46 @@ enum pm_status sweep_run(const struct dataset *ds, const struct sweep_request *q
 	else if (st)
 		json_decref(points);
 	return st;
+}
+
+/* Estimation accuracy against K, one curve per kind and T (SPEC 5): what
+ * `pmaxent sweep --svg` writes and GET /v1/sweeps/{id}/chart.svg serves.
+ * Points not solved yet (null) are gaps. */
+char *sweep_chart(const char *name, const struct sweep_request *q, const json_t *points,
+		  size_t *len)
+{
+	size_t n_t = q->n_t ? q->n_t : 1, n = q->n_kinds * n_t;
+	struct svg_series *s = calloc(n, sizeof *s);
+	double *xy = malloc(2 * n * q->n_k * sizeof *xy + 1);
+	char(*names)[48] = calloc(n, sizeof *names), title[320];
+	struct svg_chart c = {.title = title,
+			      .x_label = "K (rules of the kind)",
+			      .y_label = "estimation accuracy (nats)"};
+	char *svg = NULL;
+
+	snprintf(title, sizeof title, "%s: estimation accuracy against K", name ? name : "sweep");
+	for (size_t i = 0; s && xy && names && i < n; i++) {
+		double *x = xy + 2 * i * q->n_k, *y = x + q->n_k;
+
+		for (size_t k = 0; k < q->n_k; k++) {
+			const json_t *a = json_object_get(json_array_get(points, i * q->n_k + k),
+							  "estimation_accuracy");
+
+			x[k] = (double)q->k[k];
+			y[k] = json_is_number(a) ? json_number_value(a) : NAN;
+		}
+		/* the series' kind from the request: its points may not exist yet */
+		if (q->n_t)
+			snprintf(names[i], sizeof names[i], "%s, T = %zu",
+				 kind_names[q->kinds[i / n_t]], q->t[i % n_t]);
+		else
+			snprintf(names[i], sizeof names[i], "%s", kind_names[q->kinds[i]]);
+		s[i] = (struct svg_series){.name = names[i], .x = x, .y = y, .n = q->n_k};
+	}
+	if (s && xy && names)
+		svg = svg_render(&c, s, n, len);
+	free(s);
+	free(xy);
+	free(names);
+	return svg;
 }

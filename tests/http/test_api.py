@@ -10,6 +10,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +19,8 @@ import pytest
 
 import apicheck
 from conftest import SLOW
-from helpers import cli_solve, data_path, posterior_map, read_bytes, read_json, synthetic, to_csv
+from helpers import (cli_solve, data_path, pmaxent_bin, posterior_map, read_bytes, read_json,
+                     synthetic, to_csv)
 
 NO_SUCH_DS = "/v1/datasets/ds_0000000000000000"
 NO_SUCH_AN = "/v1/analyses/an_0000000000000000"
@@ -433,6 +435,71 @@ def test_solve_errors(client):
 
 
 # ---- analyses: failure, errors ---------------------------------------------------
+
+
+# ---- sweeps (SPEC 4.2) ---------------------------------------------------------------
+
+
+def _sweep_wait(client, sid, timeout=120):
+    t0 = time.time()
+    while True:
+        r = client.get("/v1/sweeps/" + sid)
+        assert r.status == 200, r
+        s = r.json()
+        if s["status"] not in ("queued", "running") or time.time() - t0 > timeout:
+            return s
+        time.sleep(0.05)
+
+
+def test_sweep_equals_cli(client, tmp_path):
+    r = client.post("/v1/datasets?sa=disease&group=group&name=fig1",
+                    body=read_bytes("figure1.csv"), content_type="text/csv")
+    d = r.json()
+    req = {"kinds": ["positive", "mixed"], "k": [0, 1, 2], "min_support": 1}
+    r = client.post("/v1/datasets/%s/sweeps" % d["id"], json=req)
+    assert r.status == 202, r
+    sid = r.json()["id"]
+    assert r.headers["Location"] == "/v1/sweeps/" + sid
+    s = _sweep_wait(client, sid)
+    assert s["status"] == "succeeded" and s["request"] == req, s
+    assert s["progress"] == {"points_done": 6, "points_total": 6}
+    p = subprocess.run([pmaxent_bin(), "sweep", data_path("figure1.csv"), "--sa", "disease",
+                        "--group", "group", "--kind", "positive,mixed", "--k", "0,1,2",
+                        "--min-support", "1"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    want = json.loads(p.stdout)["points"]
+    assert [(x["kind"], x["k"]) for x in s["points"]] == [(x["kind"], x["k"]) for x in want]
+    for got, w in zip(s["points"], want):
+        assert got["estimation_accuracy"] == pytest.approx(w["estimation_accuracy"], abs=1e-12)
+    for path, ctype in (("/v1/sweeps/" + sid, "application/json"),
+                        ("/v1/sweeps/%s/chart.svg" % sid, "image/svg+xml")):
+        r = client.get(path)
+        assert r.status == 200 and r.headers["Content-Type"].startswith(ctype), r
+        assert client.get(path, headers={"If-None-Match": r.headers["ETag"]}).status == 304
+        h = client.request("HEAD", path)
+        assert h.status == 200 and h.headers["ETag"] == r.headers["ETag"]
+    assert client.get("/v1/sweeps/%s/chart.svg" % sid).text.startswith("<svg")
+    assert client.delete("/v1/sweeps/" + sid).status == 204
+    problem(client.get("/v1/sweeps/" + sid), 404)
+    problem(client.get("/v1/sweeps/%s/chart.svg" % sid), 404)
+
+
+def test_sweep_request_errors(client):
+    d = client.upload(read_json("codec_small.json"))
+    path = "/v1/datasets/%s/sweeps" % d["id"]
+    for body, field in (({"kinds": ["postive"], "k": [1]}, "kinds[0]"),
+                        ({"kinds": ["positive"], "k": [1, -2]}, "k[1]"),
+                        ({"kinds": ["positive"]}, "k"),
+                        ({"kinds": ["positive"], "k": [1], "solver": {"tolerance": 0}},
+                         "solver.tolerance")):
+        problem(client.post(path, json=body), 422, field)
+    pub = client.upload(read_json("codec_published.json"))
+    problem(client.post("/v1/datasets/%s/sweeps" % pub["id"],
+                        json={"kinds": ["positive"], "k": [1]}), 422)
+    problem(client.post(path, body=b"k=1", content_type="text/plain"), 415)
+    problem(client.get(path), 405)
+    problem(client.get("/v1/sweeps/sw_0000000000000000"), 404)
+    problem(client.post("/v1/sweeps/sw_0000000000000000"), 405)
 
 
 def test_failed_analysis_has_a_problem(client):

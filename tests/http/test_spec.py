@@ -168,6 +168,8 @@ CONTRACT = {  # SPEC section 6 plus issues 3 and 24
     ("/v1/analyses/{id}", "get"), ("/v1/analyses/{id}", "delete"),
     ("/v1/analyses/{id}/posterior", "get"), ("/v1/analyses/{id}/risk", "get"),
     ("/v1/solve", "post"),
+    ("/v1/datasets/{id}/sweeps", "post"), ("/v1/sweeps/{id}", "get"),
+    ("/v1/sweeps/{id}", "delete"), ("/v1/sweeps/{id}/chart.svg", "get"),
     ("/healthz", "get"), ("/metrics", "get"), ("/v1/openapi.yaml", "get"),
 }
 
@@ -192,7 +194,8 @@ def test_operations_document_their_errors():
             assert {"400", "413", "415", "422"} <= codes, name
         if any(SPEC.resolve(p)["in"] == "query" for p in op.get("parameters", [])):
             assert "400" in codes, name
-        if (path, m) in (("/v1/datasets/{id}/analyses", "post"), ("/v1/solve", "post")):
+        if (path, m) in (("/v1/datasets/{id}/analyses", "post"), ("/v1/solve", "post"),
+                         ("/v1/datasets/{id}/sweeps", "post")):
             assert "503" in codes, name  # queue full, solves busy, shutting down
         if m in ("get", "head"):
             assert "304" in codes, name

@@ -1,0 +1,112 @@
+/*
+ * Private to store.c and store_sweeps.c: the connection, its statements
+ * and the code analyses and sweeps share (the two tables have the same
+ * columns and states; a sweep's points sit where an analysis's result
+ * does). Not part of the public API (server.h).
+ */
+#ifndef PMAXENT_STORE_INTERNAL_H
+#define PMAXENT_STORE_INTERNAL_H
+
+#include <pthread.h>
+#include <sqlite3.h>
+
+#include "server.h"
+
+/* The sweeps table (schema version 3). points: the JSON array of the
+ * points so far, in the answer's order, null where not solved yet. */
+#define STORE_SWEEPS_SCHEMA                                                                        \
+	"CREATE TABLE IF NOT EXISTS sweeps("                                                       \
+	" seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"                         \
+	" tenant TEXT NOT NULL,"                                                                   \
+	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
+	" status TEXT NOT NULL CHECK(status IN"                                                    \
+	" ('queued','running','succeeded','failed','cancelled')),"                                 \
+	" request TEXT, points TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0,"           \
+	" created INTEGER NOT NULL, updated INTEGER NOT NULL,"                                     \
+	" crashes INTEGER NOT NULL DEFAULT 0);"                                                    \
+	"CREATE INDEX IF NOT EXISTS sweeps_tenant ON sweeps(tenant, seq);"                         \
+	"CREATE INDEX IF NOT EXISTS sweeps_dataset ON sweeps(dataset_id, seq);"                    \
+	"CREATE INDEX IF NOT EXISTS sweeps_status ON sweeps(status, seq);"
+
+enum query {
+	Q_DS_INSERT,
+	Q_DS_GET,
+	Q_DS_LIST,
+	Q_DS_EXISTS,
+	Q_DS_DELETE,
+	Q_AN_INSERT,
+	Q_AN_GET,
+	Q_AN_LIST,
+	Q_AN_MOVE,
+	Q_AN_STATUS,
+	Q_AN_DELETE,
+	Q_AN_UNFINISHED,
+	Q_AN_COUNTS,
+	Q_AN_CRASHES,
+	Q_AN_INTERRUPT,
+	Q_VERSION,
+	/* store_sweeps.c (store_sweep_sql) */
+	Q_SW_INSERT,
+	Q_SW_GET,
+	Q_SW_MOVE,
+	Q_SW_STATUS,
+	Q_SW_DELETE,
+	Q_SW_UNFINISHED,
+	Q_SW_CRASHES,
+	Q_SW_INTERRUPT,
+	Q_SW_POINTS,
+	Q_COUNT
+};
+
+struct store {
+	pthread_mutex_t lock;
+	int lock_fd; /* DIR/pmaxent.lock, flock()ed: one server per store */
+	sqlite3 *db;
+	sqlite3_stmt *stmt[Q_COUNT]; /* prepared on first use */
+	char *path;
+};
+
+/* The SQL of Q_SW_INSERT .. Q_SW_POINTS (store_sweeps.c). */
+extern const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT];
+
+/* The statements of one table of jobs (analyses, sweeps). */
+struct store_jobs {
+	enum query insert, get, move, status, del, unfinished, crashes, interrupt;
+	const char *what; /* in messages: "analysis", "sweep" */
+};
+
+/* The store_analysis_* calls of server.h on the table t. */
+enum pm_status store_job_insert(struct store *s, const struct store_jobs *t, const char *id,
+				const char *tenant, const char *dataset_id, const char *request,
+				struct pm_error *err);
+enum pm_status store_job_get(struct store *s, const struct store_jobs *t, const char *id,
+			     const char *tenant, struct store_row *out, struct pm_error *err);
+enum pm_status store_job_transition(struct store *s, const struct store_jobs *t, const char *id,
+				    const char *from, const char *to, const char *text,
+				    struct pm_error *err);
+enum pm_status store_job_delete(struct store *s, const struct store_jobs *t, const char *id,
+				const char *tenant, struct pm_error *err);
+/* dataset_id non-NULL: only that dataset's of tenant (where t's query
+ * takes them as ?1 and ?2). */
+enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,
+				    const char *dataset_id, const char *tenant, char ***ids,
+				    size_t *n, struct pm_error *err);
+enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t, const char *id,
+				     int max_crashes, const char *problem, int *crashes,
+				     struct pm_error *err);
+
+/* Locks the store, begins a write transaction and hands out statement q
+ * (*st stays NULL on failure). Pair with store_write_end, which commits
+ * (ret PM_OK) or rolls back, unlocks and returns the final status. */
+enum pm_status store_write_begin(struct store *s, enum query q, sqlite3_stmt **st,
+				 struct pm_error *err);
+enum pm_status store_write_end(struct store *s, sqlite3_stmt *st, enum pm_status ret,
+			       struct pm_error *err);
+/* Runs a statement that returns no rows; *changes (may be NULL): rows it
+ * touched; *rc_out (may be NULL): SQLite's code. */
+enum pm_status store_run(struct store *s, sqlite3_stmt *st, int *changes, int *rc_out,
+			 struct pm_error *err);
+/* Binds text the caller keeps alive while the statement runs. */
+void store_bind_str(sqlite3_stmt *st, int i, const char *v);
+
+#endif
