@@ -110,7 +110,7 @@ const char *api_allow(enum http_route route)
 	    [ROUTE_POSTERIOR] = "GET, HEAD",
 	    [ROUTE_RISK] = "GET, HEAD",
 	    [ROUTE_REPORT] = "GET, HEAD",
-	    [ROUTE_DATASET_SWEEPS] = "POST",
+	    [ROUTE_DATASET_SWEEPS] = "GET, HEAD, POST",
 	    [ROUTE_SWEEP] = "GET, HEAD, DELETE",
 	    [ROUTE_SWEEP_CHART] = "GET, HEAD",
 	    [ROUTE_SOLVE] = "POST",
@@ -132,6 +132,7 @@ static const char *params_of(enum http_route route, const char *method)
 	case ROUTE_DATASETS:
 		return get ? "limit, cursor" : "sa, group, name";
 	case ROUTE_DATASET_ANALYSES:
+	case ROUTE_DATASET_SWEEPS:
 	case ROUTE_POSTERIOR:
 		return get ? "limit, cursor" : "";
 	case ROUTE_RISK:

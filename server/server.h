@@ -180,6 +180,10 @@ enum pm_status store_analysis_get(struct store *s, const char *id, const char *t
 enum pm_status store_analysis_list(struct store *s, const char *dataset_id, const char *tenant,
 				   int64_t after, size_t limit, struct store_row **rows, size_t *n,
 				   struct pm_error *err);
+/* The same for a dataset's sweeps, without their points (result NULL). */
+enum pm_status store_sweep_list(struct store *s, const char *dataset_id, const char *tenant,
+				int64_t after, size_t limit, struct store_row **rows, size_t *n,
+				struct pm_error *err);
 /*
  * Moves an analysis from one of the states in `from` (a '|'-separated
  * list, e.g. "queued|running") to `to`, storing text (result JSON for

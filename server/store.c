@@ -563,7 +563,7 @@ static enum pm_status list_rows(struct store *s, enum query q, const char *datas
 	*n = 0;
 	pthread_mutex_lock(&s->lock);
 	ret = exec(s, "BEGIN", err);
-	if (!ret && q == Q_AN_LIST)
+	if (!ret && (q == Q_AN_LIST || q == Q_SW_LIST))
 		ret = lookup(s, Q_DS_EXISTS, dataset_id, tenant, &found, buf, sizeof buf, err);
 	if (!ret && !found)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no dataset \"%s\"", dataset_id);
@@ -676,6 +676,13 @@ enum pm_status store_analysis_list(struct store *s, const char *dataset_id, cons
 				   struct pm_error *err)
 {
 	return list_rows(s, Q_AN_LIST, dataset_id, tenant, after, limit, rows, n, err);
+}
+
+enum pm_status store_sweep_list(struct store *s, const char *dataset_id, const char *tenant,
+				int64_t after, size_t limit, struct store_row **rows, size_t *n,
+				struct pm_error *err)
+{
+	return list_rows(s, Q_SW_LIST, dataset_id, tenant, after, limit, rows, n, err);
 }
 
 static int status_index(const char *name, size_t len)

@@ -33,6 +33,12 @@ const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
 				     " WHERE id = ?1 AND status = 'running'",
     [Q_SW_POINTS - Q_SW_INSERT] =
 	"UPDATE sweeps SET points = ?2, updated = ?3 WHERE id = ?1 AND status = 'running'",
+    /* a page of a dataset's sweeps, without their points (up to 1,000
+     * each: a page of them could be large; GET the sweep for them) */
+    [Q_SW_LIST - Q_SW_INSERT] = "SELECT seq, id, tenant, dataset_id, status, request, NULL,"
+				" problem, attempts, created, updated, crashes FROM sweeps"
+				" WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3"
+				" ORDER BY seq LIMIT ?4",
 };
 
 static const struct store_jobs SWEEPS = {

@@ -60,6 +60,36 @@ static json_t *sweep_json(const struct store_row *w)
 	return o;
 }
 
+/* GET /v1/datasets/{id}/sweeps: a page of the dataset's sweeps, each
+ * without its points and progress (GET the sweep for them). */
+static void sweep_list(struct http_server *h, const struct http_request *r,
+		       struct http_response *res)
+{
+	struct store_row *rows = NULL;
+	struct pm_error err = {0};
+	size_t limit, n = 0;
+	int64_t after;
+	json_t *items;
+	char cur[32];
+
+	if (http_page_params(r, HTTP_PAGE_DEFAULT, HTTP_PAGE_MAX, &limit, &after, res))
+		return;
+	if (store_sweep_list(h->store, r->id, r->tenant, after, limit + 1, &rows, &n, &err)) {
+		api_store_failed(res, r, &err);
+		return;
+	}
+	items = json_array();
+	for (size_t i = 0; items && i < n && i < limit; i++) {
+		json_t *o = sweep_json(&rows[i]);
+
+		json_object_del(o, "points");
+		json_object_del(o, "progress");
+		json_array_append_new(items, o);
+	}
+	http_page_respond(res, r, json_object(), items, http_list_next(rows, n, limit, cur), limit);
+	store_rows_free(rows, n);
+}
+
 static void sweep_respond(struct http_response *res, unsigned status, const struct store_row *w)
 {
 	json_t *o = sweep_json(w);
@@ -259,8 +289,8 @@ void sweeps_handle(struct http_server *h, const struct http_request *r, struct h
 	int del = !strcmp(r->method, "DELETE");
 
 	switch (r->route) {
-	case ROUTE_DATASET_SWEEPS: /* POST only (api_allow) */
-		sweep_create(h, r, res);
+	case ROUTE_DATASET_SWEEPS:
+		(!strcmp(r->method, "POST") ? sweep_create : sweep_list)(h, r, res);
 		break;
 	case ROUTE_SWEEP:
 		(del ? sweep_delete : sweep_get)(h, r, res);

@@ -185,6 +185,13 @@ static void test_sweep(void)
 	CHECK(json_is_object(json_object_get(r.json, "request")));
 	check_points(r.json);
 	resp_free(&r);
+	/* the dataset's list has it, without its points */
+	snprintf(path, sizeof path, "/v1/datasets/%s/sweeps", ds);
+	r = get(port, path);
+	CHECK(r.status == 200 && json_array_size(json_object_get(r.json, "items")) == 1);
+	CHECK_STR(jstr(json_array_get(json_object_get(r.json, "items"), 0), "id"), id);
+	CHECK(!json_object_get(json_array_get(json_object_get(r.json, "items"), 0), "points"));
+	resp_free(&r);
 	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
 	check_etag(port, path);
 	check_chart(port, id);
