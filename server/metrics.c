@@ -220,6 +220,10 @@ static void render_jobs(struct out *o, struct http_server *h)
 	family(o, "pmaxent_jobs", "gauge", "Stored analyses by state.");
 	for (size_t i = 0; have && i < 5; i++)
 		emit(o, "pmaxent_jobs{state=\"%s\"} %" PRId64 "\n", states[i], counts[i]);
+	have = !store_sweep_counts(h->store, counts, &err);
+	family(o, "pmaxent_sweeps", "gauge", "Stored sweeps by state.");
+	for (size_t i = 0; have && i < 5; i++)
+		emit(o, "pmaxent_sweeps{state=\"%s\"} %" PRId64 "\n", states[i], counts[i]);
 	jobs_stats(h->jobs, &js);
 	family(o, "pmaxent_jobs_queue_length", "gauge", "Analyses waiting for a worker.");
 	emit(o, "pmaxent_jobs_queue_length %zu\n", js.queued);

@@ -210,6 +210,8 @@ enum pm_status store_analysis_interrupted(struct store *s, const char *id, int m
 					  const char *problem, int *crashes, struct pm_error *err);
 /* Counts of analyses by status, for /metrics. */
 enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err);
+/* The same for the sweeps. */
+enum pm_status store_sweep_counts(struct store *s, int64_t counts[5], struct pm_error *err);
 
 /* ---- store_sweeps.c ----------------------------------------------------- */
 

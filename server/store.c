@@ -819,7 +819,9 @@ enum pm_status store_analysis_unfinished(struct store *s, char ***ids, size_t *n
 	return store_job_unfinished(s, &ANALYSES, NULL, NULL, ids, n, err);
 }
 
-enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err)
+/* Rows of a table of jobs by status (q: Q_AN_COUNTS or Q_SW_COUNTS). */
+static enum pm_status job_counts(struct store *s, enum query q, int64_t counts[5],
+				 struct pm_error *err)
 {
 	sqlite3_stmt *st = NULL;
 	const unsigned char *name;
@@ -828,7 +830,7 @@ enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct 
 
 	memset(counts, 0, 5 * sizeof *counts);
 	pthread_mutex_lock(&s->lock);
-	ret = prep(s, Q_AN_COUNTS, &st, err);
+	ret = prep(s, q, &st, err);
 	if (ret)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -843,6 +845,16 @@ enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct 
 out:
 	pthread_mutex_unlock(&s->lock);
 	return ret;
+}
+
+enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err)
+{
+	return job_counts(s, Q_AN_COUNTS, counts, err);
+}
+
+enum pm_status store_sweep_counts(struct store *s, int64_t counts[5], struct pm_error *err)
+{
+	return job_counts(s, Q_SW_COUNTS, counts, err);
 }
 
 enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t, const char *id,

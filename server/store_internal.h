@@ -56,6 +56,7 @@ enum query {
 	Q_SW_INTERRUPT,
 	Q_SW_POINTS,
 	Q_SW_LIST,
+	Q_SW_COUNTS,
 	Q_COUNT
 };
 
@@ -67,7 +68,7 @@ struct store {
 	char *path;
 };
 
-/* The SQL of Q_SW_INSERT .. Q_SW_LIST (store_sweeps.c). */
+/* The SQL of Q_SW_INSERT .. Q_SW_COUNTS (store_sweeps.c). */
 extern const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT];
 
 /* The statements of one table of jobs (analyses, sweeps). */

@@ -39,6 +39,7 @@ const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
 				" problem, attempts, created, updated, crashes FROM sweeps"
 				" WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3"
 				" ORDER BY seq LIMIT ?4",
+    [Q_SW_COUNTS - Q_SW_INSERT] = "SELECT status, count(*) FROM sweeps GROUP BY status",
 };
 
 static const struct store_jobs SWEEPS = {

@@ -185,6 +185,11 @@ static void test_sweep(void)
 	CHECK(json_is_object(json_object_get(r.json, "request")));
 	check_points(r.json);
 	resp_free(&r);
+	/* /metrics counts it */
+	r = get(port, "/metrics");
+	CHECK(r.status == 200 && r.body &&
+	      strstr(r.body, "pmaxent_sweeps{state=\"succeeded\"} 1\n"));
+	resp_free(&r);
 	/* the dataset's list has it, without its points */
 	snprintf(path, sizeof path, "/v1/datasets/%s/sweeps", ds);
 	r = get(port, path);
