@@ -156,38 +156,75 @@ static enum pm_status prefix(const struct knowledge *mined, const struct miner_f
 	return st;
 }
 
-/* The solve of one point into points[at]; hooks told. */
-static enum pm_status one_point(const struct dataset *ds, const struct sweep_request *q,
-				const struct solver_options *o, const struct knowledge *mined,
-				const struct miner_found *found, size_t kind, size_t t, size_t ki,
-				json_t *points, const struct sweep_hooks *hooks,
-				struct pm_error *err)
+/* What the points of one T share, and the warm start each kind's points
+ * pass along: the last converged solve, with the rule counts it took. */
+struct sweep_t {
+	const struct dataset *ds;
+	const struct sweep_request *q;
+	const struct solver_options *o;
+	const struct knowledge *mined;
+	const struct miner_found *found;
+	size_t t;
+	json_t *points;
+	const struct sweep_hooks *hooks;
+	struct solver_result warm;
+	size_t warm_pos, warm_neg;
+};
+
+/* The solve of k into *r, warm from the point before if its rules are a
+ * prefix of k's (struct solver_warm: the same ranked lists, no more of
+ * either); a converged one becomes the next point's warm start. */
+static enum pm_status solve_warm(struct sweep_t *w, const struct knowledge *k, size_t pos,
+				 size_t neg, struct solver_result *r, struct pm_error *err)
 {
-	size_t pos, neg, n_t = q->n_t ? q->n_t : 1;
-	size_t at = (kind * n_t + t) * q->n_k + ki;
-	struct knowledge k;
+	struct solver_options so = *w->o;
+	struct solver_warm warm = {w->warm.zero, w->warm.cells};
 	struct invariants inv = {0};
+	enum pm_status st;
+
+	if (w->warm.zero && w->warm_pos <= pos && w->warm_neg <= neg)
+		so.warm = &warm;
+	if (!(st = invariants_build(w->ds, k, &inv, err)))
+		st = solver_run(w->ds, k, &inv, &so, r, err);
+	invariants_finish(&inv);
+	if (!st && r->status == SOLVER_CONVERGED && r->zero) {
+		solver_result_finish(&w->warm);
+		w->warm = *r;
+		w->warm_pos = pos;
+		w->warm_neg = neg;
+		memset(r, 0, sizeof *r); /* w->warm owns it now */
+	}
+	return st;
+}
+
+/* The solve of one point into points[at]; hooks told. */
+static enum pm_status one_point(struct sweep_t *w, size_t kind, size_t ki, struct pm_error *err)
+{
+	const struct sweep_request *q = w->q;
+	size_t pos, neg, n_t = q->n_t ? q->n_t : 1;
+	size_t at = (kind * n_t + w->t) * q->n_k + ki;
+	struct knowledge k;
 	struct solver_result r = {0};
 	enum pm_status st;
 	json_t *p = NULL;
 
 	knowledge_init(&k);
 	point_counts(q->kinds[kind], q->k[ki], &pos, &neg);
-	if (!(st = prefix(mined, found, pos, neg, &k, err)) &&
-	    !(st = invariants_build(ds, &k, &inv, err)) &&
-	    !(st = solver_run(ds, &k, &inv, o, &r, err))) {
-		size_t kp = pos < found->positive ? pos : found->positive;
+	if (!(st = prefix(w->mined, w->found, pos, neg, &k, err)) &&
+	    !(st = solve_warm(w, &k, pos, neg, &r, err))) {
+		size_t kp = pos < w->found->positive ? pos : w->found->positive;
+		/* a converged r went on to be the warm start */
+		const struct solver_result *done = r.cells ? &r : &w->warm;
 
-		p = point_json(ds, q->kinds[kind], q->k[ki], q->n_t ? q->t[t] : 0, kp, k.n - kp,
-			       &r);
-		if (!p || json_array_set(points, at, p))
+		p = point_json(w->ds, q->kinds[kind], q->k[ki], q->n_t ? q->t[w->t] : 0, kp,
+			       k.n - kp, done);
+		if (!p || json_array_set(w->points, at, p))
 			st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the sweep");
-		else if (hooks && hooks->point && hooks->point(hooks->ctx, at, p))
+		else if (w->hooks && w->hooks->point && w->hooks->point(w->hooks->ctx, at, p))
 			st = error_set(err, PM_ERR_CANCELLED, "", "the sweep was cancelled");
 	}
 	json_decref(p);
 	solver_result_finish(&r);
-	invariants_finish(&inv);
 	knowledge_finish(&k);
 	return st;
 }
@@ -206,7 +243,8 @@ static void largest(const struct sweep_request *q, size_t *pos, size_t *neg)
 		}
 }
 
-/* Every point of one T: its rules mined once, then each kind and K. */
+/* Every point of one T: its rules mined once, then each kind and K,
+ * each kind's points warm from the one before. */
 static enum pm_status one_t(const struct dataset *ds, const struct sweep_request *q,
 			    const struct solver_options *o, size_t t, json_t *points,
 			    const struct sweep_hooks *hooks, struct pm_error *err)
@@ -214,6 +252,8 @@ static enum pm_status one_t(const struct dataset *ds, const struct sweep_request
 	struct miner_options mo;
 	struct miner_found found = {0};
 	struct knowledge mined;
+	struct sweep_t w = {.ds = ds, .q = q, .o = o, .mined = &mined, .found = &found,
+			    .t = t, .points = points, .hooks = hooks};
 	enum pm_status st;
 
 	knowledge_init(&mined);
@@ -222,9 +262,12 @@ static enum pm_status one_t(const struct dataset *ds, const struct sweep_request
 	mo.min_support = q->min_support;
 	mo.qi_attributes = q->n_t ? q->t[t] : 0;
 	st = miner_run_counted(ds, &mo, &mined, &found, err);
-	for (size_t kind = 0; !st && kind < q->n_kinds; kind++)
+	for (size_t kind = 0; !st && kind < q->n_kinds; kind++) {
+		solver_result_finish(&w.warm);
 		for (size_t ki = 0; !st && ki < q->n_k; ki++)
-			st = one_point(ds, q, o, &mined, &found, kind, t, ki, points, hooks, err);
+			st = one_point(&w, kind, ki, err);
+	}
+	solver_result_finish(&w.warm);
 	knowledge_finish(&mined);
 	return st;
 }

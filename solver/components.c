@@ -224,7 +224,8 @@ static void comp_one(struct comp_solve *s, size_t i, struct parallel *pool)
 	struct twolevel t;
 	enum pm_status ret;
 
-	ret = twolevel_init_lists(&t, s->ds, s->inv, s->zero, cs, i, pool, s->y);
+	ret = twolevel_init_lists(&t, s->ds, s->inv, s->zero, cs, i, pool,
+				  s->o->warm ? s->o->warm->y : NULL, s->y);
 	/* a component that starts once another's progress callback asked
 	 * to stop (a cancel, or the time limit) stops at its start */
 	if (!ret && comp_stopped(s))

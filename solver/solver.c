@@ -33,6 +33,7 @@ void solver_result_finish(struct solver_result *r)
 	if (!r)
 		return;
 	free(r->cells);
+	free(r->zero);
 	free(r->post_off);
 	free(r->post_sa);
 	free(r->post_p);
@@ -710,6 +711,22 @@ static enum pm_status interval_conflict(struct run *u, const struct invariants *
 	return zeros_lp_conflict(&u->z, o, 0, err);
 }
 
+/* o's warm start where it is exact (struct solver_warm), its zeros
+ * seeding the search; NULL elsewhere. */
+static const struct solver_warm *warm_start(const struct knowledge *k,
+					    const struct invariants *inv,
+					    const struct solver_options *o, struct zeros *z)
+{
+	if (!o->warm || o->method != SOLVER_TWO_LEVEL || lifted_needed(k))
+		return NULL;
+	for (size_t i = inv->n_qi_rows + inv->n_sa_rows; i < inv->n_rows; i++)
+		if (invariants_interval(inv, i))
+			return NULL;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		z->zero[c] |= o->warm->zero[c];
+	return o->warm;
+}
+
 enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
 			  struct solver_result *r, struct pm_error *err)
@@ -727,6 +744,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	memset(r, 0, sizeof *r);
 	wo.tick = deadline_progress;
 	wo.tick_ctx = &dl;
+	wo.warm = NULL; /* warm_start's to decide */
 	u.dl = &dl;
 	/* every cell is written by the split (solve_split) */
 	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
@@ -740,9 +758,14 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 
 		st = lifted_run(ds, k, inv, &wo, &ph, &la, r->cells, &u.ms, &r->forced_zeros, err);
 	} else {
+		wo.warm = warm_start(k, inv, o, &u.z);
 		st = solve_all(ds, inv, &wo, &u, r, err);
 		if (!st)
 			st = interval_conflict(&u, inv, &wo, err);
+		if (!st && !(r->zero = malloc(inv->n_cells + 1)))
+			st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
+		else if (!st)
+			memcpy(r->zero, u.z.zero, inv->n_cells);
 	}
 	if (st == PM_ERR_CANCELLED && dl.expired) {
 		if (!lifted_needed(k))

@@ -9,6 +9,7 @@
 #include "constraints.h"
 
 struct solver_options;
+struct solver_warm;
 
 /* ---- solver.c ----------------------------------------------------------- */
 
@@ -137,6 +138,30 @@ struct solver_options {
 	double stall;
 	/* the privacy verdict's parameters (r->privacy) */
 	struct privacy_options privacy;
+	/* A warm start (borrowed; NULL: none): see struct solver_warm. */
+	const struct solver_warm *warm;
+};
+
+/*
+ * A warm start: the answer of an earlier solve of the same dataset whose
+ * knowledge rows all are among this one's (a sweep's point before, with
+ * a prefix of the same ranked rules: SPEC 4.2). Both are exact, so the
+ * answer is the one a cold solve reaches, sooner:
+ * - zero (n_cells flags, the earlier r->zero): every solution of fewer
+ *   rows holds those cells at 0, so every solution of more rows does;
+ *   they seed the zero search.
+ * - y (n_cells, the earlier r->cells): the two-level dual starts from it
+ *   as its base point (twolevel.c): on its free cells it is
+ *   exp(α + β + Σ μ a) over the earlier rows, a point of this dual too,
+ *   near the optimum when the rows added are few.
+ * solver_run takes it only where that holds as stated: the two-level
+ * method, knowledge of equality rules (an interval row's L1 term is not
+ * invariant under a change of base) and no named people. The caller
+ * vouches for the rest (the same dataset, the rows a subset).
+ */
+struct solver_warm {
+	const uint8_t *zero;
+	const double *y;
 };
 
 void solver_options_init(struct solver_options *o);
@@ -182,6 +207,9 @@ struct solver_result {
 	int estimation_infinite, baseline_infinite;
 	/* y[cell]: the estimate in records, inv->n_cells entries */
 	double *cells;
+	/* zero[cell]: the forced zeros proved (n_cells flags; NULL with named
+	 * people), for a warm start (struct solver_warm) */
+	uint8_t *zero;
 	/* posterior P*(s|q) with p > 0, CSR over tuples:
 	 * post_sa/post_p[post_off[q] .. post_off[q+1]) */
 	size_t *post_off;

@@ -561,11 +561,13 @@ enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
 			     double *y);
 /* The same for component i of cs (its buckets and open rows), on the
  * borrowed pool (may be NULL: one thread), used only if the problem is
- * large enough. */
+ * large enough; start (per cell of the system, may be NULL) a base point
+ * other than the closed form (struct solver_warm.y), taken in the buckets
+ * where it is positive on every free cell. */
 enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 				   const struct invariants *inv, const uint8_t *zero,
 				   const struct components *cs, size_t i, struct parallel *pool,
-				   double *y);
+				   const double *start, double *y);
 void twolevel_finish(struct twolevel *t);
 /* Copies the estimate into the system's cells (twolevel_init's y). */
 void twolevel_store(const struct twolevel *t);

@@ -6,6 +6,7 @@
  * less the zeros), then twolevel_hessian_init's patterns for forming H.
  * Flat arrays throughout (CSR-like), no allocation per cell.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -307,10 +308,32 @@ static enum pm_status init_parts(struct twolevel *t, struct parallel *pool, size
 	return init_chunks(t);
 }
 
+/* Bucket k's base point from start (struct solver_warm.y) if every free
+ * cell holds at least ZERO_RECORDS there; 1 if taken. A smaller one is
+ * most likely a forced zero the earlier solve left unfound (held below
+ * its tolerance: the last chance, solver.c): from there its multiplier
+ * is already far out and moves by about one a step, too little for the
+ * probe's ray, and the solve runs it down step by step; from the closed
+ * form the probe sees it shrink and the search finds it. */
+static int warm_bucket(struct twolevel *t, const double *start, size_t k)
+{
+	size_t off, g, h, b = t->bk[k];
+
+	twolevel_shape(t, k, &off, &g, &h);
+	start += t->inv->cell_off[b];
+	for (size_t c = 0; c < g * h; c++)
+		if (!t->zero[off + c] && !(start[c] >= ZERO_RECORDS && start[c] <= DBL_MAX))
+			return 0;
+	for (size_t c = 0; c < g * h; c++)
+		t->y0[off + c] = t->zero[off + c] ? 0 : start[c];
+	return 1;
+}
+
 /* Start: μ = 0 and every coupled bucket's closed form less its zeros (the
- * local copy): the base point, exact for the buckets without zeros; the
- * first evaluation scales the others. */
-static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
+ * local copy), or start's point there (warm_bucket): the base point,
+ * exact for the closed form of buckets without zeros; the first
+ * evaluation scales the others. */
+static enum pm_status init_start(struct twolevel *t, const uint8_t *zero, const double *start)
 {
 	const struct invariants *inv = t->inv;
 	size_t cells = t->coff[t->nb];
@@ -327,11 +350,16 @@ static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
 
 		twolevel_shape(t, k, &off, &g, &h);
 		memcpy(t->zero + off, zero + inv->cell_off[b], g * h);
+		widest = fmax(widest, t->ds->group_size[b]);
+		/* a warm start holds the invariants only to the earlier
+		 * solve's tolerance: the first G scales it */
+		t->exact[k] = 0;
+		if (start && warm_bucket(t, start, k))
+			continue;
 		metrics_closed_cells(t->ds, b, t->y0 + off);
 		t->exact[k] = !memchr(t->zero + off, 1, g * h); /* else the first G solves it */
 		for (size_t c = off; c < off + g * h; c++)
 			t->y0[c] = t->zero[c] ? 0 : t->y0[c];
-		widest = fmax(widest, t->ds->group_size[b]);
 	}
 	memcpy(t->y, t->y0, cells * sizeof *t->y);
 	/* as tight as rounding allows: function and gradient must agree */
@@ -342,7 +370,7 @@ static enum pm_status init_start(struct twolevel *t, const uint8_t *zero)
 enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 				   const struct invariants *inv, const uint8_t *zero,
 				   const struct components *cs, size_t i, struct parallel *pool,
-				   double *y)
+				   const double *start, double *y)
 {
 	size_t g_max, h_max;
 	enum pm_status ret;
@@ -356,7 +384,7 @@ enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 	if (!ret)
 		ret = init_parts(t, pool, g_max, h_max);
 	if (!ret)
-		ret = init_start(t, zero);
+		ret = init_start(t, zero, start);
 	if (!ret)
 		ret = twolevel_hessian_init(t);
 	return ret;
@@ -377,7 +405,7 @@ enum pm_status twolevel_init(struct twolevel *t, const struct dataset *ds,
 	if (!ret && cs.b_off[cs.n] >= TWOLEVEL_POOL_BUCKETS)
 		ret = parallel_create(threads, &pool);
 	if (!ret)
-		ret = twolevel_init_lists(t, ds, inv, zero, &cs, 0, pool, y);
+		ret = twolevel_init_lists(t, ds, inv, zero, &cs, 0, pool, NULL, y);
 	if (t->pool != pool)
 		parallel_destroy(pool);
 	else
