@@ -643,6 +643,10 @@ static void switch_to_formed(struct newton *nw)
  * where a forced zero's run moves its own few, the same ones: a probe
  * stops once at most half of them still move or they no longer get
  * fewer, and those point the zero search to its rows (newton_moving).
+ * A step that halves their number is still narrowing, however few they
+ * are: from a warm start (struct solver_warm) only the new rows' are
+ * far away, less than half of them, and they settle in a few steps of
+ * a ratio near LINEAR_RATE.
  */
 static int stop_early(const struct newton_problem *p, int narrowing, int fulls, int steps,
 		      const double *past, double viol)
@@ -686,7 +690,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		st->iterations++;
 		fulls = full ? fulls + 1 : 0;
 		now = p->stop ? moving(nw) : 0;
-		narrowing = 2 * now > p->n && now < last;
+		narrowing = now < last && (2 * now > p->n || 2 * now < last);
 		last = now;
 		nw->slow = 2 * now <= p->n && viol > 0.5 * before;
 		if (stop_early(p, narrowing, fulls, steps, past, viol)) {
