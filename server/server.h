@@ -442,7 +442,8 @@ struct svg_chart {
 	 * place of numbers (the x range is then theirs). */
 	const char *const *categories;
 	size_t n_categories;
-	int diagonal; /* draw y = x: a scatter of one estimate against another */
+	int diagonal;  /* draw y = x: a scatter of one estimate against another */
+	int x_integer; /* x is a count (K): its ticks whole numbers apart */
 };
 
 /* The chart of n series (s may be NULL when n is 0) as a standalone SVG

@@ -167,9 +167,10 @@ static void tick_label(char *buf, size_t size, double v)
 }
 
 /* The axis over [lo, hi] (lo > hi: no data) with about five 1-2-5 tick
- * intervals; an automatic range is widened to whole ticks, a single value
- * padded on both sides. */
-static void axis_make(struct axis *a, double lo, double hi, int fixed)
+ * intervals, whole numbers apart if integer (a count such as K has no
+ * tick at 2.5); an automatic range is widened to whole ticks, a single
+ * value padded on both sides. */
+static void axis_make(struct axis *a, double lo, double hi, int fixed, int integer)
 {
 	double e, f;
 
@@ -186,6 +187,7 @@ static void axis_make(struct axis *a, double lo, double hi, int fixed)
 	e = floor(log10((hi - lo) / 5));
 	f = (hi - lo) / 5 / pow(10, e);
 	a->step = (f <= 1 + 1e-9 ? 1 : f <= 2 + 1e-9 ? 2 : f <= 5 + 1e-9 ? 5 : 10) * pow(10, e);
+	a->step = integer ? fmax(a->step, 1) : a->step;
 	if (!fixed) {
 		lo = floor(lo / a->step + 1e-9) * a->step;
 		hi = ceil(hi / a->step - 1e-9) * a->step;
@@ -375,15 +377,15 @@ static double frame_fit(struct frame *f, const struct svg_chart *c, const struct
 	}
 	f->c = c;
 	if (c->n_categories)
-		axis_make(&f->x, -0.5, (double)c->n_categories - 0.5, 1);
+		axis_make(&f->x, -0.5, (double)c->n_categories - 0.5, 1, 0);
 	else if (c->x_min < c->x_max)
-		axis_make(&f->x, c->x_min, c->x_max, 1);
+		axis_make(&f->x, c->x_min, c->x_max, 1, c->x_integer);
 	else
-		axis_make(&f->x, x0, x1, 0);
+		axis_make(&f->x, x0, x1, 0, c->x_integer);
 	if (c->y_min < c->y_max)
-		axis_make(&f->y, c->y_min, c->y_max, 1);
+		axis_make(&f->y, c->y_min, c->y_max, 1, 0);
 	else
-		axis_make(&f->y, y0, y1, 0);
+		axis_make(&f->y, y0, y1, 0, 0);
 	return legend_w;
 }
 

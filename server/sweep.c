@@ -306,7 +306,8 @@ char *sweep_chart(const char *name, const struct sweep_request *q, const json_t 
 	char(*names)[48] = calloc(n, sizeof *names), title[320];
 	struct svg_chart c = {.title = title,
 			      .x_label = "K (rules of the kind)",
-			      .y_label = "estimation accuracy (nats)"};
+			      .y_label = "estimation accuracy (nats)",
+			      .x_integer = 1};
 	char *svg = NULL;
 
 	snprintf(title, sizeof title, "%s: estimation accuracy against K", name ? name : "sweep");

@@ -4,7 +4,8 @@
  * it, and
  *  - ticks: 0..1 by 0.2, 0..2500 by 500, data 0.1..0.55 widened to
  *    0.1..0.6, -1..1 without "-0", 0..0.3 without 0.30000000000000004,
- *    0..0.0003 and 1e6..3.5e6 in plain decimals;
+ *    0..0.0003 and 1e6..3.5e6 in plain decimals; an integer x axis
+ *    (K = 0, 1, 2) by whole steps where the plain one goes by 0.5;
  *  - a title and names with <&>"' are escaped; control characters and
  *    invalid UTF-8 become U+FFFD;
  *  - NaN and infinite values are gaps (a new subpath), not points;
@@ -157,6 +158,26 @@ static char *chart_y(const double *y, size_t n, double y_min, double y_max)
 	return doc;
 }
 
+/* K = 0, 1, 2: a plain axis ticks by 0.5, a count's by 1. */
+static void test_integer_ticks(void)
+{
+	static const char *const halves[] = {"0", "0.5", "1", "1.5", "2", NULL};
+	static const char *const whole[] = {"0", "1", "2", NULL};
+	double x[] = {0, 1, 2}, y[] = {1, 0.5, 0.2};
+	struct svg_chart c = {.title = "t"};
+	struct svg_series ser = {.name = "s", .x = x, .y = y, .n = 3};
+	char *doc = svg_render(&c, &ser, 1, NULL);
+
+	check_doc(doc);
+	check_ticks(doc, "xtick", halves);
+	free(doc);
+	c.x_integer = 1;
+	doc = svg_render(&c, &ser, 1, NULL);
+	check_doc(doc);
+	check_ticks(doc, "xtick", whole);
+	free(doc);
+}
+
 static void test_ticks(void)
 {
 	static const char *const unit[] = {"0", "0.2", "0.4", "0.6", "0.8", "1", NULL};
@@ -187,6 +208,7 @@ static void test_ticks(void)
 	free(doc);
 	check_ticks(doc = chart_y(m, 2, 0, 0), "ytick", big);
 	free(doc);
+	test_integer_ticks();
 }
 
 static void test_escape(void)
