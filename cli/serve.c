@@ -23,6 +23,8 @@ const char serve_usage[] =
     "  --data-dir DIR       database directory, created if needed (default ./var)\n"
     "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
     "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
+    "  --dataset-cache MB   parsed datasets kept for the next analysis, counted\n"
+    "                       by their stored JSON text (default 1024; 0: none)\n"
     "  --token-file F       lines 'TOKEN TENANT' or 'TOKEN TENANT admin' ('#'\n"
     "                       comments; the file must be private, chmod 600): every\n"
     "                       request but /healthz needs 'Authorization: Bearer TOKEN',\n"
@@ -53,6 +55,7 @@ const struct option serve_options[] = {
     {"data-dir", required_argument, NULL, OPT_BASE + OPT_DATA_DIR},
     {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
     {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
+    {"dataset-cache", required_argument, NULL, OPT_BASE + OPT_DATASET_CACHE},
     {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
     {"max-body", required_argument, NULL, OPT_BASE + OPT_MAX_BODY},
     {"max-solve-body", required_argument, NULL, OPT_BASE + OPT_MAX_SOLVE_BODY},
@@ -157,6 +160,8 @@ static int serve_flags(const struct cmd *c, const struct args *a, struct http_op
 	if ((rc = serve_number(c, a, OPT_PORT, "--port", 0, 65535, &port)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_WORKERS, "--workers", 1, 1024, &o->workers)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_QUEUE, "--queue", 1, 1000000, &o->queue_capacity)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_DATASET_CACHE, "--dataset-cache", 0, (size_t)1 << 30,
+			       &o->dataset_cache_mb)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_MAX_BODY, "--max-body", 1, 1LL << 40, &o->max_body)) >=
 		0 ||
 	    (rc = serve_number(c, a, OPT_MAX_SOLVE_BODY, "--max-solve-body", 1, 1LL << 40,

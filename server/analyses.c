@@ -225,19 +225,18 @@ static int analysis_prepare(struct http_server *h, const struct http_request *r,
 			    char **text, struct http_response *res)
 {
 	const json_t *know = json_object_get(req, "knowledge");
-	struct store_row row = {0};
-	struct dataset *ds = NULL;
+	const struct dataset *ds = NULL;
 	struct pm_error err = {0};
-	json_t *body = NULL, *solver = NULL, *doc = NULL;
+	json_t *solver = NULL, *doc = NULL;
+	enum pm_status st;
 	int rc = -1;
 
 	*text = NULL;
-	if (store_dataset_get(h->store, r->id, r->tenant, 1, &row, &err)) {
-		api_store_failed(res, r, &err);
-		goto out;
-	}
-	if (!(body = http_stored_json(row.body)) || codec_dataset(body, &ds, &err)) {
-		http_problem(res, 500, NULL, "the stored dataset %s is unreadable", r->id);
+	if ((st = store_dataset_parsed(h->store, r->id, r->tenant, &ds, &err))) {
+		if (st == PM_ERR_INTERNAL)
+			http_problem(res, 500, NULL, "the stored dataset %s is unreadable", r->id);
+		else
+			api_store_failed(res, r, &err);
 		goto out;
 	}
 	if (check_analysis(ds, know, json_object_get(req, "solver"), h->o.analysis_time_limit,
@@ -254,9 +253,7 @@ static int analysis_prepare(struct http_server *h, const struct http_request *r,
 out:
 	json_decref(doc);
 	json_decref(solver);
-	json_decref(body);
-	dataset_destroy(ds);
-	store_row_finish(&row);
+	store_dataset_release(h->store, ds);
 	return rc;
 }
 

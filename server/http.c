@@ -47,6 +47,7 @@ void http_options_init(struct http_options *o)
 	o->data_dir = "./var";
 	o->workers = (size_t)parallel_cpus();
 	o->queue_capacity = 64;
+	o->dataset_cache_mb = STORE_CACHE_BYTES >> 20;
 	o->max_body = (size_t)64 << 20;
 	o->max_solve_body = (size_t)1 << 20;
 	o->max_connections = 1024;
@@ -666,6 +667,8 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (!st)
 		st = store_open(h->data_dir, &h->store, err);
+	if (!st)
+		store_cache_limit(h->store, h->o.dataset_cache_mb << 20);
 	if (!st)
 		st = start_jobs(h, err);
 	if (!st)

@@ -152,28 +152,21 @@ static enum pm_status get_job(struct jobs *j, const char *id, struct store_row *
 	return (is_sweep(id) ? store_sweep_get : store_analysis_get)(j->store, id, NULL, out, err);
 }
 
-/* The stored request of a job and its dataset, read back. */
-static enum pm_status load(struct jobs *j, const struct store_row *job, struct dataset **ds,
+/* The stored request of a job and its dataset, parsed (the store's:
+ * release it with store_dataset_release). */
+static enum pm_status load(struct jobs *j, const struct store_row *job, const struct dataset **ds,
 			   json_t **req, struct pm_error *err)
 {
-	struct store_row dsrow = {0};
-	json_t *body = NULL;
 	json_error_t jerr;
 	enum pm_status st;
 
-	st = store_dataset_get(j->store, job->dataset_id, job->tenant, 1, &dsrow, err);
-	if (st)
-		goto out;
-	body = json_loads(dsrow.body, 0, &jerr);
-	*req = json_loads(job->request, 0, &jerr);
-	if (!body || !*req)
-		st =
-		    error_set(err, PM_ERR_INTERNAL, "", "stored JSON is unreadable: %s", jerr.text);
-	else if ((st = codec_dataset(body, ds, err)))
+	*ds = NULL;
+	if (!(*req = json_loads(job->request, 0, &jerr)))
+		return error_set(err, PM_ERR_INTERNAL, "", "stored JSON is unreadable: %s",
+				 jerr.text);
+	st = store_dataset_parsed(j->store, job->dataset_id, job->tenant, ds, err);
+	if (st == PM_ERR_INTERNAL)
 		error_prefix(err, "stored dataset");
-out:
-	json_decref(body);
-	store_row_finish(&dsrow);
 	return st;
 }
 
@@ -194,7 +187,7 @@ static void slot_options(struct jobs *j, struct slot *s, struct solver_options *
 static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
 				   json_t **result, struct pm_error *err)
 {
-	struct dataset *ds = NULL;
+	const struct dataset *ds = NULL;
 	json_t *req = NULL;
 	struct solver_options o;
 	enum pm_status st = load(j, an, &ds, &req, err);
@@ -206,7 +199,7 @@ static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct 
 				  json_object_get(req, "solver"), &o, 0, result, err);
 	codec_request_field(err);
 out:
-	dataset_destroy(ds);
+	store_dataset_release(j->store, ds);
 	json_decref(req);
 	return st;
 }
@@ -243,7 +236,7 @@ static int on_point(void *ctx, size_t at, const json_t *p)
 static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct store_row *sw,
 				json_t **result, struct pm_error *err)
 {
-	struct dataset *ds = NULL;
+	const struct dataset *ds = NULL;
 	struct sweep_request q = {0};
 	struct solver_options o;
 	struct sweep_ctx c = {j, s, json_array()};
@@ -267,7 +260,7 @@ static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct sto
 	json_decref(c.points);
 	json_decref(req);
 	sweep_request_finish(&q);
-	dataset_destroy(ds);
+	store_dataset_release(j->store, ds);
 	return st;
 }
 

@@ -244,6 +244,22 @@ static void render_jobs(struct out *o, struct http_server *h)
 	emit(o, "pmaxent_solve_seconds_count{mode=\"analysis\"} %" PRIu64 "\n", js.solves);
 }
 
+static void render_cache(struct out *o, struct http_server *h)
+{
+	struct store_cache_stats cs;
+
+	store_cache_stats(h->store, &cs);
+	family(o, "pmaxent_dataset_cache_lookups_total", "counter",
+	       "Parsed datasets asked for, by whether the cache had them.");
+	emit(o, "pmaxent_dataset_cache_lookups_total{result=\"hit\"} %" PRIu64 "\n", cs.hits);
+	emit(o, "pmaxent_dataset_cache_lookups_total{result=\"miss\"} %" PRIu64 "\n", cs.misses);
+	family(o, "pmaxent_dataset_cache_bytes", "gauge",
+	       "Stored text of the datasets the cache holds parsed.");
+	emit(o, "pmaxent_dataset_cache_bytes %zu\n", cs.bytes);
+	family(o, "pmaxent_dataset_cache_entries", "gauge", "Datasets the cache holds parsed.");
+	emit(o, "pmaxent_dataset_cache_entries %zu\n", cs.entries);
+}
+
 char *metrics_render(struct http_server *h, size_t *len)
 {
 	struct out o = {0};
@@ -263,6 +279,7 @@ char *metrics_render(struct http_server *h, size_t *len)
 	       "stopped.");
 	emit(&o, "pmaxent_sync_solves_cancelled_total %" PRIu64 "\n", m->sync_cancelled);
 	pthread_mutex_unlock(&m->mu);
+	render_cache(&o, h);
 	if (o.oom) {
 		free(o.s);
 		return NULL;

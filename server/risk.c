@@ -39,9 +39,10 @@ struct risk_row {
 
 /* What a request works with, all owned (ctx_finish). */
 struct risk_ctx {
-	struct dataset *ds;
+	struct store *store;
+	const struct dataset *ds; /* the store's (store_dataset_parsed) */
 	struct privacy_table p0;
-	char ***by_label; /* &ds->group_labels[b], sorted by label; NULL until needed */
+	char *const **by_label; /* &ds->group_labels[b], sorted by label; NULL until needed */
 	double threshold; /* the result's privacy.threshold */
 	struct risk_row *rows;
 	size_t n_rows;
@@ -50,7 +51,7 @@ struct risk_ctx {
 
 static void ctx_finish(struct risk_ctx *c)
 {
-	dataset_destroy(c->ds);
+	store_dataset_release(c->store, c->ds);
 	privacy_table_finish(&c->p0);
 	free(c->by_label);
 	free(c->rows);
@@ -135,7 +136,7 @@ static const char *label_text(const json_t *group, char *buf, size_t size)
 
 static int cmp_label(const void *a, const void *b)
 {
-	return strcmp(**(char **const *)a, **(char **const *)b);
+	return strcmp(**(char *const *const *)a, **(char *const *const *)b);
 }
 
 /* The bucket of a person's group, -1 if there is none, -2 out of memory.
@@ -143,7 +144,8 @@ static int cmp_label(const void *a, const void *b)
  * group: a scan per person would cost people x groups. */
 static long bucket_of(struct risk_ctx *c, const json_t *group)
 {
-	char buf[32], *label = (char *)label_text(group, buf, sizeof buf), **key = &label, ***found;
+	char buf[32], *label = (char *)label_text(group, buf, sizeof buf), **key = &label;
+	char *const **found;
 
 	if (!c->by_label) {
 		if (!(c->by_label = malloc((c->ds->n_groups + 1) * sizeof *c->by_label)))
@@ -458,10 +460,11 @@ static int people_param(const struct http_request *r, int *people, struct http_r
 static int risk_load(struct http_server *h, const struct http_request *r, json_t **result,
 		     struct risk_ctx *c, struct http_response *res)
 {
-	struct store_row an = {0}, ds = {0};
+	struct store_row an = {0};
 	struct pm_error err = {0};
-	json_t *body = NULL, *th;
+	json_t *th;
 	int rc = -1;
+	enum pm_status st;
 
 	if (store_analysis_get(h->store, r->id, r->tenant, &an, &err)) {
 		api_store_failed(res, r, &err);
@@ -473,13 +476,14 @@ static int risk_load(struct http_server *h, const struct http_request *r, json_t
 			     an.status);
 		goto out;
 	}
-	if (store_dataset_get(h->store, an.dataset_id, r->tenant, 1, &ds, &err)) {
+	c->store = h->store;
+	st = store_dataset_parsed(h->store, an.dataset_id, r->tenant, &c->ds, &err);
+	if (st && st != PM_ERR_INTERNAL) {
 		http_problem_err(res, &err);
 		goto out;
 	}
 	*result = http_stored_json(an.result);
-	if (!(body = http_stored_json(ds.body)) || codec_dataset(body, &c->ds, &err) ||
-	    !json_is_array(json_object_get(*result, "posterior"))) {
+	if (st || !json_is_array(json_object_get(*result, "posterior"))) {
 		http_problem(res, 500, NULL, "the stored result of %s is unreadable", r->id);
 		goto out;
 	}
@@ -491,8 +495,6 @@ static int risk_load(struct http_server *h, const struct http_request *r, json_t
 	c->threshold = th ? json_number_value(th) : 0.5; /* SPEC 4.1's default */
 	rc = 0;
 out:
-	json_decref(body);
-	store_row_finish(&ds);
 	store_row_finish(&an);
 	return rc;
 }

@@ -161,6 +161,26 @@ enum pm_status store_dataset_insert(struct store *s, const char *id, const char 
 /* with_body: also load the (large) body. */
 enum pm_status store_dataset_get(struct store *s, const char *id, const char *tenant, int with_body,
 				 struct store_row *out, struct pm_error *err);
+/*
+ * The parsed dataset id of tenant (store_cache.c): parsed at the first
+ * call and kept while it fits in the cache, as datasets never change once
+ * stored; every call still checks that the tenant has it
+ * (PM_ERR_NOT_FOUND). PM_ERR_INTERNAL when the stored text does not read
+ * back. *out is borrowed and read-only until the caller hands it back
+ * with store_dataset_release (NULL: no-op).
+ */
+enum pm_status store_dataset_parsed(struct store *s, const char *id, const char *tenant,
+				    const struct dataset **out, struct pm_error *err);
+void store_dataset_release(struct store *s, const struct dataset *ds);
+/* The cache's bound, bytes of stored text (default STORE_CACHE_BYTES;
+ * 0: every call parses). */
+#define STORE_CACHE_BYTES ((size_t)1 << 30)
+void store_cache_limit(struct store *s, size_t bytes);
+struct store_cache_stats {
+	uint64_t hits, misses; /* lookups since the store opened */
+	size_t bytes, entries; /* held now */
+};
+void store_cache_stats(struct store *s, struct store_cache_stats *out);
 /* Rows with seq > after, oldest first, at most limit; *rows caller frees
  * with store_rows_free. Bodies are not loaded. */
 enum pm_status store_dataset_list(struct store *s, const char *tenant, int64_t after, size_t limit,
@@ -316,6 +336,7 @@ struct http_options {
 	const char *data_dir;	/* default "./var" */
 	size_t workers;		/* analysis workers, default: cores */
 	size_t queue_capacity;	/* queued analyses before 503, default 64 */
+	size_t dataset_cache_mb; /* parsed datasets kept (store_cache_limit), MiB */
 	const char *token_file; /* lines "TOKEN TENANT [admin]"; NULL: no access control */
 	size_t max_body;	/* request body cap, bytes (413 above) */
 	size_t max_solve_body;	/* POST /v1/solve cap, bytes */

@@ -446,7 +446,8 @@ enum pm_status store_open(const char *dir, struct store **out, struct pm_error *
 	pthread_mutex_init(&s->lock, NULL);
 	s->lock_fd = -1;
 	s->path = malloc(strlen(dir) + sizeof "/pmaxent.db");
-	if (!s->path) {
+	s->cache = store_cache_create(STORE_CACHE_BYTES);
+	if (!s->path || !s->cache) {
 		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 		goto out;
 	}
@@ -482,6 +483,7 @@ void store_close(struct store *s)
 	if (s->lock_fd >= 0)
 		close(s->lock_fd); /* releases the flock */
 	pthread_mutex_destroy(&s->lock);
+	store_cache_destroy(s->cache);
 	free(s->path);
 	free(s);
 }
@@ -617,7 +619,11 @@ out:
 enum pm_status store_dataset_delete(struct store *s, const char *id, const char *tenant,
 				    struct pm_error *err)
 {
-	return delete_row(s, Q_DS_DELETE, "dataset", id, tenant, err);
+	enum pm_status st = delete_row(s, Q_DS_DELETE, "dataset", id, tenant, err);
+
+	if (!st)
+		store_cache_forget(s->cache, id);
+	return st;
 }
 
 /* ---- analyses -------------------------------------------------------------- */

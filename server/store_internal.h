@@ -60,13 +60,25 @@ enum query {
 	Q_COUNT
 };
 
+struct store_cache;
+
 struct store {
 	pthread_mutex_t lock;
+	struct store_cache *cache; /* parsed datasets (store_cache.c) */
 	int lock_fd; /* DIR/pmaxent.lock, flock()ed: one server per store */
 	sqlite3 *db;
 	sqlite3_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
 };
+
+/* The parsed datasets' cache of at most limit bytes (store_cache.c);
+ * NULL when out of memory. Free with store_cache_destroy (NULL: no-op). */
+struct store_cache *store_cache_create(size_t limit);
+void store_cache_destroy(struct store_cache *c);
+/* id was deleted: its entry goes (at its last release if in use). */
+void store_cache_forget(struct store_cache *c, const char *id);
+/* Sets the limit; what is over it goes as entries are released. */
+void store_cache_set_limit(struct store_cache *c, size_t limit);
 
 /* The SQL of Q_SW_INSERT .. Q_SW_COUNTS (store_sweeps.c). */
 extern const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT];

@@ -123,19 +123,17 @@ static enum pm_status check_options(const json_t *req, double max, struct pm_err
 static int sweep_check(struct http_server *h, const struct http_request *r, const json_t *req,
 		       struct http_response *res)
 {
-	struct store_row row = {0};
-	struct dataset *ds = NULL;
+	const struct dataset *ds = NULL;
 	struct sweep_request q = {0};
 	struct pm_error err = {0};
-	json_t *body = NULL;
+	enum pm_status st;
 	int rc = -1;
 
-	if (store_dataset_get(h->store, r->id, r->tenant, 1, &row, &err)) {
-		api_store_failed(res, r, &err);
-		goto out;
-	}
-	if (!(body = http_stored_json(row.body)) || codec_dataset(body, &ds, &err)) {
-		http_problem(res, 500, NULL, "the stored dataset %s is unreadable", r->id);
+	if ((st = store_dataset_parsed(h->store, r->id, r->tenant, &ds, &err))) {
+		if (st == PM_ERR_INTERNAL)
+			http_problem(res, 500, NULL, "the stored dataset %s is unreadable", r->id);
+		else
+			api_store_failed(res, r, &err);
 		goto out;
 	}
 	if (codec_sweep_request(req, ds, &q, &err) ||
@@ -145,9 +143,7 @@ static int sweep_check(struct http_server *h, const struct http_request *r, cons
 		rc = 0;
 out:
 	sweep_request_finish(&q);
-	json_decref(body);
-	dataset_destroy(ds);
-	store_row_finish(&row);
+	store_dataset_release(h->store, ds);
 	return rc;
 }
 

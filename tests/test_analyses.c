@@ -232,9 +232,65 @@ static void test_client_gone(void)
 	free(dir);
 }
 
+/* One metrics sample's value (a line "name{labels} value"), -1 if
+ * absent. */
+static double sample(const char *text, const char *name)
+{
+	char line[128];
+	const char *p;
+
+	snprintf(line, sizeof line, "\n%s", name);
+	p = strstr(text, line);
+	return p ? strtod(p + strlen(line), NULL) : -1;
+}
+
+/* Parsed datasets are kept (store_cache.c): three analyses of one dataset
+ * parse it once, the validation of the first included; a delete lets it
+ * go; with --dataset-cache 0 every lookup parses. */
+static void test_dataset_cache(size_t mb, double hits, double misses)
+{
+	char *dir = temp_dir(), *small = data_file("codec_small.json"), *ds, *an, path[128];
+	struct http_options o;
+	struct http_server *h;
+	struct resp r;
+
+	http_options_init(&o);
+	o.workers = 1;
+	o.dataset_cache_mb = mb;
+	h = start_with(dir, &o);
+	ds = upload(http_port(h), small);
+	for (int i = 0; i < 3; i++) {
+		an = analyse(http_port(h), ds, "{}");
+		r = wait_done(http_port(h), an);
+		CHECK_STR(jstr(r.json, "status"), "succeeded");
+		resp_free(&r);
+		free(an);
+	}
+	r = get(http_port(h), "/metrics");
+	CHECK(sample(r.body, "pmaxent_dataset_cache_lookups_total{result=\"hit\"} ") == hits);
+	CHECK(sample(r.body, "pmaxent_dataset_cache_lookups_total{result=\"miss\"} ") == misses);
+	CHECK(sample(r.body, "pmaxent_dataset_cache_entries ") == (mb ? 1 : 0));
+	resp_free(&r);
+	snprintf(path, sizeof path, "/v1/datasets/%s", ds);
+	r = del(http_port(h), path);
+	CHECK(r.status == 204);
+	resp_free(&r);
+	r = get(http_port(h), "/metrics");
+	CHECK(sample(r.body, "pmaxent_dataset_cache_entries ") == 0);
+	CHECK(sample(r.body, "pmaxent_dataset_cache_bytes ") == 0);
+	resp_free(&r);
+	http_stop(h);
+	free(ds);
+	free(small);
+	rm_tree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	test_dataset_cache(1024, 5, 1); /* 3 POSTs and 3 runs: 6 lookups */
+	test_dataset_cache(0, 0, 6);
 	test_sync_limits();
 	test_analysis_limits();
 	test_client_gone();
