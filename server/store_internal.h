@@ -8,15 +8,16 @@
 #define PMAXENT_STORE_INTERNAL_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 
+#include "db.h"
 #include "server.h"
 
-/* The sweeps table (schema version 3). points: the JSON array of the
- * points so far, in the answer's order, null where not solved yet. */
-#define STORE_SWEEPS_SCHEMA                                                                        \
+/* The sweeps table (schema version 3), SEQ the key's type in the
+ * dialect. points: the JSON array of the points so far, in the answer's
+ * order, null where not solved yet. */
+#define STORE_SWEEPS_SCHEMA(SEQ)                                                                   \
 	"CREATE TABLE IF NOT EXISTS sweeps("                                                       \
-	" seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT UNIQUE NOT NULL,"                         \
+	" seq " SEQ ", id TEXT UNIQUE NOT NULL,"                                                   \
 	" tenant TEXT NOT NULL,"                                                                   \
 	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
 	" status TEXT NOT NULL CHECK(status IN"                                                    \
@@ -44,7 +45,6 @@ enum query {
 	Q_AN_COUNTS,
 	Q_AN_CRASHES,
 	Q_AN_INTERRUPT,
-	Q_VERSION,
 	/* store_sweeps.c (store_sweep_sql) */
 	Q_SW_INSERT,
 	Q_SW_GET,
@@ -65,9 +65,9 @@ struct store_cache;
 struct store {
 	pthread_mutex_t lock;
 	struct store_cache *cache; /* parsed datasets (store_cache.c) */
-	int lock_fd; /* DIR/pmaxent.lock, flock()ed: one server per store */
-	sqlite3 *db;
-	sqlite3_stmt *stmt[Q_COUNT]; /* prepared on first use */
+	int lock_fd; /* SQLite: DIR/pmaxent.lock, flock()ed: one server per store */
+	struct db *db;
+	struct db_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
 };
 
@@ -80,8 +80,10 @@ void store_cache_forget(struct store_cache *c, const char *id);
 /* Sets the limit; what is over it goes as entries are released. */
 void store_cache_set_limit(struct store_cache *c, size_t limit);
 
-/* The SQL of Q_SW_INSERT .. Q_SW_COUNTS (store_sweeps.c). */
+/* The SQL of Q_SW_INSERT .. Q_SW_COUNTS (store_sweeps.c), and each
+ * one's highest ?N. */
 extern const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT];
+extern const int store_sweep_params[Q_COUNT - Q_SW_INSERT];
 
 /* The statements of one table of jobs (analyses, sweeps). */
 struct store_jobs {
@@ -112,15 +114,16 @@ enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t
 /* Locks the store, begins a write transaction and hands out statement q
  * (*st stays NULL on failure). Pair with store_write_end, which commits
  * (ret PM_OK) or rolls back, unlocks and returns the final status. */
-enum pm_status store_write_begin(struct store *s, enum query q, sqlite3_stmt **st,
+enum pm_status store_write_begin(struct store *s, enum query q, struct db_stmt **st,
 				 struct pm_error *err);
-enum pm_status store_write_end(struct store *s, sqlite3_stmt *st, enum pm_status ret,
+enum pm_status store_write_end(struct store *s, struct db_stmt *st, enum pm_status ret,
 			       struct pm_error *err);
 /* Runs a statement that returns no rows; *changes (may be NULL): rows it
- * touched; *rc_out (may be NULL): SQLite's code. */
-enum pm_status store_run(struct store *s, sqlite3_stmt *st, int *changes, int *rc_out,
-			 struct pm_error *err);
-/* Binds text the caller keeps alive while the statement runs. */
-void store_bind_str(sqlite3_stmt *st, int i, const char *v);
+ * touched. A unique key violated is PM_ERR_CONFLICT. */
+enum pm_status store_run(struct store *s, struct db_stmt *st, int *changes, struct pm_error *err);
+/* Binds text the caller keeps alive while the statement runs (NULL:
+ * NULL), and integers. */
+void store_bind_str(struct store *s, struct db_stmt *st, int i, const char *v);
+void store_bind_int(struct store *s, struct db_stmt *st, int i, int64_t v);
 
 #endif

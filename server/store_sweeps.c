@@ -1,5 +1,5 @@
 /*
- * Sweeps on SQLite (see server.h): the analyses' table and code
+ * Sweeps (see server.h): the analyses' table and code
  * (store_internal.h) with the points so far in place of the result.
  */
 #include <time.h>
@@ -9,27 +9,32 @@
 const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
     [Q_SW_INSERT - Q_SW_INSERT] =
 	"INSERT INTO sweeps(id, tenant, dataset_id, status, request, attempts, created, updated)"
-	" SELECT ?1, tenant, id, 'queued', ?3, 0, ?4, ?4 FROM datasets WHERE id = ?2 AND tenant = "
-	"?5",
+	" SELECT CAST(?1 AS TEXT), tenant, id, 'queued', CAST(?3 AS TEXT), 0, CAST(?4 AS BIGINT),"
+	" CAST(?4 AS BIGINT) FROM datasets WHERE id = ?2 AND tenant = ?5",
     [Q_SW_GET - Q_SW_INSERT] = "SELECT seq, id, tenant, dataset_id, status, request, points,"
 			       " problem, attempts, created, updated, crashes FROM sweeps"
-			       " WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)",
+			       " WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL"
+			       " OR tenant = CAST(?2 AS TEXT))",
     /* A run starts over (no points); succeeded stores ?3 as the points,
      * failed as the problem; cancelled and queued keep the points so far. */
     [Q_SW_MOVE - Q_SW_INSERT] =
-	"UPDATE sweeps SET status = ?2, attempts = attempts + (?2 = 'running'),"
-	" points = CASE WHEN ?2 = 'running' THEN NULL WHEN ?2 = 'succeeded' THEN ?3"
-	" ELSE points END, problem = CASE WHEN ?2 = 'failed' THEN ?3 END, updated = ?4"
+	"UPDATE sweeps SET status = ?2,"
+	" attempts = attempts + CASE WHEN ?2 = 'running' THEN 1 ELSE 0 END,"
+	" points = CASE WHEN ?2 = 'running' THEN NULL WHEN ?2 = 'succeeded'"
+	" THEN CAST(?3 AS TEXT) ELSE points END,"
+	" problem = CASE WHEN ?2 = 'failed' THEN CAST(?3 AS TEXT) END, updated = ?4"
 	" WHERE id = ?1 AND status IN (?5, ?6, ?7, ?8, ?9)",
     [Q_SW_STATUS - Q_SW_INSERT] = "SELECT status FROM sweeps WHERE id = ?1",
     [Q_SW_DELETE - Q_SW_INSERT] = "DELETE FROM sweeps WHERE id = ?1 AND tenant = ?2",
     [Q_SW_UNFINISHED - Q_SW_INSERT] =
 	"SELECT id FROM sweeps WHERE status IN ('queued', 'running')"
-	" AND (?1 IS NULL OR (dataset_id = ?1 AND tenant = ?2)) ORDER BY seq",
+	" AND (CAST(?1 AS TEXT) IS NULL OR (dataset_id = CAST(?1 AS TEXT) AND tenant = ?2))"
+	" ORDER BY seq",
     [Q_SW_CRASHES - Q_SW_INSERT] =
 	"SELECT crashes FROM sweeps WHERE id = ?1 AND status = 'running'",
     [Q_SW_INTERRUPT - Q_SW_INSERT] = "UPDATE sweeps SET status = ?2, crashes = crashes + 1,"
-				     " problem = CASE WHEN ?2 = 'failed' THEN ?3 END, updated = ?4"
+				     " problem = CASE WHEN ?2 = 'failed' THEN CAST(?3 AS TEXT) END,"
+				     " updated = ?4"
 				     " WHERE id = ?1 AND status = 'running'",
     [Q_SW_POINTS - Q_SW_INSERT] =
 	"UPDATE sweeps SET points = ?2, updated = ?3 WHERE id = ?1 AND status = 'running'",
@@ -40,6 +45,15 @@ const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
 				" WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3"
 				" ORDER BY seq LIMIT ?4",
     [Q_SW_COUNTS - Q_SW_INSERT] = "SELECT status, count(*) FROM sweeps GROUP BY status",
+};
+
+const int store_sweep_params[Q_COUNT - Q_SW_INSERT] = {
+    [Q_SW_INSERT - Q_SW_INSERT] = 5, [Q_SW_GET - Q_SW_INSERT] = 2,
+    [Q_SW_MOVE - Q_SW_INSERT] = 9,   [Q_SW_STATUS - Q_SW_INSERT] = 1,
+    [Q_SW_DELETE - Q_SW_INSERT] = 2, [Q_SW_UNFINISHED - Q_SW_INSERT] = 2,
+    [Q_SW_CRASHES - Q_SW_INSERT] = 1, [Q_SW_INTERRUPT - Q_SW_INSERT] = 4,
+    [Q_SW_POINTS - Q_SW_INSERT] = 3, [Q_SW_LIST - Q_SW_INSERT] = 4,
+    [Q_SW_COUNTS - Q_SW_INSERT] = 0,
 };
 
 static const struct store_jobs SWEEPS = {
@@ -86,16 +100,16 @@ enum pm_status store_sweep_interrupted(struct store *s, const char *id, int max_
 enum pm_status store_sweep_points(struct store *s, const char *id, const char *points,
 				  struct pm_error *err)
 {
-	sqlite3_stmt *st = NULL;
+	struct db_stmt *st = NULL;
 	enum pm_status ret = store_write_begin(s, Q_SW_POINTS, &st, err);
 	int changes = 0;
 
 	if (ret)
 		goto out;
-	store_bind_str(st, 1, id);
-	store_bind_str(st, 2, points);
-	sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
-	ret = store_run(s, st, &changes, NULL, err);
+	store_bind_str(s, st, 1, id);
+	store_bind_str(s, st, 2, points);
+	store_bind_int(s, st, 3, (int64_t)time(NULL));
+	ret = store_run(s, st, &changes, err);
 	if (!ret && !changes)
 		ret = error_set(err, PM_ERR_CONFLICT, "", "sweep \"%s\" is not running", id);
 out:

@@ -1,0 +1,346 @@
+/*
+ * The PostgreSQL driver of db.h (libpq): one connection per process,
+ * shared by many nodes through the database. Statements are prepared on
+ * the server at their first use on a connection; after the connection
+ * was lost (PostgreSQL restarted), the next call outside a transaction
+ * connects again and prepares them anew (a generation count tells stale
+ * ones apart). A transaction cut by a lost connection fails with
+ * PM_ERR_IO and PostgreSQL rolls it back: nothing half-written is seen.
+ * The schema version lives in the table pmaxent_schema, read and written
+ * under a transaction-scoped advisory lock so that nodes starting at once
+ * migrate one after the other.
+ */
+#include <libpq-fe.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "db.h"
+
+/* Parameters of one statement at most (the store's take up to 9). */
+#define PG_MAX_PARAMS 16
+/* pg_advisory_xact_lock's key for the schema: "pmaxent" in ASCII, cut. */
+#define SCHEMA_LOCK 0x706d6178656eLL
+
+struct db_stmt {
+	struct db_pg *d;
+	char name[16];
+	char *sql; /* ?N spelled $N */
+	int n_params, gen; /* prepared on connection generation gen (0: never) */
+	const char *vals[PG_MAX_PARAMS];
+	char ints[PG_MAX_PARAMS][24];
+	PGresult *res;
+	int row, n_rows, changes;
+	struct db_stmt *next;
+};
+
+struct db_pg {
+	struct db base;
+	PGconn *c;
+	int gen, n_stmts;
+	int in_tx; /* between begin and commit/rollback: never reconnect there */
+	struct db_stmt *stmts;
+};
+
+/* libpq's notices ("relation ... already exists, skipping") are not ours
+ * to print. */
+static void quiet(void *arg, const char *message)
+{
+	(void)arg;
+	(void)message;
+}
+
+/* A failed result (or none) as a pm_status with the server's words. */
+static enum pm_status fail(struct db_pg *d, PGresult *res, struct pm_error *err)
+{
+	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	char msg[512];
+
+	snprintf(msg, sizeof msg, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(d->c));
+	msg[strcspn(msg, "\n")] = '\0';
+	if (state && !strcmp(state, "23505")) /* unique_violation */
+		return error_set(err, PM_ERR_CONFLICT, "", "database %s: %s", d->base.where, msg);
+	if (state && !strncmp(state, "23", 2)) /* other integrity constraints */
+		return error_set(err, PM_ERR_INTERNAL, "", "database %s: %s", d->base.where, msg);
+	if (state && !strcmp(state, "53200")) /* out_of_memory */
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory in the database");
+	return error_set(err, PM_ERR_IO, "", "database %s: %s", d->base.where, msg);
+}
+
+/* Outside a transaction, a lost connection is made again (its prepared
+ * statements with it: a new generation). */
+static enum pm_status connected(struct db_pg *d, struct pm_error *err)
+{
+	if (PQstatus(d->c) == CONNECTION_OK)
+		return PM_OK;
+	if (d->in_tx) /* the rest of it would run outside it */
+		return fail(d, NULL, err);
+	PQreset(d->c);
+	d->gen++;
+	return PQstatus(d->c) == CONNECTION_OK ? PM_OK : fail(d, NULL, err);
+}
+
+static enum pm_status p_exec(struct db *b, const char *sql, struct pm_error *err)
+{
+	struct db_pg *d = (struct db_pg *)b;
+	enum pm_status ret = connected(d, err);
+	PGresult *res;
+
+	if (ret)
+		return ret;
+	res = PQexec(d->c, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK && PQresultStatus(res) != PGRES_TUPLES_OK)
+		ret = fail(d, res, err);
+	PQclear(res);
+	return ret;
+}
+
+/* sql with ?N spelled $N (malloc'd), or NULL. */
+static char *dollars(const char *sql)
+{
+	char *out = strdup(sql);
+
+	for (char *p = out; p && *p; p++)
+		if (*p == '?' && p[1] >= '0' && p[1] <= '9')
+			*p = '$';
+	return out;
+}
+
+static enum pm_status p_prepare(struct db *b, const char *sql, int n_params, struct db_stmt **out,
+				struct pm_error *err)
+{
+	struct db_pg *d = (struct db_pg *)b;
+	struct db_stmt *st = calloc(1, sizeof *st);
+
+	*out = NULL;
+	if (n_params > PG_MAX_PARAMS)
+		return error_set(err, PM_ERR_INTERNAL, "", "a statement of %d parameters", n_params);
+	if (!st || !(st->sql = dollars(sql))) {
+		free(st);
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	}
+	st->d = d;
+	st->n_params = n_params;
+	st->row = -1;
+	snprintf(st->name, sizeof st->name, "pm%d", d->n_stmts++);
+	st->next = d->stmts;
+	d->stmts = st;
+	*out = st;
+	return PM_OK;
+}
+
+static void p_bind_text(struct db_stmt *st, int i, const char *v)
+{
+	if (i >= 1 && i <= PG_MAX_PARAMS)
+		st->vals[i - 1] = v;
+}
+
+static void p_bind_int64(struct db_stmt *st, int i, int64_t v)
+{
+	if (i < 1 || i > PG_MAX_PARAMS)
+		return;
+	snprintf(st->ints[i - 1], sizeof st->ints[i - 1], "%" PRId64, v);
+	st->vals[i - 1] = st->ints[i - 1];
+}
+
+/* Prepares st on this connection if it was not (or on an older one). */
+static enum pm_status ensure_prepared(struct db_stmt *st, struct pm_error *err)
+{
+	struct db_pg *d = st->d;
+	enum pm_status ret = connected(d, err);
+	PGresult *res;
+
+	if (ret || st->gen == d->gen + 1)
+		return ret;
+	res = PQprepare(d->c, st->name, st->sql, st->n_params, NULL);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		ret = fail(d, res, err);
+	else
+		st->gen = d->gen + 1;
+	PQclear(res);
+	return ret;
+}
+
+/* The first step runs the statement; each step moves to the next row. */
+static enum pm_status p_step(struct db_stmt *st, int *row, struct pm_error *err)
+{
+	enum pm_status ret = PM_OK;
+
+	*row = 0;
+	if (!st->res) {
+		ExecStatusType s;
+
+		if ((ret = ensure_prepared(st, err)))
+			return ret;
+		st->res = PQexecPrepared(st->d->c, st->name, st->n_params, st->vals, NULL, NULL, 0);
+		s = PQresultStatus(st->res);
+		if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
+			return fail(st->d, st->res, err);
+		st->n_rows = s == PGRES_TUPLES_OK ? PQntuples(st->res) : 0;
+		st->changes = atoi(PQcmdTuples(st->res));
+		st->row = -1;
+	}
+	*row = ++st->row < st->n_rows;
+	return ret;
+}
+
+static const char *p_col_text(struct db_stmt *st, int i)
+{
+	if (!st->res || st->row >= st->n_rows || PQgetisnull(st->res, st->row, i))
+		return NULL;
+	return PQgetvalue(st->res, st->row, i);
+}
+
+static int64_t p_col_int64(struct db_stmt *st, int i)
+{
+	const char *t = p_col_text(st, i);
+
+	return t ? strtoll(t, NULL, 10) : 0;
+}
+
+static int p_changes(struct db_stmt *st)
+{
+	return st->changes;
+}
+
+static void p_reset(struct db_stmt *st)
+{
+	PQclear(st->res);
+	st->res = NULL;
+	st->row = -1;
+	st->n_rows = st->changes = 0;
+	memset(st->vals, 0, sizeof st->vals);
+}
+
+/* A read transaction is one snapshot (REPEATABLE READ): a list and the
+ * check before it agree while other nodes write. */
+static enum pm_status p_begin(struct db *b, int write, struct pm_error *err)
+{
+	struct db_pg *d = (struct db_pg *)b;
+	enum pm_status ret =
+	    p_exec(b, write ? "BEGIN" : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", err);
+
+	d->in_tx = !ret;
+	return ret;
+}
+
+static enum pm_status p_commit(struct db *b, struct pm_error *err)
+{
+	struct db_pg *d = (struct db_pg *)b;
+	enum pm_status ret = p_exec(b, "COMMIT", err);
+
+	d->in_tx = 0;
+	return ret;
+}
+
+/* Begun and not ended by us; a lost connection ended it on the server. */
+static int p_in_transaction(struct db *b)
+{
+	struct db_pg *d = (struct db_pg *)b;
+
+	if (d->in_tx && PQstatus(d->c) != CONNECTION_OK)
+		d->in_tx = 0;
+	return d->in_tx;
+}
+
+static void p_rollback(struct db *b)
+{
+	struct db_pg *d = (struct db_pg *)b;
+
+	if (p_in_transaction(b))
+		PQclear(PQexec(d->c, "ROLLBACK"));
+	d->in_tx = 0;
+}
+
+static enum pm_status p_get_version(struct db *b, int *v, struct pm_error *err)
+{
+	struct db_pg *d = (struct db_pg *)b;
+	char sql[128];
+	enum pm_status ret;
+	PGresult *res;
+
+	*v = 0;
+	snprintf(sql, sizeof sql, "SELECT pg_advisory_xact_lock(%lld)", SCHEMA_LOCK);
+	if ((ret = p_exec(b, sql, err)) ||
+	    (ret = p_exec(b, "CREATE TABLE IF NOT EXISTS pmaxent_schema(version INTEGER NOT NULL)",
+			  err)))
+		return ret;
+	res = PQexec(d->c, "SELECT max(version) FROM pmaxent_schema");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		ret = fail(d, res, err);
+	else if (PQntuples(res) && !PQgetisnull(res, 0, 0))
+		*v = atoi(PQgetvalue(res, 0, 0));
+	PQclear(res);
+	return ret;
+}
+
+static enum pm_status p_set_version(struct db *b, int v, struct pm_error *err)
+{
+	char sql[128];
+
+	snprintf(sql, sizeof sql,
+		 "DELETE FROM pmaxent_schema; INSERT INTO pmaxent_schema(version) VALUES(%d)", v);
+	return p_exec(b, sql, err);
+}
+
+static void p_close(struct db *b)
+{
+	struct db_pg *d = (struct db_pg *)b;
+
+	for (struct db_stmt *st = d->stmts, *next; st; st = next) {
+		next = st->next;
+		PQclear(st->res);
+		free(st->sql);
+		free(st);
+	}
+	PQfinish(d->c);
+	free(d->base.where);
+	free(d);
+}
+
+static const struct db_ops PG_OPS = {
+    p_exec,	    p_prepare,	   p_bind_text,	  p_bind_int64, p_step,	  p_col_text,
+    p_col_int64,    p_changes,	   p_reset,	  p_begin,	p_commit, p_rollback,
+    p_in_transaction, p_get_version, p_set_version, p_close,
+};
+
+/* uri without its password, for messages and logs. */
+static char *redacted(const char *uri)
+{
+	const char *auth = strstr(uri, "://"), *at, *colon;
+	char *out;
+
+	auth = auth ? auth + 3 : uri;
+	at = strchr(auth, '@');
+	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+	if (!colon)
+		return strdup(uri);
+	if ((out = malloc(strlen(uri) + 1)))
+		sprintf(out, "%.*s%s", (int)(colon - uri), uri, at);
+	return out;
+}
+
+enum pm_status db_pg_open(const char *uri, struct db **out, struct pm_error *err)
+{
+	struct db_pg *d = calloc(1, sizeof *d);
+	enum pm_status ret = PM_OK;
+
+	*out = NULL;
+	if (!d || !(d->base.where = redacted(uri))) {
+		free(d);
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
+	}
+	d->base.kind = DB_POSTGRES;
+	d->base.ops = &PG_OPS;
+	d->c = PQconnectdb(uri);
+	if (!d->c || PQstatus(d->c) != CONNECTION_OK) {
+		ret = d->c ? fail(d, NULL, err)
+			   : error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
+		p_close(&d->base);
+		return ret;
+	}
+	PQsetNoticeProcessor(d->c, quiet, NULL);
+	*out = &d->base;
+	return PM_OK;
+}
