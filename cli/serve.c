@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -21,6 +22,9 @@ const char serve_usage[] =
     "  --listen ADDR        IPv4 or IPv6 address to listen on (default 127.0.0.1)\n"
     "  --port P             TCP port; 0 picks a free one (default 8080)\n"
     "  --data-dir DIR       database directory, created if needed (default ./var)\n"
+    "  --database URI       a PostgreSQL database (postgresql://...) shared by\n"
+    "                       several nodes, in place of SQLite in --data-dir\n"
+    "                       (default: $PMAXENT_DATABASE if set)\n"
     "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
     "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
     "  --dataset-cache MB   parsed datasets kept for the next analysis, counted\n"
@@ -53,6 +57,7 @@ const struct option serve_options[] = {
     {"listen", required_argument, NULL, OPT_BASE + OPT_LISTEN},
     {"port", required_argument, NULL, OPT_BASE + OPT_PORT},
     {"data-dir", required_argument, NULL, OPT_BASE + OPT_DATA_DIR},
+    {"database", required_argument, NULL, OPT_BASE + OPT_DATABASE},
     {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
     {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
     {"dataset-cache", required_argument, NULL, OPT_BASE + OPT_DATASET_CACHE},
@@ -173,6 +178,9 @@ static int serve_flags(const struct cmd *c, const struct args *a, struct http_op
 		o->listen = a->opt[OPT_LISTEN];
 	if (a->opt[OPT_DATA_DIR])
 		o->data_dir = a->opt[OPT_DATA_DIR];
+	o->database = a->opt[OPT_DATABASE] ? a->opt[OPT_DATABASE] : getenv("PMAXENT_DATABASE");
+	if (o->database && !*o->database)
+		o->database = NULL;
 	if (a->opt[OPT_TOKEN_FILE])
 		o->token_file = a->opt[OPT_TOKEN_FILE];
 	o->insecure = a->opt[OPT_INSECURE] != NULL;

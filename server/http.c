@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "db.h"
 #include "http_internal.h"
 
 /* Per-connection state of one request, from its request line to its end
@@ -629,7 +630,12 @@ static enum pm_status configure(struct http_server *h, const struct http_options
 
 	h->o = *o;
 	h->listen = strdup(o->listen ? o->listen : "127.0.0.1");
-	h->data_dir = strdup(o->data_dir ? o->data_dir : "./var");
+	if (o->database && !db_is_pg(o->database))
+		return error_set(err, PM_ERR_INPUT, "database",
+				 "must be a PostgreSQL URI (postgresql://...), got \"%.200s\"",
+				 o->database);
+	/* where the store is: the database, or SQLite in the data directory */
+	h->data_dir = strdup(o->database ? o->database : o->data_dir ? o->data_dir : "./var");
 	if (!h->listen || !h->data_dir)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	h->o.listen = h->listen;

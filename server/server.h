@@ -334,6 +334,9 @@ struct http_options {
 	const char *listen;	/* address, default "127.0.0.1" */
 	unsigned port;		/* default 8080; 0 picks a free port */
 	const char *data_dir;	/* default "./var" */
+	/* a PostgreSQL URI ("postgresql://..."): the store many nodes share,
+	 * in place of SQLite in data_dir; NULL: SQLite */
+	const char *database;
 	size_t workers;		/* analysis workers, default: cores */
 	size_t queue_capacity;	/* queued analyses before 503, default 64 */
 	size_t dataset_cache_mb; /* parsed datasets kept (store_cache_limit), MiB */

@@ -790,20 +790,12 @@ static void test_lock_and_files(void)
 	store_close(s);
 }
 
-int main(void)
+/* The suite of every back end (db.h) on the store at where: a fresh
+ * data directory or an empty PostgreSQL database; threads_at another. */
+static void suite(const char *where, const char *threads_at)
 {
-	char dir[4096];
-	struct store *s;
-	struct stat st;
+	struct store *s = open_or_die(where);
 
-	if (!mkdtemp(root)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	/* nested and missing: store_open creates the whole path, private */
-	subdir(dir, sizeof dir, "var/data");
-	s = open_or_die(dir);
-	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
 	test_datasets(s);
 	test_dataset_lists(s);
 	test_tenants(s);
@@ -812,11 +804,33 @@ int main(void)
 	test_analysis_list_fields(s);
 	test_unfinished_counts(s);
 	test_delete(s);
-	test_reopen(&s, dir);
+	test_reopen(&s, where);
 	store_close(s);
+	test_threads(threads_at);
+}
 
-	subdir(dir, sizeof dir, "threads");
-	test_threads(dir);
+/* With two PostgreSQL URIs (tests/meson.build starts a server with
+ * scripts/pg-temp): the suite on them. Else the suite on SQLite and what
+ * is SQLite's own (files, locks, kill -9 mid-write). */
+int main(int argc, char **argv)
+{
+	char dir[4096], threads[4096];
+	struct stat st;
+
+	if (!mkdtemp(root)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	if (argc == 3) {
+		suite(argv[1], argv[2]);
+		rm_tree(root);
+		return check_done();
+	}
+	/* nested and missing: store_open creates the whole path, private */
+	subdir(dir, sizeof dir, "var/data");
+	subdir(threads, sizeof threads, "threads");
+	suite(dir, threads);
+	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700);
 	subdir(dir, sizeof dir, "restart");
 	test_restart(dir);
 	test_crash();

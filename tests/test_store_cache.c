@@ -148,7 +148,9 @@ static void test_threads(struct store *s)
 	CHECK(cs.hits + cs.misses == 3 + 4 + 800 && cs.misses >= 5 && cs.entries == 1);
 }
 
-int main(void)
+/* On a fresh data directory, or on the empty PostgreSQL database of
+ * argv[1] (tests/pg_suite.sh). */
+int main(int argc, char **argv)
 {
 	char dir[4096];
 	struct store *s = NULL;
@@ -159,7 +161,9 @@ int main(void)
 		return 1;
 	}
 	snprintf(dir, sizeof dir, "%s/var", root);
-	CHECK(store_open(dir, &s, &err) == PM_OK);
+	CHECK(store_open(argc > 1 ? argv[1] : dir, &s, &err) == PM_OK);
+	if (err.status)
+		fprintf(stderr, "store_open: %s\n", err.message);
 	if (!s)
 		return check_done();
 	test_shared_and_tenants(s);

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The store suites on PostgreSQL (issue 25: one suite, run against each
+# back end): a throwaway server (scripts/pg-temp), an empty database per
+# suite, and the test binaries given their URIs.
+#   tests/pg_suite.sh TEST_STORE TEST_STORE_CACHE
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=$(mktemp -d /tmp/pmaxent_pg.XXXXXX)
+trap '"$root/scripts/pg-temp" stop "$dir" 2>/dev/null || true; rm -rf "$dir"' EXIT
+mapfile -t uris < <("$root/scripts/pg-temp" start "$dir" --fast store threads cache)
+[ ${#uris[@]} -eq 3 ] || { echo "tests/pg_suite.sh: PostgreSQL did not start" >&2; exit 1; }
+"$1" "${uris[0]}" "${uris[1]}"
+"$2" "${uris[2]}"
