@@ -5,7 +5,9 @@
  * (db_pg.c). The store's SQL is one text for both: parameters are ?1,
  * ?2, ... (the PostgreSQL driver spells them $1, $2, ...), every one of
  * them referenced, and one whose type the statement does not fix is
- * CAST. What differs (the schema's DDL, how a write transaction locks,
+ * CAST; a comment that starts with "PG:" is, on PostgreSQL, the text
+ * after it (FOR UPDATE SKIP LOCKED, which SQLite, one writer at a time,
+ * has no use for); now_ms() is the database's clock in milliseconds. What differs (the schema's DDL, how a write transaction locks,
  * where the schema version lives) is asked of the driver by name.
  * Private to the server's store; a connection is used by one thread at a
  * time (the store's mutex).

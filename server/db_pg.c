@@ -96,14 +96,24 @@ static enum pm_status p_exec(struct db *b, const char *sql, struct pm_error *err
 	return ret;
 }
 
-/* sql with ?N spelled $N (malloc'd), or NULL. */
+/* sql in PostgreSQL's spelling (malloc'd), or NULL: ?N is $N, and a
+ * comment that starts with PG: is the text after it (db.h). */
 static char *dollars(const char *sql)
 {
-	char *out = strdup(sql);
+	char *out = malloc(strlen(sql) + 1), *o = out;
+	const char *end;
 
-	for (char *p = out; p && *p; p++)
-		if (*p == '?' && p[1] >= '0' && p[1] <= '9')
-			*p = '$';
+	for (const char *p = sql; out && *p; p++) {
+		if (!strncmp(p, "/*PG:", 5) && (end = strstr(p + 5, "*/"))) {
+			memcpy(o, p + 5, (size_t)(end - p - 5));
+			o += end - p - 5;
+			p = end + 1;
+			continue;
+		}
+		*o++ = *p == '?' && p[1] >= '0' && p[1] <= '9' ? '$' : *p;
+	}
+	if (out)
+		*o = '\0';
 	return out;
 }
 

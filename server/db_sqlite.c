@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "db.h"
 
@@ -168,6 +169,18 @@ static void s_close(struct db *b)
 	free(d);
 }
 
+/* now_ms(): the store's clock in both dialects (leases, store_jobs.c),
+ * milliseconds since the epoch. */
+static void now_ms(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct timespec ts;
+
+	(void)argc;
+	(void)argv;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	sqlite3_result_int64(ctx, (sqlite3_int64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
 static const struct db_ops SQLITE_OPS = {
     s_exec,   s_prepare, s_bind_text, s_bind_int64,	s_step,	       s_col_text,
     s_col_int64, s_changes, s_reset,	  s_begin,	s_commit,      s_rollback,
@@ -200,6 +213,7 @@ enum pm_status db_sqlite_open(const char *path, struct db **out, struct pm_error
 	/* another process holding the write lock (a second server on the
 	 * same directory, a backup) is waited for this long */
 	sqlite3_busy_timeout(d->db, 5000);
+	sqlite3_create_function(d->db, "now_ms", 0, SQLITE_UTF8, NULL, now_ms, NULL, NULL);
 	*out = &d->base;
 	return PM_OK;
 }

@@ -181,6 +181,41 @@ struct store_cache_stats {
 	size_t bytes, entries; /* held now */
 };
 void store_cache_stats(struct store *s, struct store_cache_stats *out);
+/*
+ * The queue in the store, shared by every node (store_jobs.c). A node
+ * claims the oldest queued analysis (sweeps: the oldest sweep), moving it
+ * to running with an attempt counted, its name as owner and a lease of
+ * lease_ms; with_crashed 0 leaves jobs that crashed a node before (they
+ * run alone). *found 0 when none is queued.
+ */
+struct store_claim {
+	char id[64];
+	int attempt; /* the attempts column after the claim */
+	int crashes; /* lease expiries (node deaths) before this claim */
+};
+enum pm_status store_job_claim(struct store *s, int sweeps, const char *owner, int64_t lease_ms,
+			       int with_crashed, struct store_claim *out, int *found,
+			       struct pm_error *err);
+/* Renews the lease of a job this attempt runs; *owned 0 when it no longer
+ * does (cancelled, deleted, or taken over after its lease ran out). */
+enum pm_status store_job_heartbeat(struct store *s, const char *id, const char *owner,
+				   int attempt, int64_t lease_ms, int *owned, struct pm_error *err);
+/* The end of an attempt: the job moves to `to` (succeeded with text as
+ * its result or points, failed with text as its problem, cancelled, or
+ * queued again) only if the attempt still owns it; PM_ERR_CONFLICT if not
+ * (its outcome is dropped). */
+enum pm_status store_job_finish(struct store *s, const char *id, const char *owner, int attempt,
+				const char *to, const char *text, struct pm_error *err);
+/* Running jobs whose lease ran out (all: every running one, for a node
+ * that alone uses its store and just started) go back to queued with a
+ * crash counted, or end failed with problem at max_crashes. */
+struct store_reaped {
+	size_t requeued, failed, failed_analyses;
+};
+enum pm_status store_job_reap(struct store *s, int max_crashes, const char *problem, int all,
+			      struct store_reaped *out, struct pm_error *err);
+/* Analyses and sweeps queued, in the whole store. */
+enum pm_status store_job_queued(struct store *s, int64_t *n, struct pm_error *err);
 /* Rows with seq > after, oldest first, at most limit; *rows caller frees
  * with store_rows_free. Bodies are not loaded. */
 enum pm_status store_dataset_list(struct store *s, const char *tenant, int64_t after, size_t limit,

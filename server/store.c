@@ -26,7 +26,7 @@
 
 /* Bumped whenever the schema changes; open refuses newer databases and
  * migrates older ones (schema). */
-#define STORE_SCHEMA_VERSION 3
+#define STORE_SCHEMA_VERSION 4
 
 /* The first tables (schema version 2), SEQ the key's type. */
 #define SCHEMA(SEQ)                                                                                \
@@ -48,6 +48,15 @@
 	"CREATE INDEX IF NOT EXISTS analyses_dataset ON analyses(dataset_id, seq);"                \
 	/* unfinished analyses at start-up and the /metrics counts */                              \
 	"CREATE INDEX IF NOT EXISTS analyses_status ON analyses(status, seq);"
+
+/* 3 -> 4: the queue many nodes share (store_jobs.c): who runs a job and
+ * until when its lease holds (now_ms(): milliseconds of the database's
+ * clock, a function of both dialects). */
+#define LEASES                                                                                     \
+	"ALTER TABLE analyses ADD COLUMN owner TEXT;"                                              \
+	"ALTER TABLE analyses ADD COLUMN lease_until BIGINT;"                                      \
+	"ALTER TABLE sweeps ADD COLUMN owner TEXT;"                                                \
+	"ALTER TABLE sweeps ADD COLUMN lease_until BIGINT;"
 
 /* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's
  * identity column. */
@@ -118,20 +127,39 @@ typedef int (*row_reader)(struct store *s, struct db_stmt *st, struct store_row 
 
 /* ---- statements ------------------------------------------------------------ */
 
+/* The SQL of q and its highest ?N, from the file that owns it. */
+static const char *query_sql(enum query q, int *n_params)
+{
+	if (q < Q_SW_INSERT) {
+		*n_params = PARAMS[q];
+		return SQL[q];
+	}
+	if (q < Q_AN_CLAIM) {
+		*n_params = store_sweep_params[q - Q_SW_INSERT];
+		return store_sweep_sql[q - Q_SW_INSERT];
+	}
+	*n_params = store_jobs_params[q - Q_AN_CLAIM];
+	return store_jobs_sql[q - Q_AN_CLAIM];
+}
+
 /* The cached statement for q, with no bindings. */
 static enum pm_status prep(struct store *s, enum query q, struct db_stmt **st,
 			   struct pm_error *err)
 {
 	enum pm_status ret = PM_OK;
+	int n;
+	const char *sql = query_sql(q, &n);
 
 	if (!s->stmt[q])
-		ret = q < Q_SW_INSERT
-			  ? s->db->ops->prepare(s->db, SQL[q], PARAMS[q], &s->stmt[q], err)
-			  : s->db->ops->prepare(s->db, store_sweep_sql[q - Q_SW_INSERT],
-						store_sweep_params[q - Q_SW_INSERT], &s->stmt[q],
-						err);
+		ret = s->db->ops->prepare(s->db, sql, n, &s->stmt[q], err);
 	*st = s->stmt[q];
 	return ret;
+}
+
+enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st,
+			  struct pm_error *err)
+{
+	return prep(s, q, st, err);
 }
 
 /* Puts a statement back for the next call. */
@@ -139,6 +167,11 @@ static void release(struct store *s, struct db_stmt *st)
 {
 	if (st)
 		s->db->ops->reset(st);
+}
+
+void store_release(struct store *s, struct db_stmt *st)
+{
+	release(s, st);
 }
 
 void store_bind_str(struct store *s, struct db_stmt *st, int i, const char *v)
@@ -189,12 +222,14 @@ static enum pm_status lookup(struct store *s, enum query q, const char *a, const
 	struct db_stmt *st = NULL;
 	enum pm_status ret = prep(s, q, &st, err);
 	const char *t;
+	int n_params;
 
+	query_sql(q, &n_params);
 	*found = 0;
 	if (ret)
 		return ret;
 	store_bind_str(s, st, 1, a);
-	if ((q < Q_SW_INSERT ? PARAMS[q] : store_sweep_params[q - Q_SW_INSERT]) > 1)
+	if (n_params > 1)
 		store_bind_str(s, st, 2, b);
 	ret = s->db->ops->step(st, found, err);
 	if (!ret && *found) {
@@ -351,6 +386,8 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 	    "ALTER TABLE analyses ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0",
 	    /* 2 -> 3: sweeps (store_sweeps.c) */
 	    STORE_SWEEPS_SCHEMA(SEQ_SQLITE),
+	    /* 3 -> 4: leases (now_ms() is db_sqlite.c's) */
+	    LEASES,
 	},
     /* PostgreSQL came at version 3: a new database only */
     [DB_POSTGRES] =
@@ -358,6 +395,9 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 	    SCHEMA(SEQ_POSTGRES),
 	    NULL,
 	    STORE_SWEEPS_SCHEMA(SEQ_POSTGRES),
+	    LEASES "CREATE OR REPLACE FUNCTION now_ms() RETURNS BIGINT LANGUAGE sql"
+		   " AS 'SELECT CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)"
+		   " AS BIGINT)';",
 	},
 };
 

@@ -57,6 +57,16 @@ enum query {
 	Q_SW_POINTS,
 	Q_SW_LIST,
 	Q_SW_COUNTS,
+	/* store_jobs.c (store_jobs_sql): the queue many nodes share */
+	Q_AN_CLAIM,
+	Q_SW_CLAIM,
+	Q_AN_BEAT,
+	Q_SW_BEAT,
+	Q_AN_FINISH,
+	Q_SW_FINISH,
+	Q_AN_REAP,
+	Q_SW_REAP,
+	Q_QUEUED,
 	Q_COUNT
 };
 
@@ -82,8 +92,16 @@ void store_cache_set_limit(struct store_cache *c, size_t limit);
 
 /* The SQL of Q_SW_INSERT .. Q_SW_COUNTS (store_sweeps.c), and each
  * one's highest ?N. */
-extern const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT];
-extern const int store_sweep_params[Q_COUNT - Q_SW_INSERT];
+extern const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT];
+extern const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT];
+/* The same of Q_AN_CLAIM .. Q_QUEUED (store_jobs.c). */
+extern const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM];
+extern const int store_jobs_params[Q_COUNT - Q_AN_CLAIM];
+/* The cached statement of q (store.c); bind, step (store_step), then
+ * store_release. */
+enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st,
+			  struct pm_error *err);
+void store_release(struct store *s, struct db_stmt *st);
 
 /* The statements of one table of jobs (analyses, sweeps). */
 struct store_jobs {

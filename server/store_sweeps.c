@@ -6,7 +6,7 @@
 
 #include "store_internal.h"
 
-const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
+const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT] = {
     [Q_SW_INSERT - Q_SW_INSERT] =
 	"INSERT INTO sweeps(id, tenant, dataset_id, status, request, attempts, created, updated)"
 	" SELECT CAST(?1 AS TEXT), tenant, id, 'queued', CAST(?3 AS TEXT), 0, CAST(?4 AS BIGINT),"
@@ -47,7 +47,7 @@ const char *const store_sweep_sql[Q_COUNT - Q_SW_INSERT] = {
     [Q_SW_COUNTS - Q_SW_INSERT] = "SELECT status, count(*) FROM sweeps GROUP BY status",
 };
 
-const int store_sweep_params[Q_COUNT - Q_SW_INSERT] = {
+const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT] = {
     [Q_SW_INSERT - Q_SW_INSERT] = 5, [Q_SW_GET - Q_SW_INSERT] = 2,
     [Q_SW_MOVE - Q_SW_INSERT] = 9,   [Q_SW_STATUS - Q_SW_INSERT] = 1,
     [Q_SW_DELETE - Q_SW_INSERT] = 2, [Q_SW_UNFINISHED - Q_SW_INSERT] = 2,
