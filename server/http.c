@@ -615,8 +615,13 @@ static enum pm_status enough_files(const struct http_options *o, struct pm_error
 
 static enum pm_status start_jobs(struct http_server *h, struct pm_error *err)
 {
-	struct jobs_options jo = {h->o.workers, h->o.queue_capacity, h->o.max_attempts,
-				  h->o.analysis_time_limit, h->o.test_stall};
+	struct jobs_options jo = {.workers = h->o.workers,
+				  .queue_capacity = h->o.queue_capacity,
+				  .max_attempts = h->o.max_attempts,
+				  .time_limit = h->o.analysis_time_limit,
+				  .stall = h->o.test_stall,
+				  .lease = h->o.lease,
+				  .heartbeat = h->o.heartbeat};
 
 	return jobs_create(h->store, &jo, &h->jobs, err);
 }

@@ -1,9 +1,15 @@
 /*
- * The analysis worker pool: a bounded FIFO of analysis ids and N worker
- * threads. The store is the truth about an analysis's state; every state
- * change is a compare-and-set there (store_analysis_transition), so a
- * DELETE that cancels an analysis and a worker that finishes it cannot
- * both win. The pool only adds what the store cannot: the queue, live
+ * The analysis worker pool. The queue is the store's (store_jobs.c),
+ * shared by every node on the same database: a worker claims the oldest
+ * queued job there (an attempt counted, this node's name and a lease),
+ * runs it, and records the outcome only if its attempt still owns the job.
+ * While it runs, a heartbeat thread renews the lease; a job whose lease
+ * ran out (its node died) goes back to the queue, counted as a crash, at
+ * the first node's heartbeat that sees it. Every other state change is a
+ * compare-and-set in the store too (store_analysis_transition), so a
+ * DELETE that cancels a job and a worker that finishes it cannot both
+ * win; a cancel made on another node reaches this one at its next
+ * heartbeat (the lease is no longer this attempt's). The pool adds live
  * progress and the cancel flags that the solver's progress callback polls
  * once per iteration.
  */
@@ -12,23 +18,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "server.h"
 
 #define ID_MAX 64
 
-/* A queued analysis; alone: it has crashed the service before, and runs
- * with no other analysis beside it. */
-struct entry {
-	char id[ID_MAX];
-	int alone;
-};
-
-/* One worker's current analysis. */
+/* One worker's current job; alone: it has crashed a node before, and
+ * runs with no other job of this node beside it. */
 struct slot {
 	struct jobs *owner;
 	char id[ID_MAX];
-	int busy, cancel;
+	int attempt;
+	int busy, cancel, alone;
 	struct jobs_progress p;
 	struct solver_pool *pool; /* this worker's solver threads, or NULL */
 };
@@ -36,67 +39,20 @@ struct slot {
 struct jobs {
 	struct store *store;
 	struct jobs_options o;
+	char node[96]; /* the owner name this process claims under */
 	pthread_mutex_t mu;
+	pthread_mutex_t claim_mu; /* one claim at a time: the "alone" rule */
 	pthread_cond_t cv;
-	pthread_t *threads;
+	pthread_t *threads, beat;
 	size_t n_threads, started;
+	int beat_started;
 	struct slot *slots;
-	struct entry *queue; /* ring buffer */
-	size_t head, len, cap, capacity;
-	int alone_running; /* the running one is an "alone" analysis */
+	int alone_running; /* the running one is an "alone" job */
 	int stopping;
 	uint64_t succeeded, failed, cancelled, solves;
+	uint64_t claims, takeovers, expiries;
 	double solve_seconds;
 };
-
-/* Appends id to the ring, growing it (recovery may exceed the capacity). */
-static int queue_push(struct jobs *j, const char *id, int alone)
-{
-	if (j->len == j->cap) {
-		size_t cap = j->cap ? 2 * j->cap : 16;
-		struct entry *q = malloc(cap * sizeof *q);
-
-		if (!q)
-			return -1;
-		for (size_t i = 0; i < j->len; i++)
-			q[i] = j->queue[(j->head + i) % j->cap];
-		free(j->queue);
-		j->queue = q;
-		j->cap = cap;
-		j->head = 0;
-	}
-	snprintf(j->queue[(j->head + j->len) % j->cap].id, ID_MAX, "%s", id);
-	j->queue[(j->head + j->len) % j->cap].alone = alone;
-	j->len++;
-	return 0;
-}
-
-/* Removes id from the queue if it is there; returns whether it was. */
-static int queue_remove(struct jobs *j, const char *id)
-{
-	for (size_t i = 0; i < j->len; i++) {
-		if (strcmp(j->queue[(j->head + i) % j->cap].id, id))
-			continue;
-		for (size_t k = i; k + 1 < j->len; k++)
-			j->queue[(j->head + k) % j->cap] = j->queue[(j->head + k + 1) % j->cap];
-		j->len--;
-		return 1;
-	}
-	return 0;
-}
-
-/* Whether a worker may take the head of the queue now (j->mu held): an
- * "alone" analysis waits for the others to finish, and while it runs
- * nothing else starts. */
-static int can_take(const struct jobs *j)
-{
-	if (!j->len || j->alone_running)
-		return 0;
-	for (size_t i = 0; j->queue[j->head].alone && i < j->started; i++)
-		if (j->slots[i].busy)
-			return 0;
-	return 1;
-}
 
 static int on_progress(void *ctx, const struct solver_progress *p)
 {
@@ -264,8 +220,9 @@ static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct sto
 	return st;
 }
 
-/* Records how the run ended, if the analysis is still "running" (a DELETE
- * may have cancelled it meanwhile: then the outcome is dropped). */
+/* Records how the run ended, if this attempt still owns the job (a
+ * DELETE may have cancelled it meanwhile, or its lease ran out and
+ * another node took it: then the outcome is dropped). */
 static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *result,
 		   struct pm_error *err)
 {
@@ -283,16 +240,15 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *re
 	} else {
 		text = problem_text(err);
 	}
-	if (!move(j, s->id, "running", to, text, &ignored) && !is_sweep(s->id)) {
+	if (!store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored) &&
+	    !is_sweep(s->id)) {
 		pthread_mutex_lock(&j->mu);
 		if (st == PM_OK) {
 			j->succeeded++;
 			j->solves++;
 			j->solve_seconds += json_real_value(json_object_get(result, "seconds"));
-		} else if (st == PM_ERR_CANCELLED) {
-			/* only a shutdown gets here (a cancel moved it already) */
-		} else {
-			j->failed++;
+		} else if (st != PM_ERR_CANCELLED) {
+			j->failed++; /* a cancel was counted where it was asked */
 		}
 		pthread_mutex_unlock(&j->mu);
 	}
@@ -304,12 +260,8 @@ static void process(struct jobs *j, struct slot *s)
 	struct store_row an = {0};
 	struct pm_error err = {0};
 	json_t *result = NULL;
-	enum pm_status st;
+	enum pm_status st = get_job(j, s->id, &an, &err);
 
-	/* lost the race to a cancel or a delete: nothing to do */
-	if (move(j, s->id, "queued", "running", NULL, &err))
-		return;
-	st = get_job(j, s->id, &an, &err);
 	if (!st)
 		st = (is_sweep(s->id) ? run_sweep : run_analysis)(j, s, &an, &result, &err);
 	finish(j, s, st, result, &err);
@@ -317,43 +269,91 @@ static void process(struct jobs *j, struct slot *s)
 	store_row_finish(&an);
 }
 
+/* Claims the oldest queued analysis, else sweep, for slot s; 1 if one
+ * came. A job that crashed a node before is taken only while no other
+ * worker of this node runs, and then nothing else starts beside it:
+ * claims go one at a time (claim_mu), so that two workers cannot both
+ * find the node idle. */
+static int claim(struct jobs *j, struct slot *s)
+{
+	struct store_claim c = {0};
+	struct pm_error err = {0};
+	int64_t lease = (int64_t)(j->o.lease * 1000);
+	int found = 0, idle = 1, blocked;
+
+	pthread_mutex_lock(&j->claim_mu);
+	pthread_mutex_lock(&j->mu);
+	for (size_t i = 0; i < j->started; i++)
+		idle &= !j->slots[i].busy;
+	blocked = j->alone_running || j->stopping;
+	pthread_mutex_unlock(&j->mu);
+	if (!blocked && !store_job_claim(j->store, 0, j->node, lease, idle, &c, &found, &err) &&
+	    !found)
+		store_job_claim(j->store, 1, j->node, lease, idle, &c, &found, &err);
+	pthread_mutex_lock(&j->mu);
+	if (found) {
+		memcpy(s->id, c.id, ID_MAX);
+		s->attempt = c.attempt;
+		s->alone = c.crashes > 0;
+		s->busy = 1;
+		s->cancel = j->stopping; /* claimed as the service stops: back to the queue */
+		s->p = (struct jobs_progress){{SOLVER_PHASE_SETUP, 0, NAN}, pipeline_now()};
+		j->alone_running |= s->alone;
+		j->claims++;
+		j->takeovers += c.crashes > 0;
+	}
+	pthread_mutex_unlock(&j->mu);
+	pthread_mutex_unlock(&j->claim_mu);
+	return found;
+}
+
+/* Waits on cv for at most sec seconds (j->mu held). */
+static void wait_for(struct jobs *j, double sec)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)sec;
+	ts.tv_nsec += (long)((sec - floor(sec)) * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+}
+
 static void *worker(void *arg)
 {
 	struct slot *s = arg;
 	struct jobs *j = s->owner;
-	int alone;
 
-	/* kept for every analysis this worker runs (NULL if they cannot
-	 * start: each solve then starts its own) */
+	/* kept for every job this worker runs (NULL if they cannot start:
+	 * each solve then starts its own) */
 	solver_pool_create(0, &s->pool);
 	pthread_mutex_lock(&j->mu);
-	for (;;) {
-		while (!j->stopping && !can_take(j))
-			pthread_cond_wait(&j->cv, &j->mu);
-		if (j->stopping)
-			break;
-		memcpy(s->id, j->queue[j->head].id, ID_MAX);
-		alone = j->queue[j->head].alone;
-		j->head = (j->head + 1) % j->cap;
-		j->len--;
-		j->alone_running = alone;
-		s->busy = 1;
-		s->cancel = 0;
-		s->p = (struct jobs_progress){{SOLVER_PHASE_SETUP, 0, NAN}, pipeline_now()};
+	while (!j->stopping) {
 		pthread_mutex_unlock(&j->mu);
-		process(j, s);
+		/* a claim that comes back empty waits for a submit, a
+		 * wake-up or the poll interval (another node's submit) */
+		if (claim(j, s)) {
+			process(j, s);
+			pthread_mutex_lock(&j->mu);
+			j->alone_running &= !s->alone;
+			s->busy = s->alone = 0;
+			s->id[0] = 0;
+			pthread_cond_broadcast(&j->cv); /* an "alone" one may be waiting */
+			continue;
+		}
 		pthread_mutex_lock(&j->mu);
-		s->busy = 0;
-		s->id[0] = 0;
-		j->alone_running = 0;
-		pthread_cond_broadcast(&j->cv); /* an "alone" one may be waiting */
+		if (!j->stopping)
+			wait_for(j, j->o.poll);
 	}
 	pthread_mutex_unlock(&j->mu);
 	solver_pool_destroy(s->pool);
 	return NULL;
 }
 
-/* The problem of an analysis that the service died running max times. */
+/* The problem of a job that the service died running max times. */
 static char *poison_problem(int max)
 {
 	struct pm_error e = {0};
@@ -365,51 +365,114 @@ static char *poison_problem(int max)
 	return problem_text(&e);
 }
 
-/* One analysis left unfinished by an earlier process: queued again, alone
- * if it has ever crashed the service, or failed at max_attempts. */
-static enum pm_status recover_one(struct jobs *j, const char *id, const char *problem,
-				  struct pm_error *err)
+/* Jobs whose node died go back to the queue (or fail at max_attempts);
+ * all: every running one (a node alone on its store, just started). */
+static enum pm_status reap(struct jobs *j, int all, struct pm_error *err)
 {
-	struct store_row row = {0};
-	struct pm_error ignored = {0};
-	int crashes = 0, queue = 1;
+	char *problem = poison_problem(j->o.max_attempts);
+	struct store_reaped r = {0};
+	enum pm_status st =
+	    problem ? store_job_reap(j->store, j->o.max_attempts, problem, all, &r, err)
+		    : error_set(err, PM_ERR_NOMEM, "", "out of memory");
 
-	if (get_job(j, id, &row, &ignored))
-		return PM_OK; /* deleted meanwhile */
-	if (!strcmp(row.status, "running")) {
-		if ((is_sweep(id) ? store_sweep_interrupted : store_analysis_interrupted)(
-			j->store, id, j->o.max_attempts, problem, &crashes, &ignored))
-			queue = 0;
-		else if (crashes >= j->o.max_attempts)
-			queue = 0, j->failed++;
-	} else {
-		crashes = row.crashes;
-	}
-	store_row_finish(&row);
-	if (queue && queue_push(j, id, crashes > 0))
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	return PM_OK;
+	free(problem);
+	pthread_mutex_lock(&j->mu);
+	j->expiries += r.requeued + r.failed;
+	j->failed += r.failed_analyses;
+	if (r.requeued)
+		pthread_cond_broadcast(&j->cv);
+	pthread_mutex_unlock(&j->mu);
+	return st;
 }
 
-/* Analyses (then sweeps: sweeps == 1) left queued or running by an
- * earlier process run again. */
-static enum pm_status recover(struct jobs *j, int sweeps, struct pm_error *err)
+/* Renews the lease of every job this node runs; one no longer this
+ * attempt's (cancelled or deleted on any node, or taken over) is
+ * cancelled here. */
+static void renew(struct jobs *j)
 {
-	char **ids = NULL, *problem = poison_problem(j->o.max_attempts);
-	size_t n = 0;
-	enum pm_status st = sweeps ? store_sweep_unfinished(j->store, NULL, NULL, &ids, &n, err)
-				   : store_analysis_unfinished(j->store, &ids, &n, err);
+	for (size_t i = 0; i < j->started; i++) {
+		struct pm_error err = {0};
+		char id[ID_MAX];
+		int attempt, owned = 1;
 
-	if (!st && !problem)
-		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	for (size_t i = 0; i < n; i++) {
-		if (!st)
-			st = recover_one(j, ids[i], problem, err);
-		free(ids[i]);
+		pthread_mutex_lock(&j->mu);
+		memcpy(id, j->slots[i].id, ID_MAX);
+		attempt = j->slots[i].attempt;
+		if (!j->slots[i].busy)
+			id[0] = 0;
+		pthread_mutex_unlock(&j->mu);
+		if (!id[0] || store_job_heartbeat(j->store, id, j->node, attempt,
+						  (int64_t)(j->o.lease * 1000), &owned, &err))
+			continue; /* a store failure: the lease may still hold */
+		pthread_mutex_lock(&j->mu);
+		if (!owned && j->slots[i].busy && !strcmp(j->slots[i].id, id) &&
+		    j->slots[i].attempt == attempt)
+			j->slots[i].cancel = 1;
+		pthread_mutex_unlock(&j->mu);
 	}
-	free(ids);
-	free(problem);
-	return st;
+}
+
+/* The heartbeat: leases renewed, and other nodes' expired ones reaped. */
+static void *heartbeat(void *arg)
+{
+	struct jobs *j = arg;
+
+	pthread_mutex_lock(&j->mu);
+	while (!j->stopping) {
+		struct pm_error err = {0};
+
+		pthread_mutex_unlock(&j->mu);
+		renew(j);
+		reap(j, 0, &err);
+		pthread_mutex_lock(&j->mu);
+		if (!j->stopping)
+			wait_for(j, j->o.heartbeat);
+	}
+	pthread_mutex_unlock(&j->mu);
+	return NULL;
+}
+
+/* The name this process claims under: host, pid and a random part, so
+ * that a restarted node is another owner. */
+static void node_name(struct jobs *j)
+{
+	char host[64] = "node";
+	unsigned r = 0;
+	FILE *f = fopen("/dev/urandom", "rb");
+
+	if (f) {
+		if (fread(&r, sizeof r, 1, f) != 1)
+			r = (unsigned)time(NULL);
+		fclose(f);
+	}
+	gethostname(host, sizeof host - 1);
+	host[sizeof host - 1] = '\0';
+	snprintf(j->node, sizeof j->node, "%s/%ld/%08x", host, (long)getpid(), r);
+}
+
+static void options(struct jobs *j, const struct jobs_options *o)
+{
+	j->o = *o;
+	j->o.max_attempts = o->max_attempts > 0 ? o->max_attempts : 1;
+	j->o.lease = o->lease > 0 ? o->lease : JOBS_LEASE;
+	j->o.heartbeat = o->heartbeat > 0 ? o->heartbeat : j->o.lease / 3;
+	j->o.poll = o->poll > 0 ? o->poll : JOBS_POLL;
+	j->n_threads = o->workers ? o->workers : 1;
+	node_name(j);
+}
+
+static enum pm_status start_threads(struct jobs *j, struct pm_error *err)
+{
+	for (size_t i = 0; i < j->n_threads; i++) {
+		j->slots[i].owner = j;
+		if (pthread_create(&j->threads[i], NULL, worker, &j->slots[i]))
+			return error_set(err, PM_ERR_INTERNAL, "", "cannot start worker threads");
+		j->started++;
+	}
+	if (pthread_create(&j->beat, NULL, heartbeat, j))
+		return error_set(err, PM_ERR_INTERNAL, "", "cannot start the heartbeat thread");
+	j->beat_started = 1;
+	return PM_OK;
 }
 
 enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct jobs **out,
@@ -422,11 +485,9 @@ enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct
 	if (!j)
 		return error_set(err, st, "", "out of memory");
 	j->store = s;
-	j->o = *o;
-	j->o.max_attempts = o->max_attempts > 0 ? o->max_attempts : 1;
-	j->n_threads = o->workers ? o->workers : 1;
-	j->capacity = o->queue_capacity ? o->queue_capacity : 1;
+	options(j, o);
 	pthread_mutex_init(&j->mu, NULL);
+	pthread_mutex_init(&j->claim_mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
 	j->threads = calloc(j->n_threads, sizeof *j->threads);
 	j->slots = calloc(j->n_threads, sizeof *j->slots);
@@ -434,16 +495,11 @@ enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct
 		error_set(err, st, "", "out of memory");
 		goto out;
 	}
-	st = recover(j, 0, err);
+	/* alone on its store (SQLite: the data directory is locked), a node
+	 * that starts knows every running job was its predecessor's */
+	st = reap(j, !store_shared(s), err);
 	if (!st)
-		st = recover(j, 1, err);
-	for (size_t i = 0; !st && i < j->n_threads; i++) {
-		j->slots[i].owner = j;
-		if (pthread_create(&j->threads[i], NULL, worker, &j->slots[i]))
-			st = error_set(err, PM_ERR_INTERNAL, "", "cannot start worker threads");
-		else
-			j->started++;
-	}
+		st = start_threads(j, err);
 out:
 	if (st) {
 		jobs_destroy(j);
@@ -466,29 +522,36 @@ void jobs_destroy(struct jobs *j)
 	pthread_mutex_unlock(&j->mu);
 	for (size_t i = 0; i < j->started; i++)
 		pthread_join(j->threads[i], NULL);
+	if (j->beat_started)
+		pthread_join(j->beat, NULL);
 	pthread_mutex_destroy(&j->mu);
+	pthread_mutex_destroy(&j->claim_mu);
 	pthread_cond_destroy(&j->cv);
 	free(j->threads);
 	free(j->slots);
-	free(j->queue);
 	free(j);
 }
 
 enum pm_status jobs_submit(struct jobs *j, const char *analysis_id, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
+	int64_t queued = 0;
 
+	(void)analysis_id; /* queued in the store already */
 	pthread_mutex_lock(&j->mu);
 	if (j->stopping)
 		st = error_set(err, PM_ERR_BUSY, "", "the service is shutting down");
-	else if (j->len >= j->capacity)
-		st = error_set(err, PM_ERR_BUSY, "", "the analysis queue is full (%zu queued)",
-			       j->len);
-	else if (queue_push(j, analysis_id, 0))
-		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	else
-		pthread_cond_broadcast(&j->cv);
 	pthread_mutex_unlock(&j->mu);
+	if (!st && !(st = store_job_queued(j->store, &queued, err)) &&
+	    queued > (int64_t)j->o.queue_capacity)
+		st = error_set(err, PM_ERR_BUSY, "", "the analysis queue is full (%lld queued)",
+			       (long long)queued - 1);
+	if (!st) {
+		store_notify(j->store); /* other nodes' workers */
+		pthread_mutex_lock(&j->mu);
+		pthread_cond_broadcast(&j->cv);
+		pthread_mutex_unlock(&j->mu);
+	}
 	return st;
 }
 
@@ -509,29 +572,32 @@ int jobs_progress(struct jobs *j, const char *analysis_id, struct jobs_progress 
 
 enum pm_status jobs_cancel(struct jobs *j, const char *analysis_id, struct pm_error *err)
 {
-	/* the store first: a worker that finishes now loses the race */
+	/* the store first: a worker that finishes now loses the race; a
+	 * worker of another node learns it at its next heartbeat */
 	enum pm_status st = move(j, analysis_id, "queued|running", "cancelled", NULL, err);
 
 	if (st)
 		return st;
 	pthread_mutex_lock(&j->mu);
 	j->cancelled += !is_sweep(analysis_id); /* the analyses' count (/metrics) */
-	queue_remove(j, analysis_id);
 	for (size_t i = 0; i < j->started; i++)
 		if (j->slots[i].busy && !strcmp(j->slots[i].id, analysis_id))
 			j->slots[i].cancel = 1;
-	pthread_cond_broadcast(&j->cv); /* the head of the queue may have changed */
 	pthread_mutex_unlock(&j->mu);
 	return PM_OK;
 }
 
 void jobs_stats(struct jobs *j, struct jobs_stats *out)
 {
+	struct pm_error ignored = {0};
+	int64_t queued = 0;
+
+	store_job_queued(j->store, &queued, &ignored);
 	pthread_mutex_lock(&j->mu);
 	memset(out, 0, sizeof *out);
 	out->workers = j->started;
-	out->queued = j->len;
-	out->queue_capacity = j->capacity;
+	out->queued = (size_t)queued;
+	out->queue_capacity = j->o.queue_capacity;
 	for (size_t i = 0; i < j->started; i++)
 		out->running += j->slots[i].busy;
 	out->succeeded = j->succeeded;
@@ -539,5 +605,8 @@ void jobs_stats(struct jobs *j, struct jobs_stats *out)
 	out->cancelled = j->cancelled;
 	out->solves = j->solves;
 	out->solve_seconds_total = j->solve_seconds;
+	out->claims = j->claims;
+	out->takeovers = j->takeovers;
+	out->expiries = j->expiries;
 	pthread_mutex_unlock(&j->mu);
 }

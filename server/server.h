@@ -216,6 +216,12 @@ enum pm_status store_job_reap(struct store *s, int max_crashes, const char *prob
 			      struct store_reaped *out, struct pm_error *err);
 /* Analyses and sweeps queued, in the whole store. */
 enum pm_status store_job_queued(struct store *s, int64_t *n, struct pm_error *err);
+/* Whether other nodes may share the store (PostgreSQL; SQLite's data
+ * directory is one process's). */
+int store_shared(struct store *s);
+/* Wakes the other nodes' idle workers (PostgreSQL NOTIFY; a no-op on
+ * SQLite, and on failure: they poll). */
+void store_notify(struct store *s);
 /* Rows with seq > after, oldest first, at most limit; *rows caller frees
  * with store_rows_free. Bodies are not loaded. */
 enum pm_status store_dataset_list(struct store *s, const char *tenant, int64_t after, size_t limit,
@@ -323,7 +329,15 @@ struct jobs_stats {
 	uint64_t succeeded, failed, cancelled;
 	uint64_t solves;	    /* finished solves (succeeded) */
 	double solve_seconds_total; /* sum of their "seconds" */
+	/* this node's claims, of which takeovers (a job whose earlier
+	 * attempt's lease ran out), and the expired leases it reaped */
+	uint64_t claims, takeovers, expiries;
 };
+
+/* Seconds a claim's lease lasts unless renewed (jobs_options.lease), and
+ * how often an idle worker looks at the queue (another node's submit). */
+#define JOBS_LEASE 30.0
+#define JOBS_POLL  1.0
 
 /* The pool's settings. */
 struct jobs_options {
@@ -335,6 +349,10 @@ struct jobs_options {
 	double time_limit;
 	/* tests only: solver_options.stall of every solve */
 	double stall;
+	/* seconds: a claim's lease (default JOBS_LEASE), its renewal
+	 * (default a third of it), an idle worker's look at the queue
+	 * (default JOBS_POLL) */
+	double lease, heartbeat, poll;
 };
 
 /*
@@ -390,6 +408,8 @@ struct http_options {
 	/* starts of an analysis that its worker did not survive before it
 	 * ends failed (a poison job) */
 	int max_attempts;
+	/* seconds: a claimed job's lease, its renewal (jobs_options) */
+	double lease, heartbeat;
 	/* tests only: each solve stalls this long at its first progress
 	 * check (solver_options.stall), so that it is slow on purpose */
 	double test_stall;

@@ -196,3 +196,19 @@ enum pm_status store_job_queued(struct store *s, int64_t *n, struct pm_error *er
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
+
+int store_shared(struct store *s)
+{
+	return s->db->kind == DB_POSTGRES;
+}
+
+void store_notify(struct store *s)
+{
+	struct pm_error ignored = {0};
+
+	if (s->db->kind != DB_POSTGRES)
+		return;
+	pthread_mutex_lock(&s->lock);
+	s->db->ops->exec(s->db, "NOTIFY pmaxent_jobs", &ignored);
+	pthread_mutex_unlock(&s->lock);
+}
