@@ -133,17 +133,16 @@ static int check_keys(const json_t *req, const char *const *keys, size_t n,
 	return 0;
 }
 
-static json_t *progress_json(struct http_server *h, const char *id)
+/* A running job's progress: as its node stored it at the last heartbeat
+ * (jobs.c), so that every node answers the same; before the first, the
+ * setup phase. */
+static json_t *progress_json(const struct store_row *a)
 {
-	struct jobs_progress p = {{SOLVER_PHASE_SETUP, 0, NAN}, 0};
-	double elapsed = 0;
+	json_t *p = a->progress ? http_stored_json(a->progress) : NULL;
 
-	if (jobs_progress(h->jobs, id, &p))
-		elapsed = round((pipeline_now() - p.started) * 1e3) / 1e3;
-	return json_pack("{s:s, s:i, s:o, s:f}", "phase", solver_phase_name(p.now.phase),
-			 "iterations", p.now.iterations, "max_violation",
-			 isnan(p.now.max_violation) ? json_null() : json_real(p.now.max_violation),
-			 "elapsed", elapsed);
+	return p ? p
+		 : json_pack("{s:s, s:i, s:n, s:f}", "phase", solver_phase_name(SOLVER_PHASE_SETUP),
+			     "iterations", 0, "max_violation", "elapsed", 0.0);
 }
 
 /* The analysis resource; full adds the request, the progress and the
@@ -163,7 +162,7 @@ static json_t *analysis_json(struct http_server *h, const struct store_row *a, i
 	if (a->request)
 		json_object_set_new(o, "request", http_stored_json(a->request));
 	if (!strcmp(a->status, "running"))
-		json_object_set_new(o, "progress", progress_json(h, a->id));
+		json_object_set_new(o, "progress", progress_json(a));
 	if (!strcmp(a->status, "failed") && a->problem)
 		json_object_set_new(o, "problem", http_stored_json(a->problem));
 	return o;

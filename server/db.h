@@ -7,10 +7,10 @@
  * them referenced, and one whose type the statement does not fix is
  * CAST; a comment that starts with "PG:" is, on PostgreSQL, the text
  * after it (FOR UPDATE SKIP LOCKED, which SQLite, one writer at a time,
- * has no use for); now_ms() is the database's clock in milliseconds. What differs (the schema's DDL, how a write transaction locks,
- * where the schema version lives) is asked of the driver by name.
- * Private to the server's store; a connection is used by one thread at a
- * time (the store's mutex).
+ * has no use for); now_ms() is the database's clock in milliseconds. What differs (the schema's
+ * DDL, how a write transaction locks, where the schema version lives) is asked of the driver by
+ * name. Private to the server's store; a connection is used by one thread at a time (the store's
+ * mutex).
  */
 #ifndef PMAXENT_DB_H
 #define PMAXENT_DB_H
@@ -33,8 +33,8 @@ struct db_ops {
 	enum pm_status (*exec)(struct db *d, const char *sql, struct pm_error *err);
 	/* A statement of sql, prepared once (*out owned by d: freed at
 	 * close); n_params its highest ?N. */
-	enum pm_status (*prepare)(struct db *d, const char *sql, int n_params,
-				  struct db_stmt **out, struct pm_error *err);
+	enum pm_status (*prepare)(struct db *d, const char *sql, int n_params, struct db_stmt **out,
+				  struct pm_error *err);
 	/* Parameters, 1-based; text NULL binds NULL. The text is the
 	 * caller's until the statement is reset. */
 	void (*bind_text)(struct db_stmt *st, int i, const char *v);

@@ -26,7 +26,7 @@
 struct db_stmt {
 	struct db_pg *d;
 	char name[16];
-	char *sql; /* ?N spelled $N */
+	char *sql;	   /* ?N spelled $N */
 	int n_params, gen; /* prepared on connection generation gen (0: never) */
 	const char *vals[PG_MAX_PARAMS];
 	char ints[PG_MAX_PARAMS][24];
@@ -125,7 +125,8 @@ static enum pm_status p_prepare(struct db *b, const char *sql, int n_params, str
 
 	*out = NULL;
 	if (n_params > PG_MAX_PARAMS)
-		return error_set(err, PM_ERR_INTERNAL, "", "a statement of %d parameters", n_params);
+		return error_set(err, PM_ERR_INTERNAL, "", "a statement of %d parameters",
+				 n_params);
 	if (!st || !(st->sql = dollars(sql))) {
 		free(st);
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
@@ -310,8 +311,8 @@ static void p_close(struct db *b)
 }
 
 static const struct db_ops PG_OPS = {
-    p_exec,	    p_prepare,	   p_bind_text,	  p_bind_int64, p_step,	  p_col_text,
-    p_col_int64,    p_changes,	   p_reset,	  p_begin,	p_commit, p_rollback,
+    p_exec,	      p_prepare,     p_bind_text,   p_bind_int64, p_step,   p_col_text,
+    p_col_int64,      p_changes,     p_reset,	    p_begin,	  p_commit, p_rollback,
     p_in_transaction, p_get_version, p_set_version, p_close,
 };
 

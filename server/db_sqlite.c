@@ -182,8 +182,8 @@ static void now_ms(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 static const struct db_ops SQLITE_OPS = {
-    s_exec,   s_prepare, s_bind_text, s_bind_int64,	s_step,	       s_col_text,
-    s_col_int64, s_changes, s_reset,	  s_begin,	s_commit,      s_rollback,
+    s_exec,	      s_prepare,     s_bind_text,   s_bind_int64, s_step,   s_col_text,
+    s_col_int64,      s_changes,     s_reset,	    s_begin,	  s_commit, s_rollback,
     s_in_transaction, s_get_version, s_set_version, s_close,
 };
 
@@ -201,8 +201,8 @@ enum pm_status db_sqlite_open(const char *path, struct db **out, struct pm_error
 	}
 	d->base.kind = DB_SQLITE;
 	d->base.ops = &SQLITE_OPS;
-	rc = sqlite3_open_v2(path, &d->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
+	rc = sqlite3_open_v2(
+	    path, &d->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		enum pm_status st = fail(d, rc, err);
 
@@ -226,5 +226,6 @@ void db_close(struct db *d)
 
 int db_is_pg(const char *where)
 {
-	return where && (!strncmp(where, "postgresql://", 13) || !strncmp(where, "postgres://", 11));
+	return where &&
+	       (!strncmp(where, "postgresql://", 13) || !strncmp(where, "postgres://", 11));
 }

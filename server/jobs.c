@@ -43,6 +43,7 @@ struct jobs {
 	pthread_mutex_t mu;
 	pthread_mutex_t claim_mu; /* one claim at a time: the "alone" rule */
 	pthread_cond_t cv;
+	pthread_cond_t beat_cv; /* the heartbeat's: signalled only to stop */
 	pthread_t *threads, beat;
 	size_t n_threads, started;
 	int beat_started;
@@ -308,7 +309,7 @@ static int claim(struct jobs *j, struct slot *s)
 }
 
 /* Waits on cv for at most sec seconds (j->mu held). */
-static void wait_for(struct jobs *j, double sec)
+static void wait_for(struct jobs *j, pthread_cond_t *cv, double sec)
 {
 	struct timespec ts;
 
@@ -319,7 +320,7 @@ static void wait_for(struct jobs *j, double sec)
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000L;
 	}
-	pthread_cond_timedwait(&j->cv, &j->mu, &ts);
+	pthread_cond_timedwait(cv, &j->mu, &ts);
 }
 
 static void *worker(void *arg)
@@ -346,7 +347,7 @@ static void *worker(void *arg)
 		}
 		pthread_mutex_lock(&j->mu);
 		if (!j->stopping)
-			wait_for(j, j->o.poll);
+			wait_for(j, &j->cv, j->o.poll);
 	}
 	pthread_mutex_unlock(&j->mu);
 	solver_pool_destroy(s->pool);
@@ -371,9 +372,9 @@ static enum pm_status reap(struct jobs *j, int all, struct pm_error *err)
 {
 	char *problem = poison_problem(j->o.max_attempts);
 	struct store_reaped r = {0};
-	enum pm_status st =
-	    problem ? store_job_reap(j->store, j->o.max_attempts, problem, all, &r, err)
-		    : error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	enum pm_status st = problem
+				? store_job_reap(j->store, j->o.max_attempts, problem, all, &r, err)
+				: error_set(err, PM_ERR_NOMEM, "", "out of memory");
 
 	free(problem);
 	pthread_mutex_lock(&j->mu);
@@ -385,24 +386,44 @@ static enum pm_status reap(struct jobs *j, int all, struct pm_error *err)
 	return st;
 }
 
-/* Renews the lease of every job this node runs; one no longer this
- * attempt's (cancelled or deleted on any node, or taken over) is
- * cancelled here. */
+/* A job's progress as stored at each heartbeat (SPEC 6: "progress"):
+ * the solve's phase, iterations and violation, and the seconds since the
+ * attempt started. JSON text (malloc'd), or NULL. */
+static char *progress_text(const struct jobs_progress *p)
+{
+	const struct solver_progress *n = &p->now;
+	json_t *o = json_pack("{s:s, s:i, s:o, s:f}", "phase", solver_phase_name(n->phase),
+			      "iterations", n->iterations, "max_violation",
+			      isnan(n->max_violation) ? json_null() : json_real(n->max_violation),
+			      "elapsed", round((pipeline_now() - p->started) * 1e3) / 1e3);
+	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
+
+	json_decref(o);
+	return text;
+}
+
+/* Renews the lease of every job this node runs, with its progress; one
+ * no longer this attempt's (cancelled or deleted on any node, or taken
+ * over) is cancelled here. */
 static void renew(struct jobs *j)
 {
 	for (size_t i = 0; i < j->started; i++) {
 		struct pm_error err = {0};
-		char id[ID_MAX];
-		int attempt, owned = 1;
+		char id[ID_MAX], *progress;
+		int attempt, owned = 1, failed;
 
 		pthread_mutex_lock(&j->mu);
 		memcpy(id, j->slots[i].id, ID_MAX);
 		attempt = j->slots[i].attempt;
 		if (!j->slots[i].busy)
 			id[0] = 0;
+		progress = id[0] ? progress_text(&j->slots[i].p) : NULL;
 		pthread_mutex_unlock(&j->mu);
-		if (!id[0] || store_job_heartbeat(j->store, id, j->node, attempt,
-						  (int64_t)(j->o.lease * 1000), &owned, &err))
+		failed = !id[0] ||
+			 store_job_heartbeat(j->store, id, j->node, attempt,
+					     (int64_t)(j->o.lease * 1000), progress, &owned, &err);
+		free(progress);
+		if (failed)
 			continue; /* a store failure: the lease may still hold */
 		pthread_mutex_lock(&j->mu);
 		if (!owned && j->slots[i].busy && !strcmp(j->slots[i].id, id) &&
@@ -426,7 +447,7 @@ static void *heartbeat(void *arg)
 		reap(j, 0, &err);
 		pthread_mutex_lock(&j->mu);
 		if (!j->stopping)
-			wait_for(j, j->o.heartbeat);
+			wait_for(j, &j->beat_cv, j->o.heartbeat);
 	}
 	pthread_mutex_unlock(&j->mu);
 	return NULL;
@@ -455,7 +476,7 @@ static void options(struct jobs *j, const struct jobs_options *o)
 	j->o = *o;
 	j->o.max_attempts = o->max_attempts > 0 ? o->max_attempts : 1;
 	j->o.lease = o->lease > 0 ? o->lease : JOBS_LEASE;
-	j->o.heartbeat = o->heartbeat > 0 ? o->heartbeat : j->o.lease / 3;
+	j->o.heartbeat = o->heartbeat > 0 ? o->heartbeat : JOBS_HEARTBEAT;
 	j->o.poll = o->poll > 0 ? o->poll : JOBS_POLL;
 	j->n_threads = o->workers ? o->workers : 1;
 	node_name(j);
@@ -489,6 +510,7 @@ enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct
 	pthread_mutex_init(&j->mu, NULL);
 	pthread_mutex_init(&j->claim_mu, NULL);
 	pthread_cond_init(&j->cv, NULL);
+	pthread_cond_init(&j->beat_cv, NULL);
 	j->threads = calloc(j->n_threads, sizeof *j->threads);
 	j->slots = calloc(j->n_threads, sizeof *j->slots);
 	if (!j->threads || !j->slots) {
@@ -519,6 +541,7 @@ void jobs_destroy(struct jobs *j)
 		if (j->slots[i].busy)
 			j->slots[i].cancel = 1;
 	pthread_cond_broadcast(&j->cv);
+	pthread_cond_broadcast(&j->beat_cv);
 	pthread_mutex_unlock(&j->mu);
 	for (size_t i = 0; i < j->started; i++)
 		pthread_join(j->threads[i], NULL);
@@ -527,6 +550,7 @@ void jobs_destroy(struct jobs *j)
 	pthread_mutex_destroy(&j->mu);
 	pthread_mutex_destroy(&j->claim_mu);
 	pthread_cond_destroy(&j->cv);
+	pthread_cond_destroy(&j->beat_cv);
 	free(j->threads);
 	free(j->slots);
 	free(j);

@@ -146,6 +146,7 @@ struct store_row {
 	int64_t created, updated; /* unix seconds */
 	int attempts;		  /* analyses: times a worker started it */
 	int crashes;		  /* analyses: starts the service did not survive */
+	char *progress;		  /* running: JSON text of the last heartbeat's, or NULL */
 };
 
 void store_row_finish(struct store_row *r);
@@ -196,10 +197,13 @@ struct store_claim {
 enum pm_status store_job_claim(struct store *s, int sweeps, const char *owner, int64_t lease_ms,
 			       int with_crashed, struct store_claim *out, int *found,
 			       struct pm_error *err);
-/* Renews the lease of a job this attempt runs; *owned 0 when it no longer
- * does (cancelled, deleted, or taken over after its lease ran out). */
-enum pm_status store_job_heartbeat(struct store *s, const char *id, const char *owner,
-				   int attempt, int64_t lease_ms, int *owned, struct pm_error *err);
+/* Renews the lease of a job this attempt runs and stores where it is
+ * (progress JSON text, what every node answers); *owned 0 when it no
+ * longer runs it (cancelled, deleted, or taken over after its lease ran
+ * out). */
+enum pm_status store_job_heartbeat(struct store *s, const char *id, const char *owner, int attempt,
+				   int64_t lease_ms, const char *progress, int *owned,
+				   struct pm_error *err);
 /* The end of an attempt: the job moves to `to` (succeeded with text as
  * its result or points, failed with text as its problem, cancelled, or
  * queued again) only if the attempt still owns it; PM_ERR_CONFLICT if not
@@ -334,10 +338,13 @@ struct jobs_stats {
 	uint64_t claims, takeovers, expiries;
 };
 
-/* Seconds a claim's lease lasts unless renewed (jobs_options.lease), and
- * how often an idle worker looks at the queue (another node's submit). */
-#define JOBS_LEASE 30.0
-#define JOBS_POLL  1.0
+/* Seconds a claim's lease lasts unless renewed (jobs_options.lease), how
+ * often it is renewed with the job's progress (what a poll of any node
+ * shows), and how often an idle worker looks at the queue (another
+ * node's submit, when no notification came). */
+#define JOBS_LEASE     30.0
+#define JOBS_HEARTBEAT 1.0
+#define JOBS_POLL      1.0
 
 /* The pool's settings. */
 struct jobs_options {
@@ -350,8 +357,7 @@ struct jobs_options {
 	/* tests only: solver_options.stall of every solve */
 	double stall;
 	/* seconds: a claim's lease (default JOBS_LEASE), its renewal
-	 * (default a third of it), an idle worker's look at the queue
-	 * (default JOBS_POLL) */
+	 * (JOBS_HEARTBEAT), an idle worker's look at the queue (JOBS_POLL) */
 	double lease, heartbeat, poll;
 };
 
@@ -384,20 +390,20 @@ void jobs_stats(struct jobs *j, struct jobs_stats *out);
 
 /* `pmaxent serve` settings (SPEC section 6, issues 3 and 21). */
 struct http_options {
-	const char *listen;	/* address, default "127.0.0.1" */
-	unsigned port;		/* default 8080; 0 picks a free port */
-	const char *data_dir;	/* default "./var" */
+	const char *listen;   /* address, default "127.0.0.1" */
+	unsigned port;	      /* default 8080; 0 picks a free port */
+	const char *data_dir; /* default "./var" */
 	/* a PostgreSQL URI ("postgresql://..."): the store many nodes share,
 	 * in place of SQLite in data_dir; NULL: SQLite */
 	const char *database;
-	size_t workers;		/* analysis workers, default: cores */
-	size_t queue_capacity;	/* queued analyses before 503, default 64 */
+	size_t workers;		 /* analysis workers, default: cores */
+	size_t queue_capacity;	 /* queued analyses before 503, default 64 */
 	size_t dataset_cache_mb; /* parsed datasets kept (store_cache_limit), MiB */
-	const char *token_file; /* lines "TOKEN TENANT [admin]"; NULL: no access control */
-	size_t max_body;	/* request body cap, bytes (413 above) */
-	size_t max_solve_body;	/* POST /v1/solve cap, bytes */
-	int insecure;		/* allow a non-loopback address without tokens */
-	int quiet;		/* no access log (tests) */
+	const char *token_file;	 /* lines "TOKEN TENANT [admin]"; NULL: no access control */
+	size_t max_body;	 /* request body cap, bytes (413 above) */
+	size_t max_solve_body;	 /* POST /v1/solve cap, bytes */
+	int insecure;		 /* allow a non-loopback address without tokens */
+	int quiet;		 /* no access log (tests) */
 	/* connections: open at once, of them from one address; seconds for a
 	 * whole request head, and of silence on a connection */
 	size_t max_connections, max_per_address;

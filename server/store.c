@@ -45,18 +45,25 @@
 	" crashes INTEGER NOT NULL DEFAULT 0);"                                                    \
 	"CREATE INDEX IF NOT EXISTS datasets_tenant ON datasets(tenant, seq);"                     \
 	"CREATE INDEX IF NOT EXISTS analyses_tenant ON analyses(tenant, seq);"                     \
-	"CREATE INDEX IF NOT EXISTS analyses_dataset ON analyses(dataset_id, seq);"                \
-	/* unfinished analyses at start-up and the /metrics counts */                              \
+	"CREATE INDEX IF NOT EXISTS analyses_dataset ON analyses(dataset_id, seq);" /* unfinished  \
+										       analyses at \
+										       start-up    \
+										       and the     \
+										       /metrics    \
+										       counts */   \
 	"CREATE INDEX IF NOT EXISTS analyses_status ON analyses(status, seq);"
 
-/* 3 -> 4: the queue many nodes share (store_jobs.c): who runs a job and
- * until when its lease holds (now_ms(): milliseconds of the database's
+/* 3 -> 4: the queue many nodes share (store_jobs.c): who runs a job,
+ * where it is (progress, written at each heartbeat: every node answers
+ * the same) and until when its lease holds (now_ms(): milliseconds of the database's
  * clock, a function of both dialects). */
 #define LEASES                                                                                     \
 	"ALTER TABLE analyses ADD COLUMN owner TEXT;"                                              \
 	"ALTER TABLE analyses ADD COLUMN lease_until BIGINT;"                                      \
 	"ALTER TABLE sweeps ADD COLUMN owner TEXT;"                                                \
-	"ALTER TABLE sweeps ADD COLUMN lease_until BIGINT;"
+	"ALTER TABLE sweeps ADD COLUMN lease_until BIGINT;"                                        \
+	"ALTER TABLE analyses ADD COLUMN progress TEXT;"                                           \
+	"ALTER TABLE sweeps ADD COLUMN progress TEXT;"
 
 /* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's
  * identity column. */
@@ -85,12 +92,12 @@ static const char *const SQL[Q_SW_INSERT] = {
 		    " CAST(?3 AS TEXT), 0, CAST(?4 AS BIGINT), CAST(?4 AS BIGINT)"
 		    " FROM datasets WHERE id = ?2 AND tenant = ?5",
     [Q_AN_GET] = "SELECT seq, id, tenant, dataset_id, status, request, result, problem,"
-		 " attempts, created, updated, crashes FROM analyses"
+		 " attempts, created, updated, crashes, progress FROM analyses"
 		 " WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = CAST(?2 AS TEXT))",
     /* Results can be megabytes (the posterior), so a page of them could
      * exhaust memory: lists leave result NULL, store_analysis_get has it. */
     [Q_AN_LIST] = "SELECT seq, id, tenant, dataset_id, status, request, NULL, problem,"
-		  " attempts, created, updated, crashes FROM analyses"
+		  " attempts, created, updated, crashes, progress FROM analyses"
 		  " WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
     /* result is set only by succeeded and problem only by failed, so
      * they are non-NULL exactly in those states. Unused ?5..?9 are NULL,
@@ -143,8 +150,7 @@ static const char *query_sql(enum query q, int *n_params)
 }
 
 /* The cached statement for q, with no bindings. */
-static enum pm_status prep(struct store *s, enum query q, struct db_stmt **st,
-			   struct pm_error *err)
+static enum pm_status prep(struct store *s, enum query q, struct db_stmt **st, struct pm_error *err)
 {
 	enum pm_status ret = PM_OK;
 	int n;
@@ -156,8 +162,7 @@ static enum pm_status prep(struct store *s, enum query q, struct db_stmt **st,
 	return ret;
 }
 
-enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st,
-			  struct pm_error *err)
+enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st, struct pm_error *err)
 {
 	return prep(s, q, st, err);
 }
@@ -300,7 +305,7 @@ static int read_analysis(struct store *s, struct db_stmt *st, struct store_row *
 	return -(col_str(s, st, 1, &r->id) || col_str(s, st, 2, &r->tenant) ||
 		 col_str(s, st, 3, &r->dataset_id) || col_str(s, st, 4, &r->status) ||
 		 col_str(s, st, 5, &r->request) || col_str(s, st, 6, &r->result) ||
-		 col_str(s, st, 7, &r->problem));
+		 col_str(s, st, 7, &r->problem) || col_str(s, st, 12, &r->progress));
 }
 
 void store_row_finish(struct store_row *r)
@@ -316,6 +321,7 @@ void store_row_finish(struct store_row *r)
 	free(r->request);
 	free(r->result);
 	free(r->problem);
+	free(r->progress);
 	memset(r, 0, sizeof *r);
 }
 

@@ -20,7 +20,7 @@ struct cache_entry {
 	struct dataset *ds;
 	size_t bytes;
 	int refs;
-	int dead;	/* deleted from the store: freed at the last release */
+	int dead;      /* deleted from the store: freed at the last release */
 	uint64_t used; /* the cache's clock at its last lookup */
 	struct cache_entry *next;
 };
@@ -103,8 +103,7 @@ static struct cache_entry *find(struct store_cache *c, const char *id)
 }
 
 /* Parses row's text into a new entry, or NULL (err set). */
-static struct cache_entry *parse(const char *id, const struct store_row *row,
-				 struct pm_error *err)
+static struct cache_entry *parse(const char *id, const struct store_row *row, struct pm_error *err)
 {
 	struct cache_entry *e = calloc(1, sizeof *e);
 	json_t *body = row->body ? json_loads(row->body, 0, NULL) : NULL;

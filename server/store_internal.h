@@ -75,7 +75,7 @@ struct store_cache;
 struct store {
 	pthread_mutex_t lock;
 	struct store_cache *cache; /* parsed datasets (store_cache.c) */
-	int lock_fd; /* SQLite: DIR/pmaxent.lock, flock()ed: one server per store */
+	int lock_fd;		   /* SQLite: DIR/pmaxent.lock, flock()ed: one server per store */
 	struct db *db;
 	struct db_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
@@ -99,8 +99,7 @@ extern const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM];
 extern const int store_jobs_params[Q_COUNT - Q_AN_CLAIM];
 /* The cached statement of q (store.c); bind, step (store_step), then
  * store_release. */
-enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st,
-			  struct pm_error *err);
+enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st, struct pm_error *err);
 void store_release(struct store *s, struct db_stmt *st);
 
 /* The statements of one table of jobs (analyses, sweeps). */

@@ -20,26 +20,27 @@
 /* A claim: ?1 owner, ?2 lease (ms), ?3 now (s, the updated column), ?4
  * whether a job that crashed before may be taken (it runs alone). */
 #define CLAIM(T, EXTRA)                                                                            \
-	"UPDATE " T " SET status = 'running', attempts = attempts + 1, owner = ?1,"               \
-	" lease_until = now_ms() + ?2, updated = ?3" EXTRA " WHERE id = (SELECT id FROM " T        \
+	"UPDATE " T " SET status = 'running', attempts = attempts + 1, owner = ?1,"                \
+	" lease_until = now_ms() + ?2, progress = NULL, updated = ?3" EXTRA                        \
+	" WHERE id = (SELECT id FROM " T                                                           \
 	" WHERE status = 'queued' AND (crashes = 0 OR ?4 = 1) ORDER BY seq LIMIT 1"                \
 	" /*PG: FOR UPDATE SKIP LOCKED*/) RETURNING id, attempts, crashes"
-/* ?1 id, ?2 owner, ?3 attempt, ?4 lease (ms) */
+/* ?1 id, ?2 owner, ?3 attempt, ?4 lease (ms), ?5 progress */
 #define BEAT(T)                                                                                    \
-	"UPDATE " T " SET lease_until = now_ms() + ?4"                                             \
+	"UPDATE " T " SET lease_until = now_ms() + ?4, progress = CAST(?5 AS TEXT)"                \
 	" WHERE id = ?1 AND owner = ?2 AND attempts = ?3 AND status = 'running'"
 /* ?1 id, ?2 owner, ?3 attempt, ?4 the state, ?5 its text, ?6 now (s) */
 #define FINISH(T, KEEP)                                                                            \
 	"UPDATE " T " SET status = ?4, " KEEP ","                                                  \
 	" problem = CASE WHEN ?4 = 'failed' THEN CAST(?5 AS TEXT) END,"                            \
-	" owner = NULL, lease_until = NULL, updated = ?6"                                          \
+	" owner = NULL, lease_until = NULL, progress = NULL, updated = ?6"                         \
 	" WHERE id = ?1 AND owner = ?2 AND attempts = ?3 AND status = 'running'"
 /* ?1 max crashes, ?2 the problem at the last, ?3 now (s), ?4 1: every
  * running job is dead (SQLite: one node, just started) */
 #define REAP(T)                                                                                    \
 	"UPDATE " T " SET status = CASE WHEN crashes + 1 >= ?1 THEN 'failed' ELSE 'queued' END,"   \
 	" problem = CASE WHEN crashes + 1 >= ?1 THEN CAST(?2 AS TEXT) END,"                        \
-	" crashes = crashes + 1, owner = NULL, lease_until = NULL, updated = ?3"                   \
+	" crashes = crashes + 1, owner = NULL, lease_until = NULL, progress = NULL, updated = ?3"  \
 	" WHERE status = 'running' AND (?4 = 1 OR lease_until IS NULL OR lease_until < now_ms())"  \
 	" RETURNING id, status"
 
@@ -52,8 +53,8 @@ const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM] = {
     [Q_AN_FINISH - Q_AN_CLAIM] =
 	FINISH("analyses", "result = CASE WHEN ?4 = 'succeeded' THEN CAST(?5 AS TEXT) END"),
     /* queued (a shutdown) and cancelled keep the points so far */
-    [Q_SW_FINISH - Q_AN_CLAIM] =
-	FINISH("sweeps", "points = CASE WHEN ?4 = 'succeeded' THEN CAST(?5 AS TEXT) ELSE points END"),
+    [Q_SW_FINISH - Q_AN_CLAIM] = FINISH(
+	"sweeps", "points = CASE WHEN ?4 = 'succeeded' THEN CAST(?5 AS TEXT) ELSE points END"),
     [Q_AN_REAP - Q_AN_CLAIM] = REAP("analyses"),
     [Q_SW_REAP - Q_AN_CLAIM] = REAP("sweeps"),
     [Q_QUEUED - Q_AN_CLAIM] = "SELECT (SELECT count(*) FROM analyses WHERE status = 'queued')"
@@ -61,11 +62,9 @@ const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM] = {
 };
 
 const int store_jobs_params[Q_COUNT - Q_AN_CLAIM] = {
-    [Q_AN_CLAIM - Q_AN_CLAIM] = 4,  [Q_SW_CLAIM - Q_AN_CLAIM] = 4,
-    [Q_AN_BEAT - Q_AN_CLAIM] = 4,   [Q_SW_BEAT - Q_AN_CLAIM] = 4,
-    [Q_AN_FINISH - Q_AN_CLAIM] = 6, [Q_SW_FINISH - Q_AN_CLAIM] = 6,
-    [Q_AN_REAP - Q_AN_CLAIM] = 4,   [Q_SW_REAP - Q_AN_CLAIM] = 4,
-    [Q_QUEUED - Q_AN_CLAIM] = 0,
+    [Q_AN_CLAIM - Q_AN_CLAIM] = 4, [Q_SW_CLAIM - Q_AN_CLAIM] = 4,  [Q_AN_BEAT - Q_AN_CLAIM] = 5,
+    [Q_SW_BEAT - Q_AN_CLAIM] = 5,  [Q_AN_FINISH - Q_AN_CLAIM] = 6, [Q_SW_FINISH - Q_AN_CLAIM] = 6,
+    [Q_AN_REAP - Q_AN_CLAIM] = 4,  [Q_SW_REAP - Q_AN_CLAIM] = 4,   [Q_QUEUED - Q_AN_CLAIM] = 0,
 };
 
 /* The first row's columns as a claim (id, attempt, crashes). */
@@ -102,8 +101,9 @@ enum pm_status store_job_claim(struct store *s, int sweeps, const char *owner, i
 	return store_write_end(s, st, ret, err);
 }
 
-enum pm_status store_job_heartbeat(struct store *s, const char *id, const char *owner,
-				   int attempt, int64_t lease_ms, int *owned, struct pm_error *err)
+enum pm_status store_job_heartbeat(struct store *s, const char *id, const char *owner, int attempt,
+				   int64_t lease_ms, const char *progress, int *owned,
+				   struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	enum pm_status ret =
@@ -115,6 +115,7 @@ enum pm_status store_job_heartbeat(struct store *s, const char *id, const char *
 		store_bind_str(s, st, 2, owner);
 		store_bind_int(s, st, 3, attempt);
 		store_bind_int(s, st, 4, lease_ms);
+		store_bind_str(s, st, 5, progress);
 		ret = store_run(s, st, owned, err);
 		st = NULL; /* store_run put it back */
 	}

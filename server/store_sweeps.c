@@ -12,7 +12,7 @@ const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT] = {
 	" SELECT CAST(?1 AS TEXT), tenant, id, 'queued', CAST(?3 AS TEXT), 0, CAST(?4 AS BIGINT),"
 	" CAST(?4 AS BIGINT) FROM datasets WHERE id = ?2 AND tenant = ?5",
     [Q_SW_GET - Q_SW_INSERT] = "SELECT seq, id, tenant, dataset_id, status, request, points,"
-			       " problem, attempts, created, updated, crashes FROM sweeps"
+			       " problem, attempts, created, updated, crashes, progress FROM sweeps"
 			       " WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL"
 			       " OR tenant = CAST(?2 AS TEXT))",
     /* A run starts over (no points); succeeded stores ?3 as the points,
@@ -40,19 +40,20 @@ const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT] = {
 	"UPDATE sweeps SET points = ?2, updated = ?3 WHERE id = ?1 AND status = 'running'",
     /* a page of a dataset's sweeps, without their points (up to 1,000
      * each: a page of them could be large; GET the sweep for them) */
-    [Q_SW_LIST - Q_SW_INSERT] = "SELECT seq, id, tenant, dataset_id, status, request, NULL,"
-				" problem, attempts, created, updated, crashes FROM sweeps"
-				" WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3"
-				" ORDER BY seq LIMIT ?4",
+    [Q_SW_LIST - Q_SW_INSERT] =
+	"SELECT seq, id, tenant, dataset_id, status, request, NULL,"
+	" problem, attempts, created, updated, crashes, progress FROM sweeps"
+	" WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3"
+	" ORDER BY seq LIMIT ?4",
     [Q_SW_COUNTS - Q_SW_INSERT] = "SELECT status, count(*) FROM sweeps GROUP BY status",
 };
 
 const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT] = {
-    [Q_SW_INSERT - Q_SW_INSERT] = 5, [Q_SW_GET - Q_SW_INSERT] = 2,
-    [Q_SW_MOVE - Q_SW_INSERT] = 9,   [Q_SW_STATUS - Q_SW_INSERT] = 1,
-    [Q_SW_DELETE - Q_SW_INSERT] = 2, [Q_SW_UNFINISHED - Q_SW_INSERT] = 2,
+    [Q_SW_INSERT - Q_SW_INSERT] = 5,  [Q_SW_GET - Q_SW_INSERT] = 2,
+    [Q_SW_MOVE - Q_SW_INSERT] = 9,    [Q_SW_STATUS - Q_SW_INSERT] = 1,
+    [Q_SW_DELETE - Q_SW_INSERT] = 2,  [Q_SW_UNFINISHED - Q_SW_INSERT] = 2,
     [Q_SW_CRASHES - Q_SW_INSERT] = 1, [Q_SW_INTERRUPT - Q_SW_INSERT] = 4,
-    [Q_SW_POINTS - Q_SW_INSERT] = 3, [Q_SW_LIST - Q_SW_INSERT] = 4,
+    [Q_SW_POINTS - Q_SW_INSERT] = 3,  [Q_SW_LIST - Q_SW_INSERT] = 4,
     [Q_SW_COUNTS - Q_SW_INSERT] = 0,
 };
 

@@ -99,7 +99,13 @@ static void test_results(const char *dir)
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
 	CHECK(store_dataset_insert(s, "ds_fig", "", "{}", body, &err) == PM_OK);
-	CHECK(jobs_create(s, &(struct jobs_options){.workers = 2, .queue_capacity = 8, .max_attempts = 3, .time_limit = 0, .stall = 0}, &j, &err) == PM_OK);
+	CHECK(jobs_create(s,
+			  &(struct jobs_options){.workers = 2,
+						 .queue_capacity = 8,
+						 .max_attempts = 3,
+						 .time_limit = 0,
+						 .stall = 0},
+			  &j, &err) == PM_OK);
 	add(s, "an_ok", "ds_fig", req);
 	add(s, "an_conflict", "ds_fig",
 	    "{\"knowledge\": {\"rules\": [{\"if\": {\"gender\": \"female\"}, \"then\": "
@@ -170,7 +176,13 @@ static void test_queue_and_cancel(const char *dir, const char *adult)
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
 	CHECK(store_dataset_insert(s, "ds_adult", "", "{}", adult, &err) == PM_OK);
-	CHECK(jobs_create(s, &(struct jobs_options){.workers = 1, .queue_capacity = 1, .max_attempts = 3, .time_limit = 0, .stall = 0}, &j, &err) == PM_OK);
+	CHECK(jobs_create(s,
+			  &(struct jobs_options){.workers = 1,
+						 .queue_capacity = 1,
+						 .max_attempts = 3,
+						 .time_limit = 0,
+						 .stall = 0},
+			  &j, &err) == PM_OK);
 	/* the queue is the store's: each inserted, then submitted, as the
 	 * HTTP layer does (which deletes one refused) */
 	add(s, "an_slow", "ds_adult", slow);
@@ -205,7 +217,13 @@ static void test_stop_and_recover(const char *dir)
 	struct store_row row = {0};
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
-	CHECK(jobs_create(s, &(struct jobs_options){.workers = 1, .queue_capacity = 4, .max_attempts = 3, .time_limit = 0, .stall = 0}, &j, &err) == PM_OK);
+	CHECK(jobs_create(s,
+			  &(struct jobs_options){.workers = 1,
+						 .queue_capacity = 4,
+						 .max_attempts = 3,
+						 .time_limit = 0,
+						 .stall = 0},
+			  &j, &err) == PM_OK);
 	add(s, "an_again", "ds_adult",
 	    "{\"knowledge\": {\"mine\": {\"positive\": 250, \"negative\": 250, "
 	    "\"qi_attributes\": 1}}, \"solver\": {\"method\": \"full-dual\"}}");
@@ -216,7 +234,13 @@ static void test_stop_and_recover(const char *dir)
 	CHECK_STR(row.status, "queued");
 	CHECK(row.attempts == 1);
 	store_row_finish(&row);
-	CHECK(jobs_create(s, &(struct jobs_options){.workers = 1, .queue_capacity = 4, .max_attempts = 3, .time_limit = 0, .stall = 0}, &j, &err) == PM_OK);
+	CHECK(jobs_create(s,
+			  &(struct jobs_options){.workers = 1,
+						 .queue_capacity = 4,
+						 .max_attempts = 3,
+						 .time_limit = 0,
+						 .stall = 0},
+			  &j, &err) == PM_OK);
 	CHECK(wait_running(j, "an_again"));
 	cancel(s, j, "an_again");
 	CHECK_STR(wait_done(s, "an_again", &row), "cancelled");
@@ -266,7 +290,13 @@ static void test_poison(const char *dir)
 	die_running(s, "an_suspect"); /* died once beside it */
 	add(s, "an_b", "ds_fig", iterates);
 	add(s, "an_c", "ds_fig", iterates);
-	CHECK(jobs_create(s, &(struct jobs_options){.workers = 2, .queue_capacity = 8, .max_attempts = 3, .time_limit = 0, .stall = 0.3}, &j, &err) == PM_OK);
+	CHECK(jobs_create(s,
+			  &(struct jobs_options){.workers = 2,
+						 .queue_capacity = 8,
+						 .max_attempts = 3,
+						 .time_limit = 0,
+						 .stall = 0.3},
+			  &j, &err) == PM_OK);
 	CHECK(store_analysis_get(s, "an_poison", NULL, &row, &err) == PM_OK);
 	CHECK_STR(row.status, "failed");
 	CHECK(row.crashes == 3 && row.problem);

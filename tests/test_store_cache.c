@@ -36,8 +36,8 @@ static void stats(struct store *s, uint64_t hits, uint64_t misses, size_t entrie
 	store_cache_stats(s, &cs);
 	CHECK(cs.hits == hits && cs.misses == misses && cs.entries == entries);
 	if (cs.hits != hits || cs.misses != misses || cs.entries != entries)
-		fprintf(stderr, "hits %llu misses %llu entries %zu\n",
-			(unsigned long long)cs.hits, (unsigned long long)cs.misses, cs.entries);
+		fprintf(stderr, "hits %llu misses %llu entries %zu\n", (unsigned long long)cs.hits,
+			(unsigned long long)cs.misses, cs.entries);
 	CHECK((entries == 0) == (cs.bytes == 0));
 }
 
@@ -125,7 +125,8 @@ static void *lookup_many(void *arg)
 		const struct dataset *d = NULL;
 		struct pm_error err = {0};
 
-		if (store_dataset_parsed(l->s, "ds_4", "t1", &d, &err) || d->n_records != l->n_records)
+		if (store_dataset_parsed(l->s, "ds_4", "t1", &d, &err) ||
+		    d->n_records != l->n_records)
 			__atomic_add_fetch(&l->bad, 1, __ATOMIC_RELAXED);
 		store_dataset_release(l->s, d);
 	}

@@ -49,6 +49,16 @@ static void status_is(struct store *s, const char *id, const char *status, int c
 	store_row_finish(&r);
 }
 
+static void progress_is(struct store *s, const char *id, const char *want)
+{
+	struct store_row r = {0};
+	struct pm_error err = {0};
+
+	CHECK(store_analysis_get(s, id, NULL, &r, &err) == PM_OK);
+	CHECK_STR(r.progress ? r.progress : "(null)", want);
+	store_row_finish(&r);
+}
+
 static void test_claims(struct store *s)
 {
 	struct store_claim c, d;
@@ -62,20 +72,27 @@ static void test_claims(struct store *s)
 	CHECK_STR(c.id, "an_a_000");
 	CHECK(c.attempt == 1 && c.crashes == 0);
 	status_is(s, "an_a_000", "running", 0);
-	CHECK(store_job_heartbeat(s, c.id, "node1", 1, 60000, &owned, &err) == PM_OK && owned);
-	CHECK(store_job_heartbeat(s, c.id, "node2", 1, 60000, &owned, &err) == PM_OK && !owned);
-	CHECK(store_job_heartbeat(s, c.id, "node1", 2, 60000, &owned, &err) == PM_OK && !owned);
+	CHECK(store_job_heartbeat(s, c.id, "node1", 1, 60000, "{\"iterations\":3}", &owned, &err) ==
+		  PM_OK &&
+	      owned);
+	progress_is(s, c.id, "{\"iterations\":3}");
+	CHECK(store_job_heartbeat(s, c.id, "node2", 1, 60000, NULL, &owned, &err) == PM_OK &&
+	      !owned);
+	CHECK(store_job_heartbeat(s, c.id, "node1", 2, 60000, NULL, &owned, &err) == PM_OK &&
+	      !owned);
 	/* a cancel ends ownership: the heartbeat tells the node */
 	CHECK(store_job_claim(s, 0, "node2", 60000, 0, &d, &found, &err) == PM_OK && found);
 	CHECK_STR(d.id, "an_a_001");
 	CHECK(store_analysis_transition(s, d.id, "queued|running", "cancelled", NULL, &err) ==
 	      PM_OK);
-	CHECK(store_job_heartbeat(s, d.id, "node2", 1, 60000, &owned, &err) == PM_OK && !owned);
+	CHECK(store_job_heartbeat(s, d.id, "node2", 1, 60000, NULL, &owned, &err) == PM_OK &&
+	      !owned);
 	CHECK(store_job_finish(s, d.id, "node2", 1, "succeeded", "{}", &err) == PM_ERR_CONFLICT);
 	status_is(s, d.id, "cancelled", 0);
 	/* the owner's result is taken */
 	CHECK(store_job_finish(s, c.id, "node1", 1, "succeeded", "{\"r\":1}", &err) == PM_OK);
 	status_is(s, c.id, "succeeded", 0);
+	progress_is(s, c.id, "(null)");
 	CHECK(store_job_finish(s, c.id, "node1", 1, "failed", "{}", &err) == PM_ERR_CONFLICT);
 	CHECK(store_job_queued(s, &queued, &err) == PM_OK && queued == 1);
 	/* no sweep queued */
@@ -138,8 +155,8 @@ static void *claim_all(void *arg)
 		if (!found)
 			break;
 		c->claimed++;
-		c->errors += store_job_finish(s, cl.id, c->name, cl.attempt, "succeeded", "{}", &err) !=
-			     PM_OK;
+		c->errors += store_job_finish(s, cl.id, c->name, cl.attempt, "succeeded", "{}",
+					      &err) != PM_OK;
 		pthread_mutex_lock(c->mu);
 		snprintf(c->seen[(*c->n_seen)++], 64, "%s", cl.id);
 		pthread_mutex_unlock(c->mu);
