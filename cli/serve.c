@@ -47,6 +47,11 @@ const char serve_usage[] =
     "  --solve-time-limit S the same for POST /v1/solve (default 10)\n"
     "  --max-attempts N     an analysis the service died running N times ends\n"
     "                       failed (default 3)\n"
+    "  --lease S            seconds a node's claim on a running job lasts unless\n"
+    "                       renewed; after that another node takes it over\n"
+    "                       (default 30)\n"
+    "  --heartbeat S        seconds between renewals, each with the job's\n"
+    "                       progress (default 1; below --lease)\n"
     "  --insecure           allow a non-loopback address without a token file\n"
     "  --quiet              no access log\n"
     "  -h, --help           show this help\n"
@@ -73,6 +78,8 @@ const struct option serve_options[] = {
     {"analysis-time-limit", required_argument, NULL, OPT_BASE + OPT_ANALYSIS_LIMIT},
     {"solve-time-limit", required_argument, NULL, OPT_BASE + OPT_SOLVE_LIMIT},
     {"max-attempts", required_argument, NULL, OPT_BASE + OPT_MAX_ATTEMPTS},
+    {"lease", required_argument, NULL, OPT_BASE + OPT_LEASE},
+    {"heartbeat", required_argument, NULL, OPT_BASE + OPT_HEARTBEAT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -141,8 +148,18 @@ static int serve_limits(const struct cmd *c, const struct args *a, struct http_o
 	    (rc = serve_seconds(c, a, OPT_ANALYSIS_LIMIT, "--analysis-time-limit", 1e7,
 				&o->analysis_time_limit)) >= 0 ||
 	    (rc = serve_seconds(c, a, OPT_SOLVE_LIMIT, "--solve-time-limit", 1e7,
-				&o->solve_time_limit)) >= 0)
+				&o->solve_time_limit)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_LEASE, "--lease", 86400, &o->lease)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_HEARTBEAT, "--heartbeat", 3600, &o->heartbeat)) >= 0)
 		return rc;
+	if (o->heartbeat >= o->lease) {
+		fprintf(stderr,
+			"pmaxent: --heartbeat (%g s) must be below --lease (%g s): a lease would "
+			"run out between renewals\n",
+			o->heartbeat, o->lease);
+		cli_usage_hint(c);
+		return 2;
+	}
 	o->max_attempts = (int)attempts;
 	if (o->max_per_address > o->max_connections) {
 		fprintf(stderr,

@@ -77,4 +77,14 @@ int db_is_pg(const char *where);
 /* db_close(NULL) is a no-op. */
 void db_close(struct db *d);
 
+/* PostgreSQL LISTEN on a connection of its own (*out NULL on SQLite:
+ * nothing to listen to). wait blocks up to seconds, 1 when a NOTIFY on
+ * the channel came; a lost connection is made again at the next wait.
+ * Close with db_listener_close (NULL: no-op). */
+struct db_listener;
+enum pm_status db_listener_open(struct db *d, const char *channel, struct db_listener **out,
+				struct pm_error *err);
+int db_listener_wait(struct db_listener *l, double seconds);
+void db_listener_close(struct db_listener *l);
+
 #endif

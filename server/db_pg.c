@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
+#include <time.h>
 
 #include "db.h"
 
@@ -37,6 +39,7 @@ struct db_stmt {
 
 struct db_pg {
 	struct db base;
+	char *uri; /* whole, for a listener's own connection */
 	PGconn *c;
 	int gen, n_stmts;
 	int in_tx; /* between begin and commit/rollback: never reconnect there */
@@ -307,6 +310,7 @@ static void p_close(struct db *b)
 	}
 	PQfinish(d->c);
 	free(d->base.where);
+	free(d->uri);
 	free(d);
 }
 
@@ -338,7 +342,9 @@ enum pm_status db_pg_open(const char *uri, struct db **out, struct pm_error *err
 	enum pm_status ret = PM_OK;
 
 	*out = NULL;
-	if (!d || !(d->base.where = redacted(uri))) {
+	if (!d || !(d->base.where = redacted(uri)) || !(d->uri = strdup(uri))) {
+		if (d)
+			free(d->base.where);
 		free(d);
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 	}
@@ -354,4 +360,82 @@ enum pm_status db_pg_open(const char *uri, struct db **out, struct pm_error *err
 	PQsetNoticeProcessor(d->c, quiet, NULL);
 	*out = &d->base;
 	return PM_OK;
+}
+
+/* ---- LISTEN: wake-ups from other nodes ------------------------------------ */
+
+struct db_listener {
+	PGconn *c;
+	char *uri, *channel;
+};
+
+/* (Re)connects l and LISTENs; 0 or -1. */
+static int listen_connect(struct db_listener *l)
+{
+	char sql[96];
+	PGresult *res;
+	int ok;
+
+	if (l->c && PQstatus(l->c) == CONNECTION_OK)
+		return 0;
+	PQfinish(l->c);
+	l->c = PQconnectdb(l->uri);
+	if (!l->c || PQstatus(l->c) != CONNECTION_OK)
+		return -1;
+	PQsetNoticeProcessor(l->c, quiet, NULL);
+	snprintf(sql, sizeof sql, "LISTEN %s", l->channel);
+	res = PQexec(l->c, sql);
+	ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+	PQclear(res);
+	return ok ? 0 : -1;
+}
+
+enum pm_status db_listener_open(struct db *b, const char *channel, struct db_listener **out,
+				struct pm_error *err)
+{
+	struct db_listener *l;
+
+	*out = NULL;
+	if (b->kind != DB_POSTGRES)
+		return PM_OK; /* nothing to listen to: the caller polls */
+	if (!(l = calloc(1, sizeof *l)) || !(l->uri = strdup(((struct db_pg *)b)->uri)) ||
+	    !(l->channel = strdup(channel))) {
+		db_listener_close(l);
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	}
+	listen_connect(l); /* a failure is retried at each wait */
+	*out = l;
+	return PM_OK;
+}
+
+int db_listener_wait(struct db_listener *l, double seconds)
+{
+	struct timeval tv = {(time_t)seconds, (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
+	PGnotify *n;
+	fd_set fds;
+	int sock, got = 0;
+
+	if (!l || listen_connect(l) || (sock = PQsocket(l->c)) < 0) {
+		select(0, NULL, NULL, NULL, &tv); /* the poll interval, as without */
+		return 0;
+	}
+	FD_ZERO(&fds);
+	FD_SET(sock, &fds);
+	if (select(sock + 1, &fds, NULL, NULL, &tv) > 0)
+		PQconsumeInput(l->c);
+	while ((n = PQnotifies(l->c))) {
+		got = 1;
+		PQfreemem(n);
+	}
+	return got;
+}
+
+void db_listener_close(struct db_listener *l)
+{
+	if (!l)
+		return;
+	PQfinish(l->c);
+	free(l->uri);
+	free(l->channel);
+	free(l);
 }

@@ -58,6 +58,8 @@ void http_options_init(struct http_options *o)
 	o->analysis_time_limit = 3600;
 	o->solve_time_limit = 10;
 	o->max_attempts = 3;
+	o->lease = JOBS_LEASE;
+	o->heartbeat = JOBS_HEARTBEAT;
 }
 
 /* ---- access control ------------------------------------------------------ */

@@ -44,14 +44,15 @@ struct jobs {
 	pthread_mutex_t claim_mu; /* one claim at a time: the "alone" rule */
 	pthread_cond_t cv;
 	pthread_cond_t beat_cv; /* the heartbeat's: signalled only to stop */
-	pthread_t *threads, beat;
+	pthread_t *threads, beat, listen;
 	size_t n_threads, started;
-	int beat_started;
+	int beat_started, listen_started;
+	struct store_listener *listener; /* other nodes' submits (PostgreSQL) */
 	struct slot *slots;
 	int alone_running; /* the running one is an "alone" job */
 	int stopping;
 	uint64_t succeeded, failed, cancelled, solves;
-	uint64_t claims, takeovers, expiries;
+	uint64_t claims, takeovers, expiries, dropped;
 	double solve_seconds;
 };
 
@@ -241,8 +242,12 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *re
 	} else {
 		text = problem_text(err);
 	}
-	if (!store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored) &&
-	    !is_sweep(s->id)) {
+	if (store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored)) {
+		pthread_mutex_lock(&j->mu);
+		/* a result (not a cancel's end) of a job no longer this attempt's */
+		j->dropped += ignored.status == PM_ERR_CONFLICT && st != PM_ERR_CANCELLED;
+		pthread_mutex_unlock(&j->mu);
+	} else if (!is_sweep(s->id)) {
 		pthread_mutex_lock(&j->mu);
 		if (st == PM_OK) {
 			j->succeeded++;
@@ -453,6 +458,25 @@ static void *heartbeat(void *arg)
 	return NULL;
 }
 
+/* Other nodes' submits wake this node's idle workers at once (LISTEN);
+ * without a notification they look at the queue every poll interval. */
+static void *listener(void *arg)
+{
+	struct jobs *j = arg;
+	int stopping = 0;
+
+	while (!stopping) {
+		int woken = store_listen_wait(j->listener, j->o.poll);
+
+		pthread_mutex_lock(&j->mu);
+		if (woken)
+			pthread_cond_broadcast(&j->cv);
+		stopping = j->stopping;
+		pthread_mutex_unlock(&j->mu);
+	}
+	return NULL;
+}
+
 /* The name this process claims under: host, pid and a random part, so
  * that a restarted node is another owner. */
 static void node_name(struct jobs *j)
@@ -493,6 +517,9 @@ static enum pm_status start_threads(struct jobs *j, struct pm_error *err)
 	if (pthread_create(&j->beat, NULL, heartbeat, j))
 		return error_set(err, PM_ERR_INTERNAL, "", "cannot start the heartbeat thread");
 	j->beat_started = 1;
+	if (j->listener && pthread_create(&j->listen, NULL, listener, j))
+		return error_set(err, PM_ERR_INTERNAL, "", "cannot start the listener thread");
+	j->listen_started = j->listener != NULL;
 	return PM_OK;
 }
 
@@ -521,6 +548,8 @@ enum pm_status jobs_create(struct store *s, const struct jobs_options *o, struct
 	 * that starts knows every running job was its predecessor's */
 	st = reap(j, !store_shared(s), err);
 	if (!st)
+		st = store_listen(s, &j->listener, err);
+	if (!st)
 		st = start_threads(j, err);
 out:
 	if (st) {
@@ -547,6 +576,9 @@ void jobs_destroy(struct jobs *j)
 		pthread_join(j->threads[i], NULL);
 	if (j->beat_started)
 		pthread_join(j->beat, NULL);
+	if (j->listen_started)
+		pthread_join(j->listen, NULL);
+	store_listen_close(j->listener);
 	pthread_mutex_destroy(&j->mu);
 	pthread_mutex_destroy(&j->claim_mu);
 	pthread_cond_destroy(&j->cv);
@@ -632,5 +664,6 @@ void jobs_stats(struct jobs *j, struct jobs_stats *out)
 	out->claims = j->claims;
 	out->takeovers = j->takeovers;
 	out->expiries = j->expiries;
+	out->dropped = j->dropped;
 	pthread_mutex_unlock(&j->mu);
 }

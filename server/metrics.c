@@ -238,6 +238,18 @@ static void render_jobs(struct out *o, struct http_server *h)
 	emit(o, "pmaxent_jobs_finished_total{outcome=\"succeeded\"} %" PRIu64 "\n", js.succeeded);
 	emit(o, "pmaxent_jobs_finished_total{outcome=\"failed\"} %" PRIu64 "\n", js.failed);
 	emit(o, "pmaxent_jobs_finished_total{outcome=\"cancelled\"} %" PRIu64 "\n", js.cancelled);
+	family(o, "pmaxent_jobs_claims_total", "counter",
+	       "Jobs (analyses and sweeps) this node claimed from the queue.");
+	emit(o, "pmaxent_jobs_claims_total %" PRIu64 "\n", js.claims);
+	family(o, "pmaxent_jobs_lease_expiries_total", "counter",
+	       "Running jobs whose lease ran out (their node died), put back by this node.");
+	emit(o, "pmaxent_jobs_lease_expiries_total %" PRIu64 "\n", js.expiries);
+	family(o, "pmaxent_jobs_takeovers_total", "counter",
+	       "Claims by this node of a job whose earlier attempt's lease ran out.");
+	emit(o, "pmaxent_jobs_takeovers_total %" PRIu64 "\n", js.takeovers);
+	family(o, "pmaxent_jobs_results_dropped_total", "counter",
+	       "Outcomes this node computed for a job it no longer owned (never recorded).");
+	emit(o, "pmaxent_jobs_results_dropped_total %" PRIu64 "\n", js.dropped);
 	family(o, "pmaxent_solve_seconds", "summary",
 	       "Seconds of the solve step (result \"seconds\"): analyses and POST /v1/solve.");
 	emit(o, "pmaxent_solve_seconds_sum{mode=\"analysis\"} %.9g\n", js.solve_seconds_total);

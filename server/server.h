@@ -226,6 +226,14 @@ int store_shared(struct store *s);
 /* Wakes the other nodes' idle workers (PostgreSQL NOTIFY; a no-op on
  * SQLite, and on failure: they poll). */
 void store_notify(struct store *s);
+/* What store_notify sends, heard on a connection of its own (*out NULL on
+ * SQLite); wait blocks up to seconds, 1 when a notification came (a
+ * sleep of that long when there is nothing to listen to). Close with
+ * store_listen_close (NULL: no-op). */
+struct store_listener;
+enum pm_status store_listen(struct store *s, struct store_listener **out, struct pm_error *err);
+int store_listen_wait(struct store_listener *l, double seconds);
+void store_listen_close(struct store_listener *l);
 /* Rows with seq > after, oldest first, at most limit; *rows caller frees
  * with store_rows_free. Bodies are not loaded. */
 enum pm_status store_dataset_list(struct store *s, const char *tenant, int64_t after, size_t limit,
@@ -336,6 +344,8 @@ struct jobs_stats {
 	/* this node's claims, of which takeovers (a job whose earlier
 	 * attempt's lease ran out), and the expired leases it reaped */
 	uint64_t claims, takeovers, expiries;
+	/* outcomes refused because the attempt no longer owned its job */
+	uint64_t dropped;
 };
 
 /* Seconds a claim's lease lasts unless renewed (jobs_options.lease), how

@@ -17,6 +17,9 @@
 
 #include "store_internal.h"
 
+/* The NOTIFY channel of submits (store_notify, store_listen). */
+#define STORE_CHANNEL "pmaxent_jobs"
+
 /* A claim: ?1 owner, ?2 lease (ms), ?3 now (s, the updated column), ?4
  * whether a job that crashed before may be taken (it runs alone). */
 #define CLAIM(T, EXTRA)                                                                            \
@@ -210,6 +213,21 @@ void store_notify(struct store *s)
 	if (s->db->kind != DB_POSTGRES)
 		return;
 	pthread_mutex_lock(&s->lock);
-	s->db->ops->exec(s->db, "NOTIFY pmaxent_jobs", &ignored);
+	s->db->ops->exec(s->db, "NOTIFY " STORE_CHANNEL, &ignored);
 	pthread_mutex_unlock(&s->lock);
+}
+
+enum pm_status store_listen(struct store *s, struct store_listener **out, struct pm_error *err)
+{
+	return db_listener_open(s->db, STORE_CHANNEL, (struct db_listener **)out, err);
+}
+
+int store_listen_wait(struct store_listener *l, double seconds)
+{
+	return db_listener_wait((struct db_listener *)l, seconds);
+}
+
+void store_listen_close(struct store_listener *l)
+{
+	db_listener_close((struct db_listener *)l);
 }
