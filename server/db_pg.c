@@ -68,6 +68,13 @@ static enum pm_status fail(struct db_pg *d, PGresult *res, struct pm_error *err)
 		return error_set(err, PM_ERR_INTERNAL, "", "database %s: %s", d->base.where, msg);
 	if (state && !strcmp(state, "53200")) /* out_of_memory */
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory in the database");
+	/* no connection (the server restarting, or unreachable), class 08
+	 * (connection exception) or 57P0x (shutting down, starting up): the
+	 * request may be tried again in a moment (503 Retry-After) */
+	if (PQstatus(d->c) != CONNECTION_OK || (state && (!strncmp(state, "08", 2) ||
+							  !strncmp(state, "57P0", 4))))
+		return error_set(err, PM_ERR_BUSY, "", "database %s is unavailable: %s",
+				 d->base.where, msg);
 	return error_set(err, PM_ERR_IO, "", "database %s: %s", d->base.where, msg);
 }
 
@@ -352,7 +359,10 @@ enum pm_status db_pg_open(const char *uri, struct db **out, struct pm_error *err
 	d->base.ops = &PG_OPS;
 	d->c = PQconnectdb(uri);
 	if (!d->c || PQstatus(d->c) != CONNECTION_OK) {
-		ret = d->c ? fail(d, NULL, err)
+		/* at the start a bad URI is the likelier cause: a setting (exit 2) */
+		ret = d->c ? error_set(err, PM_ERR_IO, "database", "cannot connect to %s: %.*s",
+				       d->base.where, (int)strcspn(PQerrorMessage(d->c), "\n"),
+				       PQerrorMessage(d->c))
 			   : error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 		p_close(&d->base);
 		return ret;

@@ -523,6 +523,8 @@ run 2 serve --max-attempts 0
 err_has "pmaxent: --max-attempts: must be from 1 to 1000, got 0"
 run 2 serve --port 0 --database sqlite:///tmp/x
 err_has "pmaxent: --database: must be a PostgreSQL URI (postgresql://...), got \"sqlite:///tmp/x\""
+run 2 serve --port 0 --database "postgresql://x@/db?host=/nonexistent"
+err_has "pmaxent: --database: cannot connect to postgresql://x@/db?host=/nonexistent: connection to server on socket"
 run 2 serve --lease 2 --heartbeat 2
 err_has "pmaxent: --heartbeat (2 s) must be below --lease (2 s)"
 run 2 serve --lease 0

@@ -141,7 +141,12 @@ def test_postgres_restart(pg, make_server, spec):
            "solver": {"method": "full-dual"}}
     ids = [clients[i % 2].analyse(ds["id"], req)["id"] for i in range(4)]
     clients[0].wait(ids[0], states=("running", "succeeded"))
-    subprocess.run([PG_TEMP, "restart", d], check=True, capture_output=True)
+    subprocess.run([PG_TEMP, "stop", d], check=True, capture_output=True)
+    # while it is down: 503 with Retry-After, not a 500
+    r = clients[1].get("/v1/analyses/" + ids[1])
+    assert r.status == 503 and r.headers.get("Retry-After"), r
+    assert "unavailable" in r.json()["detail"], r.text
+    subprocess.run([PG_TEMP, "start", d], check=True, capture_output=True)
     # acknowledged before the restart, and after it
     ids.append(clients[1].analyse(ds["id"], req)["id"])
     done = [clients[i % 2].wait(a, timeout=300) for i, a in enumerate(ids)]

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Analyses per second on one node and on several (issue 25), side by side
+# in one run: one node on SQLite, one node on PostgreSQL, NODES nodes on
+# one PostgreSQL (scripts/cluster). Each configuration gets a fresh
+# database and the same N analyses of Adult posted round-robin over its
+# nodes (bench/cluster.py: Top-(K, K) bounds, K and T cycled), RUNS times;
+# the row with the median seconds is printed. Each node runs as many
+# workers as the machine has cores (serve's default).
+#   bench/cluster.sh      env: N (60), NODES (3), RUNS (3), PMAXENT_BIN, ADULT_CSV
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bin=${PMAXENT_BIN:-$root/build/cli/pmaxent}
+csv=${ADULT_CSV:-$root/../shared/data/adult/adult.csv}
+nodes=${NODES:-3}
+runs=${RUNS:-3}
+export N=${N:-60}
+. "$root/bench/common.sh"
+bench_setup
+bench_header "N=$N NODES=$nodes RUNS=$runs"
+"$bin" anatomize "$csv" --sa occupation --l 5 --seed 1 \
+	--qi age,type_employer,marital,relationship,race,sex,country,education >"$work/adult.json"
+export DATASET=$work/adult.json
+# PostgreSQL runs as postgres when this runs as root (scripts/pg-temp)
+chmod 755 "$work"
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+cleanup() {
+	[ -z "${sqlite_pid:-}" ] || kill "$sqlite_pid" 2>/dev/null || true
+	"$root/scripts/cluster" stop "$work/cl" 2>/dev/null || true
+}
+trap 'cleanup; rm -rf "$work"' EXIT
+
+sqlite() {
+	local port
+	port=$(free_port)
+	rm -rf "$work/var"
+	"$bin" serve --port "$port" --data-dir "$work/var" --quiet 2>"$work/sqlite.log" &
+	sqlite_pid=$!
+	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
+	python3 "$root/bench/cluster.py" "http://127.0.0.1:$port"
+	kill "$sqlite_pid"
+	wait "$sqlite_pid" 2>/dev/null || true
+	sqlite_pid=
+}
+
+postgres() {
+	local urls
+	rm -rf "$work/cl"
+	mapfile -t urls < <(PMAXENT_BIN=$bin "$root/scripts/cluster" start "$work/cl" --nodes "$1" \
+		--port "$(free_port)" -- --quiet)
+	[ ${#urls[@]} = "$1" ] || { echo "bench/cluster.sh: the cluster did not start" >&2; exit 1; }
+	python3 "$root/bench/cluster.py" "${urls[@]}"
+	"$root/scripts/cluster" stop "$work/cl"
+}
+
+median() { sort -k2 -n | sed -n "$(((runs + 1) / 2))p"; }
+printf '%-10s %5s %5s %8s %8s %9s %8s %8s\n' store nodes N wall_s per_s succeeded p50_s max_s
+for config in "sqlite 1" "postgresql 1" "postgresql $nodes"; do
+	set -- $config
+	for r in $(seq "$runs"); do
+		if [ "$1" = sqlite ]; then sqlite; else postgres "$2"; fi
+	done | median | sed "s/^/$(printf '%-10s %5s ' "$1" "$2")/"
+done
