@@ -71,8 +71,8 @@ static enum pm_status fail(struct db_pg *d, PGresult *res, struct pm_error *err)
 	/* no connection (the server restarting, or unreachable), class 08
 	 * (connection exception) or 57P0x (shutting down, starting up): the
 	 * request may be tried again in a moment (503 Retry-After) */
-	if (PQstatus(d->c) != CONNECTION_OK || (state && (!strncmp(state, "08", 2) ||
-							  !strncmp(state, "57P0", 4))))
+	if (PQstatus(d->c) != CONNECTION_OK ||
+	    (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P0", 4))))
 		return error_set(err, PM_ERR_BUSY, "", "database %s is unavailable: %s",
 				 d->base.where, msg);
 	return error_set(err, PM_ERR_IO, "", "database %s: %s", d->base.where, msg);

@@ -181,7 +181,8 @@ static int on_point(void *ctx, size_t at, const json_t *p)
 	if (json_array_set(c->points, at, (json_t *)p))
 		return 1;
 	text = json_dumps(c->points, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	stop = !text || store_sweep_points(c->j->store, c->s->id, text, &ignored);
+	stop = !text ||
+	       store_sweep_points(c->j->store, c->s->id, c->j->node, c->s->attempt, text, &ignored);
 	free(text);
 	pthread_mutex_lock(&c->j->mu);
 	stop |= c->s->cancel;

@@ -36,8 +36,9 @@ const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT] = {
 				     " problem = CASE WHEN ?2 = 'failed' THEN CAST(?3 AS TEXT) END,"
 				     " updated = ?4"
 				     " WHERE id = ?1 AND status = 'running'",
-    [Q_SW_POINTS - Q_SW_INSERT] =
-	"UPDATE sweeps SET points = ?2, updated = ?3 WHERE id = ?1 AND status = 'running'",
+    /* only by the attempt that owns it (store_job_finish's rule) */
+    [Q_SW_POINTS - Q_SW_INSERT] = "UPDATE sweeps SET points = ?2, updated = ?3 WHERE id = ?1"
+				  " AND owner = ?4 AND attempts = ?5 AND status = 'running'",
     /* a page of a dataset's sweeps, without their points (up to 1,000
      * each: a page of them could be large; GET the sweep for them) */
     [Q_SW_LIST - Q_SW_INSERT] =
@@ -53,7 +54,7 @@ const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT] = {
     [Q_SW_MOVE - Q_SW_INSERT] = 9,    [Q_SW_STATUS - Q_SW_INSERT] = 1,
     [Q_SW_DELETE - Q_SW_INSERT] = 2,  [Q_SW_UNFINISHED - Q_SW_INSERT] = 2,
     [Q_SW_CRASHES - Q_SW_INSERT] = 1, [Q_SW_INTERRUPT - Q_SW_INSERT] = 4,
-    [Q_SW_POINTS - Q_SW_INSERT] = 3,  [Q_SW_LIST - Q_SW_INSERT] = 4,
+    [Q_SW_POINTS - Q_SW_INSERT] = 5,  [Q_SW_LIST - Q_SW_INSERT] = 4,
     [Q_SW_COUNTS - Q_SW_INSERT] = 0,
 };
 
@@ -98,8 +99,8 @@ enum pm_status store_sweep_interrupted(struct store *s, const char *id, int max_
 	return store_job_interrupted(s, &SWEEPS, id, max_crashes, problem, crashes, err);
 }
 
-enum pm_status store_sweep_points(struct store *s, const char *id, const char *points,
-				  struct pm_error *err)
+enum pm_status store_sweep_points(struct store *s, const char *id, const char *owner, int attempt,
+				  const char *points, struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	enum pm_status ret = store_write_begin(s, Q_SW_POINTS, &st, err);
@@ -110,9 +111,13 @@ enum pm_status store_sweep_points(struct store *s, const char *id, const char *p
 	store_bind_str(s, st, 1, id);
 	store_bind_str(s, st, 2, points);
 	store_bind_int(s, st, 3, (int64_t)time(NULL));
+	store_bind_str(s, st, 4, owner);
+	store_bind_int(s, st, 5, attempt);
 	ret = store_run(s, st, &changes, err);
 	if (!ret && !changes)
-		ret = error_set(err, PM_ERR_CONFLICT, "", "sweep \"%s\" is not running", id);
+		ret = error_set(err, PM_ERR_CONFLICT, "",
+				"sweep \"%s\" is not running as attempt %d of %s", id, attempt,
+				owner);
 out:
 	return store_write_end(s, st, ret, err);
 }

@@ -66,6 +66,22 @@ static void add(struct store *s, const char *id, const char *ds, const char *req
 	CHECK(store_analysis_insert(s, id, "", ds, request, &err) == PM_OK);
 }
 
+/* Workers on s with room for capacity queued, three attempts, no time
+ * limit and each solve stalled stall seconds; NULL (checked) if not. */
+static struct jobs *start(struct store *s, size_t workers, size_t capacity, double stall)
+{
+	struct jobs *j = NULL;
+	struct pm_error err = {0};
+	struct jobs_options o = {.workers = workers,
+				 .queue_capacity = capacity,
+				 .max_attempts = 3,
+				 .time_limit = 0,
+				 .stall = stall};
+
+	CHECK(jobs_create(s, &o, &j, &err) == PM_OK);
+	return j;
+}
+
 static void check_problem(struct store *s, const char *id, const char *title, const char *field)
 {
 	struct store_row row = {0};
@@ -99,13 +115,7 @@ static void test_results(const char *dir)
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
 	CHECK(store_dataset_insert(s, "ds_fig", "", "{}", body, &err) == PM_OK);
-	CHECK(jobs_create(s,
-			  &(struct jobs_options){.workers = 2,
-						 .queue_capacity = 8,
-						 .max_attempts = 3,
-						 .time_limit = 0,
-						 .stall = 0},
-			  &j, &err) == PM_OK);
+	j = start(s, 2, 8, 0);
 	add(s, "an_ok", "ds_fig", req);
 	add(s, "an_conflict", "ds_fig",
 	    "{\"knowledge\": {\"rules\": [{\"if\": {\"gender\": \"female\"}, \"then\": "
@@ -176,13 +186,7 @@ static void test_queue_and_cancel(const char *dir, const char *adult)
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
 	CHECK(store_dataset_insert(s, "ds_adult", "", "{}", adult, &err) == PM_OK);
-	CHECK(jobs_create(s,
-			  &(struct jobs_options){.workers = 1,
-						 .queue_capacity = 1,
-						 .max_attempts = 3,
-						 .time_limit = 0,
-						 .stall = 0},
-			  &j, &err) == PM_OK);
+	j = start(s, 1, 1, 0);
 	/* the queue is the store's: each inserted, then submitted, as the
 	 * HTTP layer does (which deletes one refused) */
 	add(s, "an_slow", "ds_adult", slow);
@@ -217,13 +221,7 @@ static void test_stop_and_recover(const char *dir)
 	struct store_row row = {0};
 
 	CHECK(store_open(dir, &s, &err) == PM_OK);
-	CHECK(jobs_create(s,
-			  &(struct jobs_options){.workers = 1,
-						 .queue_capacity = 4,
-						 .max_attempts = 3,
-						 .time_limit = 0,
-						 .stall = 0},
-			  &j, &err) == PM_OK);
+	j = start(s, 1, 4, 0);
 	add(s, "an_again", "ds_adult",
 	    "{\"knowledge\": {\"mine\": {\"positive\": 250, \"negative\": 250, "
 	    "\"qi_attributes\": 1}}, \"solver\": {\"method\": \"full-dual\"}}");
@@ -234,13 +232,7 @@ static void test_stop_and_recover(const char *dir)
 	CHECK_STR(row.status, "queued");
 	CHECK(row.attempts == 1);
 	store_row_finish(&row);
-	CHECK(jobs_create(s,
-			  &(struct jobs_options){.workers = 1,
-						 .queue_capacity = 4,
-						 .max_attempts = 3,
-						 .time_limit = 0,
-						 .stall = 0},
-			  &j, &err) == PM_OK);
+	j = start(s, 1, 4, 0);
 	CHECK(wait_running(j, "an_again"));
 	cancel(s, j, "an_again");
 	CHECK_STR(wait_done(s, "an_again", &row), "cancelled");
@@ -290,13 +282,7 @@ static void test_poison(const char *dir)
 	die_running(s, "an_suspect"); /* died once beside it */
 	add(s, "an_b", "ds_fig", iterates);
 	add(s, "an_c", "ds_fig", iterates);
-	CHECK(jobs_create(s,
-			  &(struct jobs_options){.workers = 2,
-						 .queue_capacity = 8,
-						 .max_attempts = 3,
-						 .time_limit = 0,
-						 .stall = 0.3},
-			  &j, &err) == PM_OK);
+	j = start(s, 2, 8, 0.3);
 	CHECK(store_analysis_get(s, "an_poison", NULL, &row, &err) == PM_OK);
 	CHECK_STR(row.status, "failed");
 	CHECK(row.crashes == 3 && row.problem);

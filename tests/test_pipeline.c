@@ -251,7 +251,7 @@ static struct dataset *wide(size_t n_attrs)
 	json_t *attrs = json_array(), *recs = json_array(), *doc;
 	struct dataset *ds = NULL;
 	struct pm_error err = {0};
-	char name[16];
+	char name[24];
 
 	for (size_t a = 0; a < n_attrs; a++) {
 		snprintf(name, sizeof name, "a%zu", a);

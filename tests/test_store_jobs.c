@@ -1,10 +1,10 @@
 /* store_jobs.c, on either back end: claims take the oldest queued job and
  * count an attempt; a job that crashed a node before is taken only when
- * asked for; heartbeats renew only the owning attempt's lease; a result is
- * accepted only from the attempt that owns the job; expired leases go back
- * to the queue with a crash counted, and fail at max; and (PostgreSQL,
- * where several nodes share the store) four connections claiming at once
- * never take one job twice. */
+ * asked for; heartbeats renew only the owning attempt's lease; a result
+ * (and a sweep's points so far) is accepted only from the attempt that owns
+ * the job; expired leases go back to the queue with a crash counted, and
+ * fail at max; and (PostgreSQL, where several nodes share the store) four
+ * connections claiming at once never take one job twice. */
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -130,6 +130,37 @@ static void test_leases(struct store *s)
 	status_is(s, c.id, "queued", 1);
 }
 
+/* A sweep's points so far are written only by the attempt that owns it:
+ * not by another node, nor by an attempt whose lease ran out and was
+ * taken over. */
+static void test_sweep_points(struct store *s)
+{
+	struct store_claim c, d;
+	struct store_reaped r;
+	struct store_row row = {0};
+	struct pm_error err = {0};
+	int found;
+
+	CHECK(store_dataset_insert(s, "ds_sw", "t", "{}", "{}", &err) == PM_OK);
+	CHECK(store_sweep_insert(s, "sw_1", "t", "ds_sw", "{}", &err) == PM_OK);
+	CHECK(store_job_claim(s, 1, "slow", -1000, 0, &c, &found, &err) == PM_OK && found);
+	CHECK_STR(c.id, "sw_1");
+	CHECK(store_sweep_points(s, c.id, "slow", 1, "[1]", &err) == PM_OK);
+	CHECK(store_sweep_points(s, c.id, "other", 1, "[2]", &err) == PM_ERR_CONFLICT);
+	/* its lease ran out; another node takes it over */
+	CHECK(store_job_reap(s, 5, "{}", 0, &r, &err) == PM_OK && r.requeued == 1);
+	CHECK(store_job_claim(s, 1, "next", 60000, 1, &d, &found, &err) == PM_OK && found);
+	CHECK(!strcmp(d.id, "sw_1") && d.attempt == 2);
+	CHECK(store_sweep_points(s, c.id, "slow", 1, "[3]", &err) == PM_ERR_CONFLICT);
+	CHECK(strstr(err.message, "not running as attempt 1 of slow") != NULL);
+	CHECK(store_sweep_points(s, d.id, "next", 2, "[4]", &err) == PM_OK);
+	CHECK(store_sweep_get(s, "sw_1", NULL, &row, &err) == PM_OK);
+	CHECK_STR(row.result ? row.result : "(null)", "[4]");
+	store_row_finish(&row);
+	CHECK(store_job_finish(s, d.id, "next", 2, "succeeded", "[5]", &err) == PM_OK);
+	CHECK(store_sweep_points(s, d.id, "next", 2, "[6]", &err) == PM_ERR_CONFLICT);
+}
+
 struct claimer {
 	const char *where;
 	char name[16];
@@ -211,6 +242,7 @@ int main(int argc, char **argv)
 	if (s) {
 		test_claims(s);
 		test_leases(s);
+		test_sweep_points(s);
 		/* several connections to one store: PostgreSQL's case */
 		if (argc > 1)
 			test_nodes(argv[1], s);
