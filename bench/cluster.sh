@@ -3,8 +3,8 @@
 # in one run: one node on SQLite, one node on PostgreSQL, NODES nodes on
 # one PostgreSQL (scripts/cluster). Each configuration gets a fresh
 # database and the same N analyses of Adult posted round-robin over its
-# nodes (bench/cluster.py: Top-(K, K) bounds, K and T cycled), RUNS times;
-# the row with the median seconds is printed. Each node runs as many
+# nodes (bench/cluster.py: Top-(K, K) bounds, K and T cycled), RUNS times
+# interleaved; the run with the median seconds is printed. Each node runs as many
 # workers as the machine has cores (serve's default).
 #   bench/cluster.sh      env: N (60), NODES (3), RUNS (3), PMAXENT_BIN, ADULT_CSV
 set -euo pipefail
@@ -52,11 +52,18 @@ postgres() {
 	"$root/scripts/cluster" stop "$work/cl"
 }
 
-median() { sort -k2 -n | sed -n "$(((runs + 1) / 2))p"; }
+# the configurations interleaved run by run, so that a machine's changing
+# load falls on each alike; then each one's run with the median seconds
+configs=("sqlite 1" "postgresql 1" "postgresql $nodes")
+for r in $(seq "$runs"); do
+	for c in "${!configs[@]}"; do
+		set -- ${configs[$c]}
+		if [ "$1" = sqlite ]; then sqlite; else postgres "$2"; fi >>"$work/rows.$c"
+	done
+done
 printf '%-10s %5s %5s %8s %8s %9s %8s %8s\n' store nodes N wall_s per_s succeeded p50_s max_s
-for config in "sqlite 1" "postgresql 1" "postgresql $nodes"; do
-	set -- $config
-	for r in $(seq "$runs"); do
-		if [ "$1" = sqlite ]; then sqlite; else postgres "$2"; fi
-	done | median | sed "s/^/$(printf '%-10s %5s ' "$1" "$2")/"
+for c in "${!configs[@]}"; do
+	set -- ${configs[$c]}
+	sort -k2 -n "$work/rows.$c" | sed -n "$(((runs + 1) / 2))p" |
+		sed "s/^/$(printf '%-10s %5s ' "$1" "$2")/"
 done

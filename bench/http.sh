@@ -9,7 +9,8 @@
 #  - requests per second and latency percentiles of polling
 #    GET /v1/analyses/{id} with wrk (16 connections, 2 threads, DURATION
 #    seconds) while a long analysis runs (K+ = K- = 5000 with
-#    qi_attributes 2: the slowest cell of bench/grid.sh),
+#    qi_attributes 2 by the full dual: over a minute), so that each poll
+#    reads a running analysis's progress,
 #  - the server's peak resident memory (/usr/bin/time -v).
 # Then one table, a row per store.
 #   bench/http.sh [sqlite|postgresql ...]   (default: both)
@@ -65,10 +66,10 @@ measure() {
 		-d "{\"knowledge\": {\"mine\": {\"positive\": $k, \"negative\": $k}}}" | field '["id"]')
 	status=$(wait_done "$an")
 	t1=$(now)
-	# the slowest knowledge bound of bench/grid.sh (tens of seconds), so
-	# that the polls see it running
+	# over a minute, so that the polls see it running
 	slow=$(curl -sf -X POST "$base/v1/datasets/$ds/analyses" -H 'Content-Type: application/json' \
-		-d '{"knowledge": {"mine": {"positive": 5000, "negative": 5000, "qi_attributes": 2}}}' |
+		-d '{"knowledge": {"mine": {"positive": 5000, "negative": 5000, "qi_attributes": 2}},
+		     "solver": {"method": "full-dual"}}' |
 		field '["id"]')
 	while [ "$(curl -sf "$base/v1/analyses/$slow" | field '["status"]')" = queued ]; do sleep 0.05; done
 	# 16 connections: well under the per-address limit (64), which closing
