@@ -7,6 +7,7 @@ scripts/pg-temp, nodes started with --database.
   succeeded exactly once, with the answer a single SQLite node gives; the
   slow one on its second attempt, taken over by another node, which shows
   in /metrics; no node records an outcome it no longer owns.
+- A DELETE sent to one node stops the solve on the node that runs it.
 - PostgreSQL restarted while analyses run: the nodes reconnect, every
   acknowledged analysis ends succeeded.
 - Any node answers a poll of an analysis with the same body and ETag.
@@ -115,11 +116,13 @@ def test_three_nodes_kill_9(pg, make_server, spec):
     ref = make_server(["--workers", "2", "--quiet"], name="sqlite")
     rc = Client(ref, spec)
     ref_ds = rc.upload(synthetic(40))
-    for i in range(0, 200, 20):
-        want = rc.wait(rc.analyse(ref_ds["id"], reqs[i])["id"])["result"]
+    ref_ids = [rc.analyse(ref_ds["id"], r)["id"] for r in reqs]
+    for i, a in enumerate(ref_ids):
+        want = rc.wait(a, timeout=300)["result"]
         got = done[i]["result"]
         assert abs(got["estimation_accuracy"] - want["estimation_accuracy"]) <= 1e-9, i
         assert got["constraints"] == want["constraints"], i
+        assert got["posterior"] == want["posterior"], i
     ref_slow = rc.wait(rc.analyse(rc.upload(synthetic(400))["id"], slow["request"])["id"],
                        timeout=300)["result"]
     assert abs(s["result"]["estimation_accuracy"]
@@ -153,3 +156,30 @@ def test_postgres_restart(pg, make_server, spec):
     assert all(a["status"] == "succeeded" for a in done), done
     acc = {round(a["result"]["estimation_accuracy"], 9) for a in done}
     assert len(acc) == 1, acc
+
+
+def test_cancel_reaches_the_running_node(pg, make_server, spec):
+    database, _ = pg
+    uri = database("cancel")
+    nodes = [make_server(FAST + ["--database", uri], name="cnode%d" % k) for k in range(2)]
+    clients = [Client(n, spec) for n in nodes]
+    ds = clients[0].upload(synthetic(400))
+    slow = clients[0].analyse(ds["id"], {
+        "knowledge": {"mine": {"positive": 100, "negative": 100, "qi_attributes": 2}},
+        "solver": {"method": "full-dual", "time_limit": 600}})
+    deadline = time.monotonic() + 30 * SLOW
+    while node_running(clients) is None:
+        assert time.monotonic() < deadline, "the analysis never ran"
+        time.sleep(0.02)
+    runner = node_running(clients)
+    other = clients[1 - runner]
+    r = other.delete("/v1/analyses/" + slow["id"])
+    assert r.status == 200 and r.json()["status"] == "cancelled", r
+    # the runner hears of it at its next heartbeat (0.3 s) and stops
+    deadline = time.monotonic() + 10 * SLOW
+    while metric(clients[runner], "pmaxent_jobs_running") > 0:
+        assert time.monotonic() < deadline, "the running node did not stop"
+        time.sleep(0.05)
+    a = clients[runner].get("/v1/analyses/" + slow["id"]).json()
+    assert a["status"] == "cancelled" and "result" not in a, a
+    assert metric(clients[runner], "pmaxent_jobs_results_dropped_total") == 0
