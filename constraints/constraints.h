@@ -173,6 +173,24 @@ const char *dataset_tuple_value(const struct dataset *ds, uint32_t q, size_t a);
 /* Index of attribute name, or -1. */
 long dataset_attr_index(const struct dataset *ds, const char *name);
 
+/* ---- dataset_pack.c ----------------------------------------------------- */
+
+/*
+ * The packed (binary) form of a dataset, as the store keeps it: attribute
+ * names, per-column dictionaries and each record's codes at the smallest
+ * width, the groups and the SA (or, published form, the ST). Everything
+ * the dataset holds round-trips: dataset_unpack(dataset_pack(ds)) is the
+ * same dataset, value for value and in the same order. *out (len bytes)
+ * is malloc'd, the caller's to free.
+ */
+enum pm_status dataset_pack(const struct dataset *ds, unsigned char **out, size_t *len,
+			    struct pm_error *err);
+/* The dataset of a packed blob; caller frees with dataset_destroy. A
+ * truncated or damaged blob is PM_ERR_INPUT ("the packed dataset is
+ * damaged: ..."), never a crash. */
+enum pm_status dataset_unpack(const unsigned char *blob, size_t len, struct dataset **out,
+			      struct pm_error *err);
+
 /* ---- csv.c -------------------------------------------------------------- */
 
 /* A parsed CSV table (RFC 4180 quoting, CRLF or LF, header row). */
