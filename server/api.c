@@ -220,10 +220,9 @@ static json_t *dataset_summary(const struct dataset *ds, const char *id)
 			 "has_ground_truth", ds->has_ground_truth, "created", created);
 }
 
-/* The dataset of a JSON upload. What is stored is its canonical document
- * (codec_dataset_json), as for CSV: it reads back under any later, stricter
- * reading of the input, whatever the upload looked like. */
-static int json_dataset(const struct http_request *r, json_t **doc, struct dataset **ds,
+/* The dataset of a JSON upload. What is stored is the dataset itself
+ * (packed: store_dataset_put), as for CSV, not the upload's text. */
+static int json_dataset(const struct http_request *r, struct dataset **ds,
 			struct http_response *res)
 {
 	struct pm_error err = {0};
@@ -237,8 +236,6 @@ static int json_dataset(const struct http_request *r, json_t **doc, struct datas
 		return -1;
 	}
 	json_decref(upload);
-	if (!(*doc = codec_dataset_json(*ds)))
-		return http_oom(res);
 	return 0;
 }
 
@@ -266,9 +263,8 @@ static int csv_params(const struct http_request *r, const char **sa, const char 
 	return 0;
 }
 
-/* A CSV upload (?sa=&group=[&name=]); stored as its records-form JSON. */
-static int csv_upload(const struct http_request *r, json_t **doc, struct dataset **ds,
-		      struct http_response *res)
+/* A CSV upload (?sa=&group=[&name=]) as a records-form dataset. */
+static int csv_upload(const struct http_request *r, struct dataset **ds, struct http_response *res)
 {
 	struct csv_table t = {0};
 	struct pm_error err = {0};
@@ -281,8 +277,6 @@ static int csv_upload(const struct http_request *r, json_t **doc, struct dataset
 		http_problem(res, 400, err.field, "malformed CSV: %s", err.message);
 	else if (csv_dataset(&t, sa, group, name, ds, &err))
 		http_problem_err(res, &err);
-	else if (!(*doc = codec_dataset_json(*ds)))
-		http_oom(res);
 	else
 		rc = 0;
 	csv_table_finish(&t);
@@ -295,24 +289,23 @@ static void dataset_create(struct http_server *h, const struct http_request *r,
 	enum http_media mt = http_media_type(r);
 	struct dataset *ds = NULL;
 	struct pm_error err = {0};
-	json_t *doc = NULL, *sum = NULL;
-	char id[HTTP_ID_SIZE], *body = NULL, *text = NULL;
+	json_t *sum = NULL;
+	char id[HTTP_ID_SIZE], *text = NULL;
 
 	if (mt != MEDIA_JSON && mt != MEDIA_CSV) {
 		http_unsupported(res, r, "application/json or text/csv");
 		return;
 	}
-	if (mt == MEDIA_JSON ? json_dataset(r, &doc, &ds, res) : csv_upload(r, &doc, &ds, res))
+	if (mt == MEDIA_JSON ? json_dataset(r, &ds, res) : csv_upload(r, &ds, res))
 		goto out;
 	http_new_id(id, "ds_");
 	sum = dataset_summary(ds, id);
-	body = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	text = sum ? json_dumps(sum, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-	if (!body || !text) {
+	if (!text) {
 		http_oom(res);
 		goto out;
 	}
-	if (store_dataset_insert(h->store, id, r->tenant, text, body, &err)) {
+	if (store_dataset_put(h->store, id, r->tenant, text, ds, &err)) {
 		http_problem_err(res, &err);
 		goto out;
 	}
@@ -320,10 +313,8 @@ static void dataset_create(struct http_server *h, const struct http_request *r,
 	if ((res->location = malloc(48)))
 		snprintf(res->location, 48, "/v1/datasets/%s", id);
 out:
-	free(body);
 	free(text);
 	json_decref(sum);
-	json_decref(doc);
 	dataset_destroy(ds);
 }
 

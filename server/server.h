@@ -157,9 +157,23 @@ void store_rows_free(struct store_row *rows, size_t n);
 enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err);
 void store_close(struct store *s);
 
+/* Stores ds packed (dataset_pack) with its summary JSON text, in chunks
+ * of at most STORE_CHUNK_BYTES, all in one transaction: a 10M-record
+ * table is a few hundred megabytes, where the database takes at most
+ * 1 GB a value. PM_ERR_CONFLICT when id exists. */
+#define STORE_CHUNK_BYTES ((size_t)16 << 20)
+enum pm_status store_dataset_put(struct store *s, const char *id, const char *tenant,
+				 const char *summary, const struct dataset *ds,
+				 struct pm_error *err);
+/* The chunks' size from now on (tests: many chunks of a small dataset). */
+void store_chunk_limit(struct store *s, size_t bytes);
+/* A dataset as its JSON text body, the form of schema versions up to 4
+ * (which still reads: store_dataset_parsed); the service stores with
+ * store_dataset_put. */
 enum pm_status store_dataset_insert(struct store *s, const char *id, const char *tenant,
 				    const char *summary, const char *body, struct pm_error *err);
-/* with_body: also load the (large) body. */
+/* with_body: also load the (large) body: the JSON text of a dataset
+ * stored by store_dataset_insert, "" for a packed one. */
 enum pm_status store_dataset_get(struct store *s, const char *id, const char *tenant, int with_body,
 				 struct store_row *out, struct pm_error *err);
 /*
@@ -173,8 +187,9 @@ enum pm_status store_dataset_get(struct store *s, const char *id, const char *te
 enum pm_status store_dataset_parsed(struct store *s, const char *id, const char *tenant,
 				    const struct dataset **out, struct pm_error *err);
 void store_dataset_release(struct store *s, const struct dataset *ds);
-/* The cache's bound, bytes of stored text (default STORE_CACHE_BYTES;
- * 0: every call parses). */
+/* The cache's bound, bytes of parsed datasets (about: a packed one is
+ * counted by its arrays, one stored as text by its text's length;
+ * default STORE_CACHE_BYTES; 0: every call parses). */
 #define STORE_CACHE_BYTES ((size_t)1 << 30)
 void store_cache_limit(struct store *s, size_t bytes);
 struct store_cache_stats {
