@@ -40,6 +40,7 @@ enum opt_id {
 	OPT_TOKEN_FILE,
 	OPT_MAX_BODY,
 	OPT_MAX_SOLVE_BODY,
+	OPT_MAX_UPLOAD,
 	OPT_INSECURE,
 	OPT_QUIET,
 	OPT_MAX_CONN,
@@ -53,6 +54,9 @@ enum opt_id {
 	OPT_DATABASE,
 	OPT_LEASE,
 	OPT_HEARTBEAT,
+	OPT_SERVER,
+	OPT_NAME,
+	OPT_TOKEN,
 	N_OPTS
 };
 
@@ -94,6 +98,13 @@ int cli_finish(enum pm_status st, const struct pm_error *err);
  * usage message naming flag. */
 int cli_parse_int(const struct cmd *c, const char *flag, const char *s, long long *out);
 int cli_parse_real(const struct cmd *c, const char *flag, const char *s, double *out);
+
+/* ---- upload.c ------------------------------------------------------------- */
+
+/* `pmaxent upload`: a dataset file to a running service. */
+extern const char upload_usage[];
+extern const struct option upload_options[];
+int upload_cmd(const struct cmd *c, const struct args *a);
 
 /* ---- inputs.c ------------------------------------------------------------- */
 

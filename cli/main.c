@@ -390,6 +390,7 @@ static const struct cmd commands[] = {
     {"report", usage_report, opts_report, 1, 1, cmd_report},
     {"anatomize", usage_anatomize, opts_anatomize, 1, 1, cmd_anatomize},
     {"serve", serve_usage, serve_options, 0, 0, serve_run},
+    {"upload", upload_usage, upload_options, 1, 1, upload_cmd},
 };
 
 /* Returns -1 when the command should run, else the exit code. */

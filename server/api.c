@@ -239,47 +239,54 @@ static int json_dataset(const struct http_request *r, struct dataset **ds,
 	return 0;
 }
 
-static int csv_params(const struct http_request *r, const char **sa, const char **group,
-		      const char **name, struct http_response *res)
+/* The query of a CSV upload: both columns named, the name in UTF-8. */
+static int csv_params(const struct http_request *r, struct http_response *res)
 {
-	size_t bad = http_utf8_invalid_at(r->body, r->body_len);
+	const char *sa = http_query(r, "sa"), *group = http_query(r, "group");
+	const char *name = http_query(r, "name");
 
-	*sa = http_query(r, "sa");
-	*group = http_query(r, "group");
-	*name = http_query(r, "name");
-	if (!*sa || !*group) {
-		http_problem(res, 400, *sa ? "group" : "sa",
+	if (!sa || !group) {
+		http_problem(res, 400, sa ? "group" : "sa",
 			     "a text/csv upload names its columns: ?sa=COLUMN&group=COLUMN");
 		return -1;
 	}
-	if (*name && http_utf8_invalid_at(*name, strlen(*name)) < strlen(*name)) {
+	if (name && http_utf8_invalid_at(name, strlen(name)) < strlen(name)) {
 		http_problem(res, 400, "name", "is not valid UTF-8");
-		return -1;
-	}
-	if (bad < r->body_len) {
-		http_problem(res, 400, NULL, "the CSV is not valid UTF-8 (byte %zu)", bad);
 		return -1;
 	}
 	return 0;
 }
 
-/* A CSV upload (?sa=&group=[&name=]) as a records-form dataset. */
+struct upload *api_upload_begin(const struct http_request *r, int *oom)
+{
+	struct upload *u;
+
+	*oom = 0;
+	if (r->route != ROUTE_DATASETS || strcmp(r->method, "POST") ||
+	    http_media_type(r) != MEDIA_CSV)
+		return NULL;
+	u = upload_create(http_query(r, "sa"), http_query(r, "group"), http_query(r, "name"));
+	*oom = !u;
+	return u;
+}
+
+/* A CSV upload (?sa=&group=[&name=]) as a records-form dataset: read as
+ * it came (r->upload), or from a body at hand. */
 static int csv_upload(const struct http_request *r, struct dataset **ds, struct http_response *res)
 {
-	struct csv_table t = {0};
-	struct pm_error err = {0};
-	const char *sa, *group, *name;
-	int rc = -1;
+	struct upload *u = r->upload;
+	int rc;
 
-	if (csv_params(r, &sa, &group, &name, res))
+	if (csv_params(r, res))
 		return -1;
-	if (csv_parse(r->body, r->body_len, &t, &err))
-		http_problem(res, 400, err.field, "malformed CSV: %s", err.message);
-	else if (csv_dataset(&t, sa, group, name, ds, &err))
-		http_problem_err(res, &err);
-	else
-		rc = 0;
-	csv_table_finish(&t);
+	if (!u &&
+	    (u = upload_create(http_query(r, "sa"), http_query(r, "group"), http_query(r, "name"))))
+		upload_feed(u, r->body ? r->body : "", r->body_len);
+	if (!u)
+		return http_oom(res);
+	rc = upload_finish(u, ds, res);
+	if (u != r->upload)
+		upload_destroy(u);
 	return rc;
 }
 

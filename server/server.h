@@ -427,6 +427,7 @@ struct http_options {
 	const char *token_file;	 /* lines "TOKEN TENANT [admin]"; NULL: no access control */
 	size_t max_body;	 /* request body cap, bytes (413 above) */
 	size_t max_solve_body;	 /* POST /v1/solve cap, bytes */
+	size_t max_upload;	 /* text/csv POST /v1/datasets cap (read as it comes), bytes */
 	int insecure;		 /* allow a non-loopback address without tokens */
 	int quiet;		 /* no access log (tests) */
 	/* connections: open at once, of them from one address; seconds for a
