@@ -57,6 +57,7 @@ enum opt_id {
 	OPT_SERVER,
 	OPT_NAME,
 	OPT_TOKEN,
+	OPT_CSV,
 	N_OPTS
 };
 
@@ -122,6 +123,9 @@ enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_
 /* st, with an error about a column a flag named (sa, group, qi, l) under
  * that flag ("--sa"). */
 enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err);
+/* A records-form dataset on stdout as CSV (RFC 4180, quoted where need
+ * be): its QI columns, "group", its SA; one row per record. */
+enum pm_status inputs_print_csv(const struct dataset *ds, struct pm_error *err);
 /* j on stdout, indented, and a newline. */
 enum pm_status inputs_print_json(const json_t *j, struct pm_error *err);
 /* --tolerance, --max-iterations, --method, --time-limit as a "solver"

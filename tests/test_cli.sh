@@ -488,6 +488,19 @@ if cmp -s "$OUT" "$TMP/anatomized.json"; then ok; else bad "anatomize with the s
 run 0 solve "$TMP/anatomized.json"
 json_ok 'd["status"] == "converged" and d["dataset"]["records"] == 24'
 json_ok 'd["estimation_accuracy"] is not None and d["estimation_accuracy"] >= 0'
+# --csv: the same table as CSV, which reads back (quoted where need be) to
+# the same solve
+run 0 anatomize "$DATA/cli_table.csv" --sa disease --qi age,sex,zip --l 3 --seed 7 --csv
+cp "$OUT" "$TMP/anatomized.csv"
+if head -1 "$OUT" | grep -qx 'age,sex,zip,group,disease'; then ok; else bad "anatomize --csv header: $(head -1 "$OUT")"; fi
+run 0 solve "$TMP/anatomized.json"
+cp "$OUT" "$TMP/from_json.result"
+run 0 solve "$TMP/anatomized.csv" --sa disease --group group
+json_ok 'd["estimation_accuracy"] == json.load(open(sys.argv[1].replace("out", "from_json.result")))["estimation_accuracy"]'
+printf 'city,n,s\n"a,b",1,x\n"q""q",1,y\nc,2,x\nd,2,z\n' >"$TMP/quoted.csv"
+run 0 anatomize "$TMP/quoted.csv" --sa s --qi city,n --l 2 --csv
+out_has '"a,b"'
+out_has '"q""q"'
 run 2 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2
 err_has "pmaxent: --l: the table is not 2-eligible"
 run 0 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2 --set-aside
