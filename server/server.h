@@ -195,6 +195,7 @@ void store_cache_limit(struct store *s, size_t bytes);
 struct store_cache_stats {
 	uint64_t hits, misses; /* lookups since the store opened */
 	size_t bytes, entries; /* held now */
+	double load_seconds;   /* spent reading datasets from the store on misses */
 };
 void store_cache_stats(struct store *s, struct store_cache_stats *out);
 /*

@@ -31,6 +31,7 @@ struct store_cache {
 	struct cache_entry *head;
 	size_t bytes, limit;
 	uint64_t clock, hits, misses;
+	double load_seconds; /* reading datasets on misses */
 };
 
 struct store_cache *store_cache_create(size_t limit)
@@ -124,12 +125,13 @@ static struct cache_entry *load(struct store *s, const char *id, const char *ten
 
 /* Keeps e unless an entry of its id came meanwhile (two misses at once):
  * then that one, and e is freed. */
-static struct cache_entry *keep(struct store_cache *c, struct cache_entry *e)
+static struct cache_entry *keep(struct store_cache *c, struct cache_entry *e, double seconds)
 {
 	struct cache_entry *had;
 
 	pthread_mutex_lock(&c->mu);
 	c->misses++;
+	c->load_seconds += seconds;
 	if ((had = find(c, e->id))) {
 		entry_free(e);
 		e = had;
@@ -161,9 +163,11 @@ enum pm_status store_dataset_parsed(struct store *s, const char *id, const char 
 		c->hits++;
 	pthread_mutex_unlock(&c->mu);
 	if (!e) {
+		double t0 = pipeline_now();
+
 		if (!(e = load(s, id, tenant, err)))
 			return err->status;
-		e = keep(c, e);
+		e = keep(c, e, pipeline_now() - t0);
 	}
 	*out = e->ds;
 	return PM_OK;
@@ -224,6 +228,7 @@ void store_cache_stats(struct store *s, struct store_cache_stats *out)
 	out->hits = c->hits;
 	out->misses = c->misses;
 	out->bytes = c->bytes;
+	out->load_seconds = c->load_seconds;
 	out->entries = 0;
 	for (struct cache_entry *e = c->head; e; e = e->next)
 		out->entries++;
