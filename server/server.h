@@ -139,7 +139,7 @@ struct store_row {
 	char *dataset_id;	  /* analyses */
 	char *status;		  /* analyses: queued|running|succeeded|failed|cancelled */
 	char *summary;		  /* datasets: summary JSON text */
-	char *body;		  /* datasets: dataset JSON text (only when asked for) */
+	char *body;		  /* datasets: JSON text (schema < 5; asked for) or "" */
 	char *request;		  /* analyses: {"knowledge":..,"solver":..} JSON text */
 	char *result;		  /* analyses: result JSON text once succeeded; sweeps: points */
 	char *problem;		  /* analyses: problem JSON text once failed */
@@ -180,7 +180,7 @@ enum pm_status store_dataset_get(struct store *s, const char *id, const char *te
  * The parsed dataset id of tenant (store_cache.c): parsed at the first
  * call and kept while it fits in the cache, as datasets never change once
  * stored; every call still checks that the tenant has it
- * (PM_ERR_NOT_FOUND). PM_ERR_INTERNAL when the stored text does not read
+ * (PM_ERR_NOT_FOUND). PM_ERR_INTERNAL when what is stored does not read
  * back. *out is borrowed and read-only until the caller hands it back
  * with store_dataset_release (NULL: no-op).
  */
