@@ -47,9 +47,12 @@ echo "# synth.py: $(time_fields "$work/synth.time" | sed 's/ / s, peak /') MiB;"
 
 where=$work/data
 if [ "$db" = pg ]; then
-	mapfile -t uris < <("$root/scripts/pg-temp" start "$work/pg" --fast bench)
+	# a directory of its own under /tmp: the server runs as postgres,
+	# which the work directory (private) does not let through
+	pgdir=$(mktemp -d /tmp/pmaxent_bench_pg.XXXXXX)
+	trap '"$root/scripts/pg-temp" stop "$pgdir" >/dev/null 2>&1 || true; rm -rf "$pgdir" "$work"' EXIT
+	mapfile -t uris < <("$root/scripts/pg-temp" start "$pgdir" --fast bench)
 	where=${uris[0]}
-	trap '"$root/scripts/pg-temp" stop "$work/pg" >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 fi
 
 # serve NAME: a `pmaxent serve` on a free port under /usr/bin/time -v;
