@@ -218,6 +218,29 @@ def test_dataset_csv_max_upload(client, make_server, spec):
     assert r.status == 201, r
 
 
+def test_dataset_csv_stalled(client, make_server, spec):
+    # a client that stops mid-upload is cut off by --idle-timeout; what it
+    # sent is dropped, nothing stored, and the service goes on
+    import socket
+    srv = make_server(["--idle-timeout", "1"])
+    c = type(client)(srv, spec)
+    sock = socket.create_connection((srv.host, srv.port), timeout=30)
+    sock.sendall(b"POST /v1/datasets?sa=s&group=g HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: text/csv\r\nContent-Length: 100000\r\n\r\n"
+                 b"zip,city,g,s\n1,a,1,Flu\n")
+    t0 = time.monotonic()
+    try:
+        got = sock.recv(65536)
+    except ConnectionResetError:
+        got = b""
+    sock.close()
+    assert time.monotonic() - t0 < 10 and not got.startswith(b"HTTP/1.1 201"), got
+    assert _dataset_ids(c) == []
+    r = c.post("/v1/datasets?sa=s&group=g", body=b"zip,city,g,s\n1,a,1,Flu\n",
+               content_type="text/csv")
+    assert r.status == 201, r
+
+
 # ---- the whole flow ----------------------------------------------------------------
 
 
