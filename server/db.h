@@ -67,6 +67,10 @@ struct db_ops {
 	 * for SQL NULL). */
 	void (*bind_blob)(struct db_stmt *st, int i, const void *v, size_t len);
 	const void *(*col_blob)(struct db_stmt *st, int i, size_t *len);
+	/* From now on st's rows come as the database's binary form (PostgreSQL;
+	 * SQLite's always are): for a statement whose columns are all read
+	 * with col_blob, saving bytea's hex text, twice the bytes. */
+	void (*binary_results)(struct db_stmt *st);
 };
 
 struct db {

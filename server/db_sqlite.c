@@ -92,6 +92,11 @@ static const void *s_col_blob(struct db_stmt *st, int i, size_t *len)
 	return p;
 }
 
+static void s_binary_results(struct db_stmt *st)
+{
+	(void)st;
+}
+
 static enum pm_status s_step(struct db_stmt *st, int *row, struct pm_error *err)
 {
 	int rc = sqlite3_step(st->st);
@@ -195,9 +200,10 @@ static void now_ms(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 static const struct db_ops SQLITE_OPS = {
-    s_exec,	      s_prepare,     s_bind_text,   s_bind_int64, s_step,      s_col_text,
-    s_col_int64,      s_changes,     s_reset,	    s_begin,	  s_commit,    s_rollback,
-    s_in_transaction, s_get_version, s_set_version, s_close,	  s_bind_blob, s_col_blob,
+    s_exec,	s_prepare,   s_bind_text,      s_bind_int64,	 s_step,
+    s_col_text, s_col_int64, s_changes,	       s_reset,		 s_begin,
+    s_commit,	s_rollback,  s_in_transaction, s_get_version,	 s_set_version,
+    s_close,	s_bind_blob, s_col_blob,       s_binary_results,
 };
 
 /* NOMUTEX: the store's mutex already serialises every use of the

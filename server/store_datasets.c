@@ -201,6 +201,7 @@ static enum pm_status read_chunk(struct store *s, const char *id, int64_t k, str
 
 	if (ret)
 		return ret;
+	s->db->ops->binary_results(st); /* its one column is the chunk */
 	store_bind_str(s, st, 1, id);
 	store_bind_int(s, st, 2, k);
 	ret = s->db->ops->step(st, &row, err);
