@@ -62,7 +62,7 @@ serve() {
 	/usr/bin/time -v -o "$work/$1.time" "$bin" serve --port 0 --quiet --data-dir "$work/data" \
 		$([ "$db" = pg ] && echo --database "$where") 2>"$log" &
 	pid=$!
-	for _ in $(seq 600); do grep -q "listening on" "$log" && break; sleep 0.1; done
+	for _ in $(seq 600); do grep -qs "listening on" "$log" && break; sleep 0.1; done
 	url=$(grep -o 'http://[^ ]*' "$log")
 }
 # the serve under time, so that time writes its figures
