@@ -24,6 +24,9 @@ const char cli_usage[] =
     "  anatomize DATA.csv --sa A --qi A,B,.. --l L\n"
     "                                   bucketize a CSV table, print the dataset JSON\n"
     "  serve [--listen ADDR] [--port P] run the HTTP/JSON service\n"
+    "  upload DATASET --server URL [--sa COL --group COL]\n"
+    "                                   store a dataset (CSV or JSON) in a running\n"
+    "                                   service, with a progress line\n"
     "\n"
     "  pmaxent COMMAND --help           help on one command\n"
     "  pmaxent --version                print the version\n";

@@ -40,6 +40,7 @@ enum opt_id {
 	OPT_TOKEN_FILE,
 	OPT_MAX_BODY,
 	OPT_MAX_SOLVE_BODY,
+	OPT_MAX_UPLOAD,
 	OPT_INSECURE,
 	OPT_QUIET,
 	OPT_MAX_CONN,
@@ -53,6 +54,10 @@ enum opt_id {
 	OPT_DATABASE,
 	OPT_LEASE,
 	OPT_HEARTBEAT,
+	OPT_SERVER,
+	OPT_NAME,
+	OPT_TOKEN,
+	OPT_CSV,
 	N_OPTS
 };
 
@@ -95,6 +100,13 @@ int cli_finish(enum pm_status st, const struct pm_error *err);
 int cli_parse_int(const struct cmd *c, const char *flag, const char *s, long long *out);
 int cli_parse_real(const struct cmd *c, const char *flag, const char *s, double *out);
 
+/* ---- upload.c ------------------------------------------------------------- */
+
+/* `pmaxent upload`: a dataset file to a running service. */
+extern const char upload_usage[];
+extern const struct option upload_options[];
+int upload_cmd(const struct cmd *c, const struct args *a);
+
 /* ---- inputs.c ------------------------------------------------------------- */
 
 /* obj[key] = the integer of flag id, if given. 0 ok, -1 usage error. */
@@ -111,6 +123,9 @@ enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_
 /* st, with an error about a column a flag named (sa, group, qi, l) under
  * that flag ("--sa"). */
 enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err);
+/* A records-form dataset on stdout as CSV (RFC 4180, quoted where need
+ * be): its QI columns, "group", its SA; one row per record. */
+enum pm_status inputs_print_csv(const struct dataset *ds, struct pm_error *err);
 /* j on stdout, indented, and a newline. */
 enum pm_status inputs_print_json(const json_t *j, struct pm_error *err);
 /* --tolerance, --max-iterations, --method, --time-limit as a "solver"

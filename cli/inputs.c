@@ -169,6 +169,47 @@ enum pm_status inputs_load_dataset(const char *path, const struct args *a, struc
 
 /* Dumped to memory, then written at once: json_dumpf writes token by
  * token through locked stdio. */
+/* One CSV field: quoted when it holds a comma, quote or line break, or
+ * starts with a quote (csv.c would read it otherwise). */
+static void csv_field(const char *v, int last)
+{
+	if (v[strcspn(v, ",\"\r\n")]) {
+		putchar('"');
+		for (; *v; v++) {
+			if (*v == '"')
+				putchar('"');
+			putchar(*v);
+		}
+		putchar('"');
+	} else {
+		fputs(v, stdout);
+	}
+	putchar(last ? '\n' : ',');
+}
+
+enum pm_status inputs_print_csv(const struct dataset *ds, struct pm_error *err)
+{
+	if (!ds->has_ground_truth)
+		return error_set(err, PM_ERR_INPUT, "", "a published-form dataset has no records");
+	if (dataset_attr_index(ds, "group") >= 0 || !strcmp(ds->sa_name, "group"))
+		return error_set(err, PM_ERR_INPUT, "--csv",
+				 "an attribute is named \"group\", the group column's name");
+	for (size_t a = 0; a < ds->n_attrs; a++)
+		csv_field(ds->attr_names[a], 0);
+	csv_field("group", 0);
+	csv_field(ds->sa_name, 1);
+	for (size_t i = 0; i < ds->n_records; i++) {
+		for (size_t a = 0; a < ds->n_attrs; a++)
+			csv_field(dataset_tuple_value(ds, ds->rec_tuple[i], a), 0);
+		csv_field(ds->group_labels[ds->rec_group[i]], 0);
+		csv_field(ds->sa_values.str[ds->rec_sa[i]], 1);
+	}
+	if (fflush(stdout) || ferror(stdout))
+		return error_set(err, PM_ERR_IO, "", "cannot write the output: %s",
+				 strerror(errno));
+	return PM_OK;
+}
+
 enum pm_status inputs_print_json(const json_t *j, struct pm_error *err)
 {
 	size_t n = 0;

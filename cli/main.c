@@ -90,6 +90,9 @@ static const char usage_anatomize[] =
     "  --seed S             random seed (default 1)\n"
     "  --set-aside          drop records of the most frequent SA values until the\n"
     "                       table is l-eligible; the count is reported on stderr\n"
+    "  --csv                print the bucketized table as CSV instead (the QI\n"
+    "                       columns, group, the SA): what `pmaxent upload` and\n"
+    "                       POST /v1/datasets take with --sa ATTR --group group\n"
     "  -h, --help           show this help\n";
 
 static const struct option opts_solve[] = {
@@ -122,6 +125,7 @@ static const struct option opts_anatomize[] = {
     {"l", required_argument, NULL, OPT_BASE + OPT_L},
     {"seed", required_argument, NULL, OPT_BASE + OPT_SEED},
     {"set-aside", no_argument, NULL, OPT_BASE + OPT_SET_ASIDE},
+    {"csv", no_argument, NULL, OPT_BASE + OPT_CSV},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -374,7 +378,9 @@ static int cmd_anatomize(const struct cmd *c, const struct args *a)
 	if (rc >= 0)
 		return rc;
 	st = anatomize(a->pos[0], a, &o, &ds, &err);
-	if (!st) {
+	if (!st && a->opt[OPT_CSV]) {
+		st = inputs_print_csv(ds, &err);
+	} else if (!st) {
 		out = codec_dataset_json(ds);
 		st = inputs_print_json(out, &err);
 	}
@@ -390,6 +396,7 @@ static const struct cmd commands[] = {
     {"report", usage_report, opts_report, 1, 1, cmd_report},
     {"anatomize", usage_anatomize, opts_anatomize, 1, 1, cmd_anatomize},
     {"serve", serve_usage, serve_options, 0, 0, serve_run},
+    {"upload", upload_usage, upload_options, 1, 1, upload_cmd},
 };
 
 /* Returns -1 when the command should run, else the exit code. */

@@ -36,6 +36,8 @@ const char serve_usage[] =
     "  --max-body BYTES     request body limit, 413 above (default 67108864)\n"
     "  --max-solve-body BYTES\n"
     "                       POST /v1/solve body limit (default 1048576)\n"
+    "  --max-upload BYTES   text/csv POST /v1/datasets limit, read as it arrives\n"
+    "                       (default 2147483648: 10M records fit); 413 above\n"
     "  --max-connections N  connections open at once (default 1024); over it: 503\n"
     "  --max-connections-per-address N\n"
     "                       of them from one client address (default 64); over: 429\n"
@@ -69,6 +71,7 @@ const struct option serve_options[] = {
     {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
     {"max-body", required_argument, NULL, OPT_BASE + OPT_MAX_BODY},
     {"max-solve-body", required_argument, NULL, OPT_BASE + OPT_MAX_SOLVE_BODY},
+    {"max-upload", required_argument, NULL, OPT_BASE + OPT_MAX_UPLOAD},
     {"insecure", no_argument, NULL, OPT_BASE + OPT_INSECURE},
     {"quiet", no_argument, NULL, OPT_BASE + OPT_QUIET},
     {"max-connections", required_argument, NULL, OPT_BASE + OPT_MAX_CONN},
@@ -188,6 +191,8 @@ static int serve_flags(const struct cmd *c, const struct args *a, struct http_op
 		0 ||
 	    (rc = serve_number(c, a, OPT_MAX_SOLVE_BODY, "--max-solve-body", 1, 1LL << 40,
 			       &o->max_solve_body)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_MAX_UPLOAD, "--max-upload", 1, 1LL << 40,
+			       &o->max_upload)) >= 0 ||
 	    (rc = serve_limits(c, a, o)) >= 0)
 		return rc;
 	o->port = (unsigned)port;

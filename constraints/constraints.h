@@ -173,6 +173,24 @@ const char *dataset_tuple_value(const struct dataset *ds, uint32_t q, size_t a);
 /* Index of attribute name, or -1. */
 long dataset_attr_index(const struct dataset *ds, const char *name);
 
+/* ---- dataset_pack.c ----------------------------------------------------- */
+
+/*
+ * The packed (binary) form of a dataset, as the store keeps it: attribute
+ * names, per-column dictionaries and each record's codes at the smallest
+ * width, the groups and the SA (or, published form, the ST). Everything
+ * the dataset holds round-trips: dataset_unpack(dataset_pack(ds)) is the
+ * same dataset, value for value and in the same order. *out (len bytes)
+ * is malloc'd, the caller's to free.
+ */
+enum pm_status dataset_pack(const struct dataset *ds, unsigned char **out, size_t *len,
+			    struct pm_error *err);
+/* The dataset of a packed blob; caller frees with dataset_destroy. A
+ * truncated or damaged blob is PM_ERR_INPUT ("the packed dataset is
+ * damaged: ..."), never a crash. */
+enum pm_status dataset_unpack(const unsigned char *blob, size_t len, struct dataset **out,
+			      struct pm_error *err);
+
 /* ---- csv.c -------------------------------------------------------------- */
 
 /* A parsed CSV table (RFC 4180 quoting, CRLF or LF, header row). */
@@ -185,14 +203,55 @@ struct csv_table {
 	size_t header_line, *row_line;
 };
 
+/*
+ * The incremental parser behind csv_parse: text fed in pieces cut
+ * anywhere. Each complete row goes to on_row (header 1 for the header row,
+ * checked first: non-empty, distinct names), with its fields (borrowed:
+ * valid during the call) and the physical line where it starts; every
+ * later row has as many fields as the header. The first error, the
+ * parser's (named "line N") or the callback's, stops it: feed and end
+ * return it again. A header must have come by csv_stream_end.
+ */
+typedef enum pm_status (*csv_row_fn)(void *ctx, const char *const *fields, size_t n, size_t line,
+				     int header, struct pm_error *err);
+struct csv_stream;
+/* NULL when out of memory; free with csv_stream_destroy (NULL: no-op). */
+struct csv_stream *csv_stream_create(csv_row_fn on_row, void *ctx);
+enum pm_status csv_stream_feed(struct csv_stream *cs, const char *data, size_t n,
+			       struct pm_error *err);
+enum pm_status csv_stream_end(struct csv_stream *cs, struct pm_error *err);
+void csv_stream_destroy(struct csv_stream *cs);
+
 /* Parses text[0..len). Caller frees with csv_table_finish. Errors name
  * "line N" in the field. */
 enum pm_status csv_parse(const char *text, size_t len, struct csv_table *t, struct pm_error *err);
 void csv_table_finish(struct csv_table *t);
+
+/* ---- csv_dataset.c ------------------------------------------------------ */
+
 /* Records-form dataset from a table: column sa_col is the SA, group_col the
  * group, every other column a QI attribute in header order. */
 enum pm_status csv_dataset(const struct csv_table *t, const char *sa_col, const char *group_col,
 			   const char *name, struct dataset **out, struct pm_error *err);
+
+/*
+ * The same from CSV text fed in pieces (an upload as it arrives): the
+ * rows go to the dataset builder as they are read, so what is held is the
+ * builder's codes, not the text. Errors are those of csv_parse and
+ * csv_dataset on the whole text, the first in the same order: the
+ * parser's (*malformed set) win over the dataset's, which are kept while
+ * the rest is still parsed. create: NULL when out of memory; free with
+ * csv_loader_destroy (NULL: no-op).
+ */
+struct csv_loader;
+struct csv_loader *csv_loader_create(const char *sa_col, const char *group_col, const char *name);
+/* A parse error stops reading (the rest is ignored); finish reports it. */
+void csv_loader_feed(struct csv_loader *l, const char *data, size_t n);
+/* The end of the text: *out (caller's, dataset_destroy) or the first
+ * error, *malformed 1 when it is the parser's. */
+enum pm_status csv_loader_finish(struct csv_loader *l, struct dataset **out, int *malformed,
+				 struct pm_error *err);
+void csv_loader_destroy(struct csv_loader *l);
 
 /* ---- knowledge.c -------------------------------------------------------- */
 

@@ -5,6 +5,12 @@
  * (editors and `echo >>` leave them). Whitespace is data: nothing is trimmed,
  * and a quote inside an unquoted field is kept as a literal character.
  * Errors name the 1-based physical line ("line 7").
+ *
+ * The parser is incremental (csv_stream): text arrives in pieces cut
+ * anywhere (inside a quoted field, between CR and LF, inside the byte
+ * order mark), so that an upload of hundreds of megabytes is read as it
+ * comes and only the row being read is held. csv_parse is the same parser
+ * fed one piece.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,178 +18,118 @@
 
 #include "constraints.h"
 
-enum term { TERM_COMMA, TERM_EOL, TERM_EOF };
+static const char BOM[] = "\xEF\xBB\xBF";
 
-struct parser {
-	const char *p, *end;
-	size_t line; /* physical line of p, 1-based */
-	char *buf;   /* the field being read, unescaped */
-	size_t len, cap;
-	/* the row being read */
-	char **fields;
-	size_t n_fields, fields_cap;
+enum state {
+	S_BOM,	  /* the first bytes: a byte order mark, or data */
+	S_FIELD,  /* a field's start: nothing of it read */
+	S_PLAIN,  /* in an unquoted field */
+	S_QUOTED, /* in a quoted field */
+	S_QUOTE,  /* a quote in a quoted field: "" or the closing one */
+	S_AFTER	  /* after the closing quote: a comma or a line end must follow */
 };
 
-static int buf_push(struct parser *ps, char c)
-{
-	if (ps->len + 1 >= ps->cap) {
-		size_t cap = ps->cap ? ps->cap * 2 : 256;
-		char *buf = realloc(ps->buf, cap);
+struct csv_stream {
+	csv_row_fn on_row;
+	void *ctx;
+	enum state state;
+	int cr;	    /* a CR seen, not yet known to start a CRLF */
+	size_t bom; /* bytes of the byte order mark matched (S_BOM) */
+	size_t line, row_line, quote_line;
+	/* the row's fields, each NUL-terminated, field k at buf + off[k] */
+	char *buf;
+	size_t len, cap, start; /* start: where the current field begins */
+	size_t *off, n_fields, off_cap;
+	const char **ptrs;
+	size_t n_cols; /* the header's; 0 before it */
+	enum pm_status failed;
+	struct pm_error error; /* sticky: the first failure */
+};
 
-		if (!buf)
-			return -1;
-		ps->buf = buf;
-		ps->cap = cap;
-	}
-	ps->buf[ps->len++] = c;
-	return 0;
+struct csv_stream *csv_stream_create(csv_row_fn on_row, void *ctx)
+{
+	struct csv_stream *cs = calloc(1, sizeof *cs);
+
+	if (!cs)
+		return NULL;
+	cs->on_row = on_row;
+	cs->ctx = ctx;
+	cs->line = cs->row_line = 1;
+	return cs;
 }
 
-static enum pm_status line_error(struct pm_error *err, size_t line, const char *msg)
+void csv_stream_destroy(struct csv_stream *cs)
+{
+	if (!cs)
+		return;
+	free(cs->buf);
+	free(cs->off);
+	free(cs->ptrs);
+	free(cs);
+}
+
+static enum pm_status fail(struct csv_stream *cs, size_t line, const char *msg)
 {
 	char field[48];
 
 	snprintf(field, sizeof field, "line %zu", line);
-	return error_set(err, PM_ERR_INPUT, field, "%s", msg);
+	cs->failed = error_set(&cs->error, PM_ERR_INPUT, field, "%s", msg);
+	return cs->failed;
 }
 
-/* After a field: consumes the comma or line end that follows it. */
-static enum pm_status read_term(struct parser *ps, enum term *term, struct pm_error *err)
+static enum pm_status nomem(struct csv_stream *cs)
 {
-	if (ps->p == ps->end) {
-		*term = TERM_EOF;
-	} else if (*ps->p == ',') {
-		ps->p++;
-		*term = TERM_COMMA;
-	} else if (*ps->p == '\n' || (*ps->p == '\r' && ps->p + 1 < ps->end && ps->p[1] == '\n')) {
-		ps->p += *ps->p == '\r' ? 2 : 1;
-		ps->line++;
-		*term = TERM_EOL;
-	} else {
-		return line_error(err, ps->line,
-				  "unexpected character after a closing quote; a quoted field "
-				  "must be followed by a comma or a line end");
+	cs->failed = error_set(&cs->error, PM_ERR_NOMEM, "", "out of memory reading CSV");
+	return cs->failed;
+}
+
+/* A field past the header's count is only counted: a row's excess
+ * fields are an error whatever they hold. */
+static int skipping(const struct csv_stream *cs)
+{
+	return cs->n_cols && cs->n_fields >= cs->n_cols;
+}
+
+static enum pm_status push(struct csv_stream *cs, const char *s, size_t n)
+{
+	if (skipping(cs))
+		return PM_OK;
+	if (cs->len + n + 1 > cs->cap) {
+		size_t cap = cs->cap ? cs->cap : 256;
+		char *buf;
+
+		while (cap < cs->len + n + 1)
+			cap *= 2;
+		if (!(buf = realloc(cs->buf, cap)))
+			return nomem(cs);
+		cs->buf = buf;
+		cs->cap = cap;
 	}
+	memcpy(cs->buf + cs->len, s, n);
+	cs->len += n;
 	return PM_OK;
 }
 
-static enum pm_status read_quoted(struct parser *ps, struct pm_error *err)
+static enum pm_status end_field(struct csv_stream *cs)
 {
-	size_t start = ps->line;
+	if (!skipping(cs)) {
+		if (push(cs, "", 0)) /* room for the NUL */
+			return cs->failed;
+		if (cs->n_fields == cs->off_cap) {
+			size_t cap = cs->off_cap ? cs->off_cap * 2 : 16;
+			size_t *off = realloc(cs->off, cap * sizeof *off);
 
-	for (ps->p++;; ps->p++) {
-		if (ps->p == ps->end)
-			return line_error(err, start,
-					  "quoted field is not terminated (missing \")");
-		if (*ps->p == '"') {
-			if (ps->p + 1 == ps->end || ps->p[1] != '"')
-				break;
-			ps->p++; /* "" stands for one quote */
-		} else if (*ps->p == '\0') {
-			return line_error(err, ps->line, "contains a NUL byte");
-		} else if (*ps->p == '\n') {
-			ps->line++;
+			if (!off)
+				return nomem(cs);
+			cs->off = off;
+			cs->off_cap = cap;
 		}
-		if (buf_push(ps, *ps->p))
-			return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
+		cs->buf[cs->len++] = '\0';
+		cs->off[cs->n_fields] = cs->start;
 	}
-	ps->p++; /* the closing quote */
-	return PM_OK;
-}
-
-static enum pm_status read_plain(struct parser *ps, struct pm_error *err)
-{
-	for (; ps->p < ps->end; ps->p++) {
-		char c = *ps->p;
-
-		if (c == ',' || c == '\n' || (c == '\r' && ps->p + 1 < ps->end && ps->p[1] == '\n'))
-			break;
-		if (c == '\0')
-			return line_error(err, ps->line, "contains a NUL byte");
-		if (buf_push(ps, c))
-			return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
-	}
-	return PM_OK;
-}
-
-static enum pm_status push_field(struct parser *ps, struct pm_error *err)
-{
-	char *s;
-
-	if (ps->n_fields == ps->fields_cap) {
-		size_t cap = ps->fields_cap ? ps->fields_cap * 2 : 16;
-		char **f = realloc(ps->fields, cap * sizeof *f);
-
-		if (!f)
-			goto nomem;
-		ps->fields = f;
-		ps->fields_cap = cap;
-	}
-	s = malloc(ps->len + 1);
-	if (!s)
-		goto nomem;
-	memcpy(s, ps->buf ? ps->buf : "", ps->len);
-	s[ps->len] = '\0';
-	ps->fields[ps->n_fields++] = s;
-	return PM_OK;
-nomem:
-	return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
-}
-
-static void drop_fields(struct parser *ps)
-{
-	for (size_t i = 0; i < ps->n_fields; i++)
-		free(ps->fields[i]);
-	ps->n_fields = 0;
-}
-
-/* Reads one row into ps->fields; *blank is set for an empty line, which
- * yields no fields. Call only while ps->p < ps->end. */
-static enum pm_status read_row(struct parser *ps, int *blank, struct pm_error *err)
-{
-	enum term term = TERM_COMMA;
-	enum pm_status st = PM_OK;
-	const char *row_start = ps->p;
-
-	*blank = 0;
-	while (!st && term == TERM_COMMA) {
-		int quoted = ps->p < ps->end && *ps->p == '"';
-
-		ps->len = 0;
-		st = quoted ? read_quoted(ps, err) : read_plain(ps, err);
-		if (!st && !quoted && ps->n_fields == 0 && ps->p == row_start) {
-			*blank = ps->p == ps->end || *ps->p != ',';
-			if (*blank)
-				return read_term(ps, &term, err);
-		}
-		if (!st)
-			st = push_field(ps, err);
-		if (!st)
-			st = read_term(ps, &term, err);
-	}
-	return st;
-}
-
-/* Appends the row just read, which started on line `line`; *cap counts rows. */
-static enum pm_status append_row(struct csv_table *t, struct parser *ps, size_t line, size_t *cap,
-				 struct pm_error *err)
-{
-	if (t->n_rows == *cap) {
-		size_t c = *cap ? *cap * 2 : 64;
-		char **cells = realloc(t->cells, c * t->n_cols * sizeof *cells);
-		size_t *lines;
-
-		if (cells)
-			t->cells = cells;
-		lines = cells ? realloc(t->row_line, c * sizeof *lines) : NULL;
-		if (!lines)
-			return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
-		t->row_line = lines;
-		*cap = c;
-	}
-	memcpy(t->cells + t->n_rows * t->n_cols, ps->fields, t->n_cols * sizeof *ps->fields);
-	t->row_line[t->n_rows++] = line;
-	ps->n_fields = 0; /* the strings now belong to t */
+	cs->n_fields++;
+	cs->start = cs->len;
+	cs->state = S_FIELD;
 	return PM_OK;
 }
 
@@ -201,23 +147,24 @@ static int cmp_name_pos(const void *pa, const void *pb)
 }
 
 /* Header names must be non-empty and distinct: they become attribute names. */
-static enum pm_status check_header(const struct csv_table *t, size_t line, struct pm_error *err)
+static enum pm_status check_header(const char *const *names, size_t n, size_t line,
+				   struct pm_error *err)
 {
-	struct name_pos *v = malloc(t->n_cols * sizeof *v);
+	struct name_pos *v = malloc(n * sizeof *v);
 	enum pm_status st = PM_OK;
 	char field[48];
 
 	if (!v)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
 	snprintf(field, sizeof field, "line %zu", line);
-	for (size_t i = 0; i < t->n_cols; i++) {
-		v[i] = (struct name_pos){t->header[i], i};
-		if (!t->header[i][0] && !st)
+	for (size_t i = 0; i < n; i++) {
+		v[i] = (struct name_pos){names[i], i};
+		if (!names[i][0] && !st)
 			st = error_set(err, PM_ERR_INPUT, field,
 				       "column %zu of the header has an empty name", i + 1);
 	}
-	qsort(v, t->n_cols, sizeof *v, cmp_name_pos);
-	for (size_t i = 1; i < t->n_cols && !st; i++)
+	qsort(v, n, sizeof *v, cmp_name_pos);
+	for (size_t i = 1; i < n && !st; i++)
 		if (strcmp(v[i - 1].name, v[i].name) == 0)
 			st =
 			    error_set(err, PM_ERR_INPUT, field,
@@ -227,67 +174,291 @@ static enum pm_status check_header(const struct csv_table *t, size_t line, struc
 	return st;
 }
 
-/* Reads the next non-blank row; *got = 0 at the end of the input. */
-static enum pm_status next_row(struct parser *ps, size_t *line, int *got, struct pm_error *err)
+/* The row's fields as strings, for the callback. */
+static const char *const *row_fields(struct csv_stream *cs)
 {
-	enum pm_status st = PM_OK;
-	int blank = 1;
+	const char **p = realloc(cs->ptrs, (cs->n_fields ? cs->n_fields : 1) * sizeof *p);
 
-	while (!st && blank && ps->p < ps->end) {
-		*line = ps->line;
-		st = read_row(ps, &blank, err);
+	if (!p)
+		return NULL;
+	cs->ptrs = p;
+	for (size_t k = 0; k < cs->n_fields; k++)
+		p[k] = cs->buf + cs->off[k];
+	return p;
+}
+
+/* The row read is complete (its last field ended): the header, checked,
+ * or a row of as many fields, to the callback. */
+static enum pm_status end_row(struct csv_stream *cs)
+{
+	const char *const *f;
+	char msg[96];
+	enum pm_status st = PM_OK;
+
+	if (cs->n_cols && cs->n_fields != cs->n_cols) {
+		snprintf(msg, sizeof msg, "has %zu fields, expected %zu", cs->n_fields, cs->n_cols);
+		return fail(cs, cs->row_line, msg);
 	}
-	*got = !st && !blank;
+	if (!(f = row_fields(cs)))
+		return nomem(cs);
+	if (!cs->n_cols)
+		st = check_header(f, cs->n_fields, cs->row_line, &cs->error);
+	if (!st)
+		st = cs->on_row(cs->ctx, f, cs->n_fields, cs->row_line, !cs->n_cols, &cs->error);
+	if (st)
+		return cs->failed = st;
+	if (!cs->n_cols)
+		cs->n_cols = cs->n_fields;
+	cs->len = cs->start = cs->n_fields = 0;
+	return PM_OK;
+}
+
+/* A line end (LF, or CRLF: the CR already consumed) after a field. */
+static enum pm_status line_end(struct csv_stream *cs)
+{
+	int blank = cs->state != S_AFTER && cs->n_fields == 0 && cs->len == cs->start;
+	enum pm_status st = PM_OK;
+
+	cs->cr = 0;
+	if (!blank && !(st = end_field(cs)))
+		st = end_row(cs);
+	cs->line++;
+	cs->row_line = cs->line;
+	cs->state = S_FIELD;
 	return st;
 }
 
-static enum pm_status parse_rows(struct parser *ps, struct csv_table *t, struct pm_error *err)
+/* One byte of an unquoted field (or the start of one). */
+static enum pm_status plain(struct csv_stream *cs, char c)
 {
-	size_t line = 1, cap = 0;
-	int got;
-	enum pm_status st = next_row(ps, &line, &got, err);
+	if (cs->cr) {
+		cs->cr = 0;
+		if (c == '\n')
+			return line_end(cs);
+		cs->state = S_PLAIN; /* a lone CR is data */
+		if (push(cs, "\r", 1))
+			return cs->failed;
+	}
+	if (c == ',')
+		return end_field(cs);
+	if (c == '\n')
+		return line_end(cs);
+	if (c == '\r') {
+		cs->cr = 1;
+		return PM_OK;
+	}
+	if (c == '\0')
+		return fail(cs, cs->line, "contains a NUL byte");
+	cs->state = S_PLAIN;
+	return push(cs, &c, 1);
+}
 
-	if (!st && !got)
-		return error_set(err, PM_ERR_INPUT, "line 1",
-				 "the CSV is empty; a header row is expected");
-	if (st)
-		return st;
-	t->n_cols = ps->n_fields;
-	t->header_line = line;
-	t->header = ps->fields;
-	ps->fields = NULL;
-	ps->n_fields = ps->fields_cap = 0;
-	st = check_header(t, line, err);
-	while (!st && !(st = next_row(ps, &line, &got, err)) && got) {
-		char msg[96];
+static enum pm_status quoted(struct csv_stream *cs, char c)
+{
+	if (c == '"') {
+		cs->state = S_QUOTE;
+		return PM_OK;
+	}
+	if (c == '\0')
+		return fail(cs, cs->line, "contains a NUL byte");
+	if (c == '\n')
+		cs->line++;
+	return push(cs, &c, 1);
+}
 
-		if (ps->n_fields != t->n_cols) {
-			snprintf(msg, sizeof msg, "has %zu fields, expected %zu", ps->n_fields,
-				 t->n_cols);
-			st = line_error(err, line, msg);
-		} else {
-			st = append_row(t, ps, line, &cap, err);
+static enum pm_status after(struct csv_stream *cs, char c)
+{
+	if (!cs->cr && c == ',')
+		return end_field(cs);
+	if (c == '\n')
+		return line_end(cs);
+	if (!cs->cr && c == '\r') {
+		cs->cr = 1;
+		return PM_OK;
+	}
+	return fail(cs, cs->line,
+		    "unexpected character after a closing quote; a quoted field must be followed "
+		    "by a comma or a line end");
+}
+
+static enum pm_status byte(struct csv_stream *cs, char c)
+{
+	switch (cs->state) {
+	case S_FIELD:
+		if (c == '"' && !cs->cr) {
+			cs->state = S_QUOTED;
+			cs->quote_line = cs->line;
+			return PM_OK;
+		}
+		return plain(cs, c);
+	case S_PLAIN:
+		return plain(cs, c);
+	case S_QUOTED:
+		return quoted(cs, c);
+	case S_QUOTE:
+		if (c == '"') {
+			cs->state = S_QUOTED;
+			return push(cs, "\"", 1);
+		}
+		cs->state = S_AFTER; /* the field ends at the comma or line end */
+		return after(cs, c);
+	case S_AFTER:
+		return after(cs, c);
+	default:
+		return PM_OK;
+	}
+}
+
+/* Bytes of the byte order mark matched so far, given back as data when
+ * the text turns out not to start with one. */
+static enum pm_status bom(struct csv_stream *cs, char c, int eof)
+{
+	enum pm_status st = PM_OK;
+	size_t had = cs->bom;
+
+	if (!eof && c == BOM[cs->bom]) {
+		if (++cs->bom == 3)
+			cs->state = S_FIELD;
+		return PM_OK;
+	}
+	cs->state = S_FIELD;
+	for (size_t i = 0; i < had && !st; i++)
+		st = byte(cs, BOM[i]);
+	return st || eof ? st : byte(cs, c);
+}
+
+/* An unquoted run: copied at once up to the next byte that matters. */
+static size_t plain_run(struct csv_stream *cs, const char *p, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && p[i] != ',' && p[i] != '\n' && p[i] != '\r' && p[i] != '\0')
+		i++;
+	if (i && push(cs, p, i) == PM_OK)
+		cs->state = S_PLAIN;
+	return i;
+}
+
+enum pm_status csv_stream_feed(struct csv_stream *cs, const char *data, size_t n,
+			       struct pm_error *err)
+{
+	for (size_t i = 0; i < n && !cs->failed;) {
+		if (cs->state == S_BOM) {
+			bom(cs, data[i++], 0);
+		} else if ((cs->state == S_PLAIN || cs->state == S_FIELD) && !cs->cr &&
+			   data[i] != '"' && (i += plain_run(cs, data + i, n - i)) < n) {
+			byte(cs, data[i++]);
+		} else if (i < n) {
+			byte(cs, data[i++]);
 		}
 	}
-	return st;
+	if (cs->failed && err)
+		*err = cs->error;
+	return cs->failed;
+}
+
+/* The end of the text: the row being read ends (a quoted field must have
+ * been closed), and the header must have come. */
+static enum pm_status at_end(struct csv_stream *cs)
+{
+	if (cs->state == S_BOM && bom(cs, 0, 1))
+		return cs->failed;
+	if (cs->state == S_QUOTED)
+		return fail(cs, cs->quote_line, "quoted field is not terminated (missing \")");
+	if (cs->state == S_AFTER && cs->cr)
+		return after(cs, '\0');
+	if (cs->cr) { /* a CR at the very end is data */
+		cs->cr = 0;
+		cs->state = S_PLAIN;
+		if (push(cs, "\r", 1))
+			return cs->failed;
+	}
+	if ((cs->state != S_FIELD || cs->n_fields) && (end_field(cs) || end_row(cs)))
+		return cs->failed;
+	if (!cs->n_cols)
+		return fail(cs, 1, "the CSV is empty; a header row is expected");
+	return PM_OK;
+}
+
+enum pm_status csv_stream_end(struct csv_stream *cs, struct pm_error *err)
+{
+	if (!cs->failed)
+		at_end(cs);
+	if (cs->failed && err)
+		*err = cs->error;
+	return cs->failed;
+}
+
+/* ---- the whole text at once ---------------------------------------------------- */
+
+struct table_build {
+	struct csv_table *t;
+	size_t cap; /* rows */
+};
+
+static char **dup_fields(const char *const *f, size_t n)
+{
+	char **out = calloc(n ? n : 1, sizeof *out);
+
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(f[i]))) {
+			while (i--)
+				free(out[i]);
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
+/* Appends a row (or sets the header) of the table being built. */
+static enum pm_status table_row(void *ctx, const char *const *f, size_t n, size_t line, int header,
+				struct pm_error *err)
+{
+	struct table_build *tb = ctx;
+	struct csv_table *t = tb->t;
+	char **row = dup_fields(f, n);
+
+	if (row && header) {
+		t->header = row, t->n_cols = n, t->header_line = line;
+		return PM_OK;
+	}
+	if (row && t->n_rows == tb->cap) {
+		size_t c = tb->cap ? tb->cap * 2 : 64;
+		char **cells = realloc(t->cells, c * n * sizeof *cells);
+		size_t *lines = cells ? realloc(t->row_line, c * sizeof *lines) : NULL;
+
+		if (cells)
+			t->cells = cells;
+		if (lines)
+			t->row_line = lines, tb->cap = c;
+	}
+	if (!row || t->n_rows == tb->cap) {
+		for (size_t i = 0; row && i < n; i++)
+			free(row[i]);
+		free(row);
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
+	}
+	memcpy(t->cells + t->n_rows * n, row, n * sizeof *row);
+	t->row_line[t->n_rows++] = line;
+	free(row);
+	return PM_OK;
 }
 
 enum pm_status csv_parse(const char *text, size_t len, struct csv_table *t, struct pm_error *err)
 {
-	struct parser ps = {.p = text, .end = text + len, .line = 1};
+	struct table_build tb = {t, 0};
+	struct csv_stream *cs;
 	enum pm_status st;
 
 	if (!t)
 		return error_set(err, PM_ERR_INTERNAL, "", "no CSV table");
 	memset(t, 0, sizeof *t);
-	if (!text)
-		len = 0, ps.p = ps.end = "";
-	if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
-		ps.p += 3;
-	st = parse_rows(&ps, t, err);
-	drop_fields(&ps);
-	free(ps.fields);
-	free(ps.buf);
+	if (!(cs = csv_stream_create(table_row, &tb)))
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory reading CSV");
+	st = csv_stream_feed(cs, text ? text : "", text ? len : 0, err);
+	if (!st)
+		st = csv_stream_end(cs, err);
+	csv_stream_destroy(cs);
 	if (st)
 		csv_table_finish(t);
 	return st;
@@ -305,128 +476,4 @@ void csv_table_finish(struct csv_table *t)
 	free(t->cells);
 	free(t->row_line);
 	memset(t, 0, sizeof *t);
-}
-
-static long find_col(const struct csv_table *t, const char *name)
-{
-	for (size_t i = 0; i < t->n_cols; i++)
-		if (strcmp(t->header[i], name) == 0)
-			return (long)i;
-	return -1;
-}
-
-/* Finds the SA and group columns and checks that QI columns and rows remain. */
-static enum pm_status locate(const struct csv_table *t, const char *sa_col, const char *group_col,
-			     long *sa, long *group, struct pm_error *err)
-{
-	char c1[ERROR_CLIP_SIZE], c2[ERROR_CLIP_SIZE];
-
-	if (!sa_col || !*sa_col)
-		return error_set(err, PM_ERR_INPUT, "sa", "is missing; name the SA column");
-	if (!group_col || !*group_col)
-		return error_set(err, PM_ERR_INPUT, "group", "is missing; name the group column");
-	error_clip(sa_col, c1);
-	error_clip(group_col, c2);
-	if ((*sa = find_col(t, sa_col)) < 0)
-		return error_set(err, PM_ERR_INPUT, "sa", "no column \"%s\" in the header", c1);
-	if ((*group = find_col(t, group_col)) < 0)
-		return error_set(err, PM_ERR_INPUT, "group", "no column \"%s\" in the header", c2);
-	if (*sa == *group)
-		return error_set(err, PM_ERR_INPUT, "group",
-				 "is the same column as sa (\"%s\"); they must differ", c1);
-	if (t->n_cols < 3)
-		return error_set(err, PM_ERR_INPUT, "line 1",
-				 "has no QI column: every column but sa (\"%s\") and group "
-				 "(\"%s\") is a QI attribute",
-				 c1, c2);
-	if (t->n_cols - 2 > DATASET_MAX_ATTRS)
-		return error_set(err, PM_ERR_INPUT, "line 1",
-				 "has %zu QI columns; at most %d are supported", t->n_cols - 2,
-				 DATASET_MAX_ATTRS);
-	if (t->n_rows == 0)
-		return error_set(err, PM_ERR_INPUT, "line 2", "no data rows after the header");
-	return PM_OK;
-}
-
-/* The CSV columns of the dataset: QI columns in header order, SA, group. */
-struct columns {
-	const char *names[DATASET_MAX_ATTRS];
-	size_t qi[DATASET_MAX_ATTRS], n_qi;
-	long sa, group;
-};
-
-/*
- * The builder names the parts of a dataset as JSON does ("qi_attributes[2]",
- * "sa_attribute"; a row's "qi[1]", "group", "sa"); a CSV user thinks in
- * lines and columns: "line 7" and "column 3 (\"age\") is ...". Other errors
- * (out of memory, "name") pass unchanged. row is (size_t)-1 for the header.
- */
-static enum pm_status csv_field(const struct csv_table *t, const struct columns *c, size_t row,
-				enum pm_status st, struct pm_error *err)
-{
-	char field[48], msg[sizeof err->message], clip[ERROR_CLIP_SIZE];
-	size_t i, line = row == (size_t)-1 ? t->header_line : row + 2;
-	long col = -1;
-
-	if (!err)
-		return st;
-	if (line == 0)
-		line = 1; /* a table not made by csv_parse */
-	if (row != (size_t)-1 && t->row_line)
-		line = t->row_line[row];
-	if (sscanf(err->field, row == (size_t)-1 ? "qi_attributes[%zu]" : "qi[%zu]", &i) == 1 &&
-	    i < c->n_qi)
-		col = (long)c->qi[i];
-	else if (row != (size_t)-1 && !strcmp(err->field, "sa"))
-		col = c->sa;
-	else if (row != (size_t)-1 && !strcmp(err->field, "group"))
-		col = c->group;
-	if (row == (size_t)-1 && !strcmp(err->field, "sa_attribute"))
-		snprintf(err->field, sizeof err->field, "sa"); /* the column named by sa= */
-	if (col < 0 || !st)
-		return st;
-	snprintf(field, sizeof field, "line %zu", line);
-	snprintf(msg, sizeof msg, "column %ld (\"%s\") %.900s", col + 1,
-		 error_clip(t->header[col], clip), err->message);
-	return error_set(err, st, field, "%s", msg);
-}
-
-enum pm_status csv_dataset(const struct csv_table *t, const char *sa_col, const char *group_col,
-			   const char *name, struct dataset **out, struct pm_error *err)
-{
-	const char *qi[DATASET_MAX_ATTRS];
-	struct dataset_builder *b = NULL;
-	struct columns c = {.n_qi = 0, .sa = -1, .group = -1};
-	enum pm_status st;
-
-	if (!t || !out)
-		return error_set(err, PM_ERR_INTERNAL, "", "no CSV table or output");
-	*out = NULL;
-	st = locate(t, sa_col, group_col, &c.sa, &c.group, err);
-	if (st)
-		goto out;
-	for (size_t col = 0; col < t->n_cols; col++)
-		if ((long)col != c.sa && (long)col != c.group) {
-			c.qi[c.n_qi] = col;
-			c.names[c.n_qi++] = t->header[col];
-		}
-	b = dataset_builder_create(name, c.names, c.n_qi, sa_col, err);
-	if (!b) {
-		st = csv_field(t, &c, (size_t)-1, err ? err->status : PM_ERR_INPUT, err);
-		goto out;
-	}
-	for (size_t r = 0; r < t->n_rows && !st; r++) {
-		char *const *row = t->cells + r * t->n_cols;
-
-		for (size_t a = 0; a < c.n_qi; a++)
-			qi[a] = row[c.qi[a]];
-		st = dataset_builder_add_record(b, qi, row[c.group], row[c.sa], err);
-		if (st)
-			st = csv_field(t, &c, r, st, err);
-	}
-	if (!st)
-		st = dataset_builder_finish(b, out, err);
-out:
-	dataset_builder_destroy(b);
-	return st;
 }

@@ -220,10 +220,9 @@ static json_t *dataset_summary(const struct dataset *ds, const char *id)
 			 "has_ground_truth", ds->has_ground_truth, "created", created);
 }
 
-/* The dataset of a JSON upload. What is stored is its canonical document
- * (codec_dataset_json), as for CSV: it reads back under any later, stricter
- * reading of the input, whatever the upload looked like. */
-static int json_dataset(const struct http_request *r, json_t **doc, struct dataset **ds,
+/* The dataset of a JSON upload. What is stored is the dataset itself
+ * (packed: store_dataset_put), as for CSV, not the upload's text. */
+static int json_dataset(const struct http_request *r, struct dataset **ds,
 			struct http_response *res)
 {
 	struct pm_error err = {0};
@@ -237,55 +236,57 @@ static int json_dataset(const struct http_request *r, json_t **doc, struct datas
 		return -1;
 	}
 	json_decref(upload);
-	if (!(*doc = codec_dataset_json(*ds)))
-		return http_oom(res);
 	return 0;
 }
 
-static int csv_params(const struct http_request *r, const char **sa, const char **group,
-		      const char **name, struct http_response *res)
+/* The query of a CSV upload: both columns named, the name in UTF-8. */
+static int csv_params(const struct http_request *r, struct http_response *res)
 {
-	size_t bad = http_utf8_invalid_at(r->body, r->body_len);
+	const char *sa = http_query(r, "sa"), *group = http_query(r, "group");
+	const char *name = http_query(r, "name");
 
-	*sa = http_query(r, "sa");
-	*group = http_query(r, "group");
-	*name = http_query(r, "name");
-	if (!*sa || !*group) {
-		http_problem(res, 400, *sa ? "group" : "sa",
+	if (!sa || !group) {
+		http_problem(res, 400, sa ? "group" : "sa",
 			     "a text/csv upload names its columns: ?sa=COLUMN&group=COLUMN");
 		return -1;
 	}
-	if (*name && http_utf8_invalid_at(*name, strlen(*name)) < strlen(*name)) {
+	if (name && http_utf8_invalid_at(name, strlen(name)) < strlen(name)) {
 		http_problem(res, 400, "name", "is not valid UTF-8");
-		return -1;
-	}
-	if (bad < r->body_len) {
-		http_problem(res, 400, NULL, "the CSV is not valid UTF-8 (byte %zu)", bad);
 		return -1;
 	}
 	return 0;
 }
 
-/* A CSV upload (?sa=&group=[&name=]); stored as its records-form JSON. */
-static int csv_upload(const struct http_request *r, json_t **doc, struct dataset **ds,
-		      struct http_response *res)
+struct upload *api_upload_begin(const struct http_request *r, int *oom)
 {
-	struct csv_table t = {0};
-	struct pm_error err = {0};
-	const char *sa, *group, *name;
-	int rc = -1;
+	struct upload *u;
 
-	if (csv_params(r, &sa, &group, &name, res))
+	*oom = 0;
+	if (r->route != ROUTE_DATASETS || strcmp(r->method, "POST") ||
+	    http_media_type(r) != MEDIA_CSV)
+		return NULL;
+	u = upload_create(http_query(r, "sa"), http_query(r, "group"), http_query(r, "name"));
+	*oom = !u;
+	return u;
+}
+
+/* A CSV upload (?sa=&group=[&name=]) as a records-form dataset: read as
+ * it came (r->upload), or from a body at hand. */
+static int csv_upload(const struct http_request *r, struct dataset **ds, struct http_response *res)
+{
+	struct upload *u = r->upload;
+	int rc;
+
+	if (csv_params(r, res))
 		return -1;
-	if (csv_parse(r->body, r->body_len, &t, &err))
-		http_problem(res, 400, err.field, "malformed CSV: %s", err.message);
-	else if (csv_dataset(&t, sa, group, name, ds, &err))
-		http_problem_err(res, &err);
-	else if (!(*doc = codec_dataset_json(*ds)))
-		http_oom(res);
-	else
-		rc = 0;
-	csv_table_finish(&t);
+	if (!u &&
+	    (u = upload_create(http_query(r, "sa"), http_query(r, "group"), http_query(r, "name"))))
+		upload_feed(u, r->body ? r->body : "", r->body_len);
+	if (!u)
+		return http_oom(res);
+	rc = upload_finish(u, ds, res);
+	if (u != r->upload)
+		upload_destroy(u);
 	return rc;
 }
 
@@ -295,24 +296,23 @@ static void dataset_create(struct http_server *h, const struct http_request *r,
 	enum http_media mt = http_media_type(r);
 	struct dataset *ds = NULL;
 	struct pm_error err = {0};
-	json_t *doc = NULL, *sum = NULL;
-	char id[HTTP_ID_SIZE], *body = NULL, *text = NULL;
+	json_t *sum = NULL;
+	char id[HTTP_ID_SIZE], *text = NULL;
 
 	if (mt != MEDIA_JSON && mt != MEDIA_CSV) {
 		http_unsupported(res, r, "application/json or text/csv");
 		return;
 	}
-	if (mt == MEDIA_JSON ? json_dataset(r, &doc, &ds, res) : csv_upload(r, &doc, &ds, res))
+	if (mt == MEDIA_JSON ? json_dataset(r, &ds, res) : csv_upload(r, &ds, res))
 		goto out;
 	http_new_id(id, "ds_");
 	sum = dataset_summary(ds, id);
-	body = json_dumps(doc, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	text = sum ? json_dumps(sum, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
-	if (!body || !text) {
+	if (!text) {
 		http_oom(res);
 		goto out;
 	}
-	if (store_dataset_insert(h->store, id, r->tenant, text, body, &err)) {
+	if (store_dataset_put(h->store, id, r->tenant, text, ds, &err)) {
 		http_problem_err(res, &err);
 		goto out;
 	}
@@ -320,10 +320,8 @@ static void dataset_create(struct http_server *h, const struct http_request *r,
 	if ((res->location = malloc(48)))
 		snprintf(res->location, 48, "/v1/datasets/%s", id);
 out:
-	free(body);
 	free(text);
 	json_decref(sum);
-	json_decref(doc);
 	dataset_destroy(ds);
 }
 

@@ -15,6 +15,7 @@
 #ifndef PMAXENT_DB_H
 #define PMAXENT_DB_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "server.h"
@@ -60,6 +61,16 @@ struct db_ops {
 	enum pm_status (*get_version)(struct db *d, int *v, struct pm_error *err);
 	enum pm_status (*set_version)(struct db *d, int v, struct pm_error *err);
 	void (*close)(struct db *d);
+	/* Binary parameters and columns (a packed dataset's chunks): the
+	 * bytes are the caller's until the statement is reset; a column's
+	 * are the statement's until the next step or reset (*len 0 and NULL
+	 * for SQL NULL). */
+	void (*bind_blob)(struct db_stmt *st, int i, const void *v, size_t len);
+	const void *(*col_blob)(struct db_stmt *st, int i, size_t *len);
+	/* From now on st's rows come as the database's binary form (PostgreSQL;
+	 * SQLite's always are): for a statement whose columns are all read
+	 * with col_blob, saving bytea's hex text, twice the bytes. */
+	void (*binary_results)(struct db_stmt *st);
 };
 
 struct db {

@@ -32,6 +32,9 @@ struct db_stmt {
 	int n_params, gen; /* prepared on connection generation gen (0: never) */
 	const char *vals[PG_MAX_PARAMS];
 	char ints[PG_MAX_PARAMS][24];
+	int lens[PG_MAX_PARAMS], fmts[PG_MAX_PARAMS]; /* fmts 1: a binary (blob) parameter */
+	int binary;				      /* results in binary form (binary_results) */
+	unsigned char *blob;			      /* the last col_blob's bytes (PQfreemem) */
 	PGresult *res;
 	int row, n_rows, changes;
 	struct db_stmt *next;
@@ -165,6 +168,37 @@ static void p_bind_int64(struct db_stmt *st, int i, int64_t v)
 	st->vals[i - 1] = st->ints[i - 1];
 }
 
+static void p_bind_blob(struct db_stmt *st, int i, const void *v, size_t len)
+{
+	if (i < 1 || i > PG_MAX_PARAMS)
+		return;
+	st->vals[i - 1] = v;
+	st->lens[i - 1] = (int)len;
+	st->fmts[i - 1] = 1;
+}
+
+/* bytea comes in binary results as its bytes, in text results as hex
+ * ("\x..."): decoded into st->blob. */
+static const void *p_col_blob(struct db_stmt *st, int i, size_t *len)
+{
+	*len = 0;
+	PQfreemem(st->blob);
+	st->blob = NULL;
+	if (!st->res || st->row >= st->n_rows || PQgetisnull(st->res, st->row, i))
+		return NULL;
+	if (st->binary) {
+		*len = (size_t)PQgetlength(st->res, st->row, i);
+		return PQgetvalue(st->res, st->row, i);
+	}
+	st->blob = PQunescapeBytea((const unsigned char *)PQgetvalue(st->res, st->row, i), len);
+	return st->blob;
+}
+
+static void p_binary_results(struct db_stmt *st)
+{
+	st->binary = 1;
+}
+
 /* Prepares st on this connection if it was not (or on an older one). */
 static enum pm_status ensure_prepared(struct db_stmt *st, struct pm_error *err)
 {
@@ -194,7 +228,8 @@ static enum pm_status p_step(struct db_stmt *st, int *row, struct pm_error *err)
 
 		if ((ret = ensure_prepared(st, err)))
 			return ret;
-		st->res = PQexecPrepared(st->d->c, st->name, st->n_params, st->vals, NULL, NULL, 0);
+		st->res = PQexecPrepared(st->d->c, st->name, st->n_params, st->vals, st->lens,
+					 st->fmts, st->binary);
 		s = PQresultStatus(st->res);
 		if (s != PGRES_TUPLES_OK && s != PGRES_COMMAND_OK)
 			return fail(st->d, st->res, err);
@@ -232,6 +267,9 @@ static void p_reset(struct db_stmt *st)
 	st->row = -1;
 	st->n_rows = st->changes = 0;
 	memset(st->vals, 0, sizeof st->vals);
+	memset(st->fmts, 0, sizeof st->fmts);
+	PQfreemem(st->blob);
+	st->blob = NULL;
 }
 
 /* A read transaction is one snapshot (REPEATABLE READ): a list and the
@@ -312,6 +350,7 @@ static void p_close(struct db *b)
 	for (struct db_stmt *st = d->stmts, *next; st; st = next) {
 		next = st->next;
 		PQclear(st->res);
+		PQfreemem(st->blob);
 		free(st->sql);
 		free(st);
 	}
@@ -322,9 +361,10 @@ static void p_close(struct db *b)
 }
 
 static const struct db_ops PG_OPS = {
-    p_exec,	      p_prepare,     p_bind_text,   p_bind_int64, p_step,   p_col_text,
-    p_col_int64,      p_changes,     p_reset,	    p_begin,	  p_commit, p_rollback,
-    p_in_transaction, p_get_version, p_set_version, p_close,
+    p_exec,	p_prepare,   p_bind_text,      p_bind_int64,	 p_step,
+    p_col_text, p_col_int64, p_changes,	       p_reset,		 p_begin,
+    p_commit,	p_rollback,  p_in_transaction, p_get_version,	 p_set_version,
+    p_close,	p_bind_blob, p_col_blob,       p_binary_results,
 };
 
 /* uri without its password, for messages and logs. */

@@ -79,6 +79,24 @@ static void s_bind_int64(struct db_stmt *st, int i, int64_t v)
 	sqlite3_bind_int64(st->st, i, (sqlite3_int64)v);
 }
 
+static void s_bind_blob(struct db_stmt *st, int i, const void *v, size_t len)
+{
+	sqlite3_bind_blob64(st->st, i, v, (sqlite3_uint64)len, SQLITE_STATIC);
+}
+
+static const void *s_col_blob(struct db_stmt *st, int i, size_t *len)
+{
+	const void *p = sqlite3_column_blob(st->st, i);
+
+	*len = p ? (size_t)sqlite3_column_bytes(st->st, i) : 0;
+	return p;
+}
+
+static void s_binary_results(struct db_stmt *st)
+{
+	(void)st;
+}
+
 static enum pm_status s_step(struct db_stmt *st, int *row, struct pm_error *err)
 {
 	int rc = sqlite3_step(st->st);
@@ -182,9 +200,10 @@ static void now_ms(sqlite3_context *ctx, int argc, sqlite3_value **argv)
 }
 
 static const struct db_ops SQLITE_OPS = {
-    s_exec,	      s_prepare,     s_bind_text,   s_bind_int64, s_step,   s_col_text,
-    s_col_int64,      s_changes,     s_reset,	    s_begin,	  s_commit, s_rollback,
-    s_in_transaction, s_get_version, s_set_version, s_close,
+    s_exec,	s_prepare,   s_bind_text,      s_bind_int64,	 s_step,
+    s_col_text, s_col_int64, s_changes,	       s_reset,		 s_begin,
+    s_commit,	s_rollback,  s_in_transaction, s_get_version,	 s_set_version,
+    s_close,	s_bind_blob, s_col_blob,       s_binary_results,
 };
 
 /* NOMUTEX: the store's mutex already serialises every use of the

@@ -38,6 +38,10 @@ struct conn {
 	int begun;     /* the headers have been seen (begin) */
 	int too_large; /* the body passed the limit: discarded, answer 413 */
 	int answered;  /* a response was queued early (401, 413) */
+	/* a CSV upload, read as it arrives instead of kept (upload.c) */
+	struct upload *upload;
+	int streams;	/* it is one: its limit is max_upload */
+	int upload_oom; /* it is one, and there was no memory for it */
 };
 
 void http_options_init(struct http_options *o)
@@ -51,6 +55,7 @@ void http_options_init(struct http_options *o)
 	o->dataset_cache_mb = STORE_CACHE_BYTES >> 20;
 	o->max_body = (size_t)64 << 20;
 	o->max_solve_body = (size_t)1 << 20;
+	o->max_upload = (size_t)2 << 30;
 	o->max_connections = 1024;
 	o->max_per_address = 64;
 	o->header_timeout = 10;
@@ -330,11 +335,20 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 	return c;
 }
 
+/* Is this a text/csv POST /v1/datasets, read as it arrives (upload.c)? */
+static int streams(struct MHD_Connection *con, enum http_route route, const char *method)
+{
+	struct http_request r = {con, method, "", NULL, route, "", "", "", 0, NULL};
+
+	return route == ROUTE_DATASETS && !strcmp(method, "POST") &&
+	       http_media_type(&r) == MEDIA_CSV;
+}
+
 /* The problem of a request that cannot go on, before its body: a stranger
  * (401), an unreadable target (400/404), an announced oversize body
  * (413). 0 when it may go on. */
 static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, struct conn *c,
-			     struct http_response *res)
+			     const char *method, struct http_response *res)
 {
 	const char *cl;
 	unsigned st;
@@ -343,7 +357,10 @@ static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, 
 
 	st = http_target_parse(c->raw, &c->target, detail, sizeof detail);
 	c->route = st ? ROUTE_NONE : api_route(c->target.path, c->id);
-	c->limit = c->route == ROUTE_SOLVE ? h->o.max_solve_body : h->o.max_body;
+	c->streams = streams(con, c->route, method);
+	c->limit = c->route == ROUTE_SOLVE ? h->o.max_solve_body
+		   : c->streams		   ? h->o.max_upload
+					   : h->o.max_body;
 	/* the dashboard's page is public: it asks for the token itself */
 	c->tenant = c->route == ROUTE_HEALTHZ || c->route == ROUTE_DASHBOARD
 			? ""
@@ -372,14 +389,20 @@ static enum MHD_Result begin(struct http_server *h, struct MHD_Connection *con, 
 {
 	struct http_response res = {0};
 
+	struct http_request r = {con, method, "", &c->target, ROUTE_NONE, "", "", "", 0, NULL};
+
 	c->begun = 1;
-	if (!refuse_early(h, con, c, &res))
+	if (!refuse_early(h, con, c, method, &res)) {
+		r.route = c->route;
+		c->upload = c->streams ? api_upload_begin(&r, &c->upload_oom) : NULL;
 		return MHD_YES;
+	}
 	c->answered = 1;
 	return send_response(h, con, c, method, &res);
 }
 
-/* Body bytes: kept up to the limit, then discarded (answered with 413). */
+/* Body bytes: kept up to the limit, then discarded (answered with 413);
+ * a CSV upload's go to its parser as they come. */
 static void absorb(struct conn *c, const char *data, size_t n)
 {
 	size_t cap;
@@ -391,6 +414,14 @@ static void absorb(struct conn *c, const char *data, size_t n)
 		c->too_large = 1;
 		free(c->body);
 		c->body = NULL;
+		upload_destroy(c->upload); /* what it built goes at once */
+		c->upload = NULL;
+		return;
+	}
+	if (c->upload || c->upload_oom) {
+		if (c->upload)
+			upload_feed(c->upload, data, n);
+		c->len += n;
 		return;
 	}
 	if (c->len + n + 1 > c->cap) {
@@ -412,11 +443,13 @@ static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connecti
 				      struct conn *c, const char *method)
 {
 	const char *url = c->target.path;
-	struct http_request r = {con, method, url, &c->target, c->route, "", c->tenant, "", 0};
+	struct http_request r = {con, method,	 url, &c->target, c->route,
+				 "",  c->tenant, "",  0,	  NULL};
 	struct http_response res = {0};
 	const char *allow = api_allow(c->route);
 
 	memcpy(r.id, c->id, sizeof r.id);
+	r.upload = c->upload;
 	if (c->body) {
 		c->body[c->len] = '\0';
 		r.body = c->body;
@@ -425,6 +458,8 @@ static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connecti
 	if (c->too_large)
 		http_problem(&res, 413, NULL, "the request body is over the limit of %zu bytes",
 			     c->limit);
+	else if (c->upload_oom)
+		http_oom(&res);
 	else if (!allow)
 		http_problem(&res, 404, NULL, "no resource at %s", url);
 	else if (!method_allowed(allow, method)) {
@@ -472,6 +507,7 @@ static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 
 	if (c) {
 		free(c->body);
+		upload_destroy(c->upload);
 		free(c->raw);
 		http_target_finish(&c->target);
 	}

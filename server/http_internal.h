@@ -90,6 +90,9 @@ struct http_request {
 	const char *tenant;    /* "" without access control */
 	const char *body;      /* NUL-terminated; may be empty */
 	size_t body_len;
+	/* a text/csv POST /v1/datasets: its body read as it came instead
+	 * (upload.c; body empty); NULL for any other request */
+	struct upload *upload;
 };
 
 /* A response being built; http.c sends it. Strings are owned (free()). */
@@ -291,5 +294,22 @@ char *metrics_render(struct http_server *h, size_t *len);
  * authenticated. Never given the token. */
 void metrics_log(const char *method, const char *path, unsigned status, size_t bytes,
 		 double seconds, const char *tenant);
+
+/* ---- upload.c: a CSV upload read as it arrives ---------------------------- */
+
+struct upload;
+/* The columns and name of ?sa=&group=[&name=] (each may be NULL); NULL
+ * when out of memory. Free with upload_destroy (NULL: no-op). */
+struct upload *upload_create(const char *sa, const char *group, const char *name);
+void upload_destroy(struct upload *u);
+/* The next piece of the body, cut anywhere. */
+void upload_feed(struct upload *u, const char *data, size_t n);
+/* The end of the body: 0 and *ds (the caller's), or -1 and the problem
+ * in res (400 not UTF-8 or malformed CSV, 422 a bad dataset). */
+int upload_finish(struct upload *u, struct dataset **ds, struct http_response *res);
+/* The upload the body of r is read into (api.c): non-NULL only for a
+ * text/csv POST to /v1/datasets (made from its query); *oom set when one
+ * was due and memory ran out. */
+struct upload *api_upload_begin(const struct http_request *r, int *oom);
 
 #endif

@@ -265,8 +265,11 @@ static void render_cache(struct out *o, struct http_server *h)
 	       "Parsed datasets asked for, by whether the cache had them.");
 	emit(o, "pmaxent_dataset_cache_lookups_total{result=\"hit\"} %" PRIu64 "\n", cs.hits);
 	emit(o, "pmaxent_dataset_cache_lookups_total{result=\"miss\"} %" PRIu64 "\n", cs.misses);
+	family(o, "pmaxent_dataset_cache_load_seconds_total", "counter",
+	       "Seconds spent reading datasets from the store on cache misses.");
+	emit(o, "pmaxent_dataset_cache_load_seconds_total %.6f\n", cs.load_seconds);
 	family(o, "pmaxent_dataset_cache_bytes", "gauge",
-	       "Stored text of the datasets the cache holds parsed.");
+	       "About the memory of the datasets the cache holds.");
 	emit(o, "pmaxent_dataset_cache_bytes %zu\n", cs.bytes);
 	family(o, "pmaxent_dataset_cache_entries", "gauge", "Datasets the cache holds parsed.");
 	emit(o, "pmaxent_dataset_cache_entries %zu\n", cs.entries);

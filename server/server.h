@@ -139,7 +139,7 @@ struct store_row {
 	char *dataset_id;	  /* analyses */
 	char *status;		  /* analyses: queued|running|succeeded|failed|cancelled */
 	char *summary;		  /* datasets: summary JSON text */
-	char *body;		  /* datasets: dataset JSON text (only when asked for) */
+	char *body;		  /* datasets: JSON text (schema < 5; asked for) or "" */
 	char *request;		  /* analyses: {"knowledge":..,"solver":..} JSON text */
 	char *result;		  /* analyses: result JSON text once succeeded; sweeps: points */
 	char *problem;		  /* analyses: problem JSON text once failed */
@@ -157,29 +157,45 @@ void store_rows_free(struct store_row *rows, size_t n);
 enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err);
 void store_close(struct store *s);
 
+/* Stores ds packed (dataset_pack) with its summary JSON text, in chunks
+ * of at most STORE_CHUNK_BYTES, all in one transaction: a 10M-record
+ * table is a few hundred megabytes, where the database takes at most
+ * 1 GB a value. PM_ERR_CONFLICT when id exists. */
+#define STORE_CHUNK_BYTES ((size_t)16 << 20)
+enum pm_status store_dataset_put(struct store *s, const char *id, const char *tenant,
+				 const char *summary, const struct dataset *ds,
+				 struct pm_error *err);
+/* The chunks' size from now on (tests: many chunks of a small dataset). */
+void store_chunk_limit(struct store *s, size_t bytes);
+/* A dataset as its JSON text body, the form of schema versions up to 4
+ * (which still reads: store_dataset_parsed); the service stores with
+ * store_dataset_put. */
 enum pm_status store_dataset_insert(struct store *s, const char *id, const char *tenant,
 				    const char *summary, const char *body, struct pm_error *err);
-/* with_body: also load the (large) body. */
+/* with_body: also load the (large) body: the JSON text of a dataset
+ * stored by store_dataset_insert, "" for a packed one. */
 enum pm_status store_dataset_get(struct store *s, const char *id, const char *tenant, int with_body,
 				 struct store_row *out, struct pm_error *err);
 /*
  * The parsed dataset id of tenant (store_cache.c): parsed at the first
  * call and kept while it fits in the cache, as datasets never change once
  * stored; every call still checks that the tenant has it
- * (PM_ERR_NOT_FOUND). PM_ERR_INTERNAL when the stored text does not read
+ * (PM_ERR_NOT_FOUND). PM_ERR_INTERNAL when what is stored does not read
  * back. *out is borrowed and read-only until the caller hands it back
  * with store_dataset_release (NULL: no-op).
  */
 enum pm_status store_dataset_parsed(struct store *s, const char *id, const char *tenant,
 				    const struct dataset **out, struct pm_error *err);
 void store_dataset_release(struct store *s, const struct dataset *ds);
-/* The cache's bound, bytes of stored text (default STORE_CACHE_BYTES;
- * 0: every call parses). */
+/* The cache's bound, bytes of parsed datasets (about: a packed one is
+ * counted by its arrays, one stored as text by its text's length;
+ * default STORE_CACHE_BYTES; 0: every call parses). */
 #define STORE_CACHE_BYTES ((size_t)1 << 30)
 void store_cache_limit(struct store *s, size_t bytes);
 struct store_cache_stats {
 	uint64_t hits, misses; /* lookups since the store opened */
 	size_t bytes, entries; /* held now */
+	double load_seconds;   /* spent reading datasets from the store on misses */
 };
 void store_cache_stats(struct store *s, struct store_cache_stats *out);
 /*
@@ -413,6 +429,7 @@ struct http_options {
 	const char *token_file;	 /* lines "TOKEN TENANT [admin]"; NULL: no access control */
 	size_t max_body;	 /* request body cap, bytes (413 above) */
 	size_t max_solve_body;	 /* POST /v1/solve cap, bytes */
+	size_t max_upload;	 /* text/csv POST /v1/datasets cap (read as it comes), bytes */
 	int insecure;		 /* allow a non-loopback address without tokens */
 	int quiet;		 /* no access log (tests) */
 	/* connections: open at once, of them from one address; seconds for a

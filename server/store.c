@@ -24,67 +24,12 @@
 
 #include "store_internal.h"
 
-/* Bumped whenever the schema changes; open refuses newer databases and
- * migrates older ones (schema). */
-#define STORE_SCHEMA_VERSION 4
-
-/* The first tables (schema version 2), SEQ the key's type. */
-#define SCHEMA(SEQ)                                                                                \
-	"CREATE TABLE IF NOT EXISTS datasets("                                                     \
-	" seq " SEQ ", id TEXT UNIQUE NOT NULL,"                                                   \
-	" tenant TEXT NOT NULL, summary TEXT NOT NULL, body TEXT NOT NULL,"                        \
-	" created BIGINT NOT NULL, updated BIGINT NOT NULL);"                                      \
-	"CREATE TABLE IF NOT EXISTS analyses("                                                     \
-	" seq " SEQ ", id TEXT UNIQUE NOT NULL,"                                                   \
-	" tenant TEXT NOT NULL,"                                                                   \
-	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
-	" status TEXT NOT NULL CHECK(status IN"                                                    \
-	" ('queued','running','succeeded','failed','cancelled')),"                                 \
-	" request TEXT, result TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0,"           \
-	" created BIGINT NOT NULL, updated BIGINT NOT NULL,"                                       \
-	" crashes INTEGER NOT NULL DEFAULT 0);"                                                    \
-	"CREATE INDEX IF NOT EXISTS datasets_tenant ON datasets(tenant, seq);"                     \
-	"CREATE INDEX IF NOT EXISTS analyses_tenant ON analyses(tenant, seq);"                     \
-	"CREATE INDEX IF NOT EXISTS analyses_dataset ON analyses(dataset_id, seq);" /* unfinished  \
-										       analyses at \
-										       start-up    \
-										       and the     \
-										       /metrics    \
-										       counts */   \
-	"CREATE INDEX IF NOT EXISTS analyses_status ON analyses(status, seq);"
-
-/* 3 -> 4: the queue many nodes share (store_jobs.c): who runs a job,
- * where it is (progress, written at each heartbeat: every node answers
- * the same) and until when its lease holds (now_ms(): milliseconds of the database's
- * clock, a function of both dialects). */
-#define LEASES                                                                                     \
-	"ALTER TABLE analyses ADD COLUMN owner TEXT;"                                              \
-	"ALTER TABLE analyses ADD COLUMN lease_until BIGINT;"                                      \
-	"ALTER TABLE sweeps ADD COLUMN owner TEXT;"                                                \
-	"ALTER TABLE sweeps ADD COLUMN lease_until BIGINT;"                                        \
-	"ALTER TABLE analyses ADD COLUMN progress TEXT;"                                           \
-	"ALTER TABLE sweeps ADD COLUMN progress TEXT;"
-
-/* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's
- * identity column. */
-#define SEQ_SQLITE   "INTEGER PRIMARY KEY AUTOINCREMENT"
-#define SEQ_POSTGRES "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
-
 /* Status names in the order of store_analysis_counts. */
 static const char *const STATUS[5] = {"queued", "running", "succeeded", "failed", "cancelled"};
 
 /* Types a statement does not fix are CAST (db.h): `?2 IS NULL` alone
  * tells PostgreSQL nothing. */
-static const char *const SQL[Q_SW_INSERT] = {
-    [Q_DS_INSERT] = "INSERT INTO datasets(id, tenant, summary, body, created, updated)"
-		    " VALUES(?1, ?2, ?3, ?4, ?5, ?5)",
-    [Q_DS_GET] = "SELECT seq, id, tenant, summary, CASE WHEN ?3 = 1 THEN body END, created,"
-		 " updated FROM datasets"
-		 " WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = CAST(?2 AS TEXT))",
-    [Q_DS_LIST] = "SELECT seq, id, tenant, summary, NULL, created, updated FROM datasets"
-		  " WHERE tenant = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-    [Q_DS_EXISTS] = "SELECT 1 FROM datasets WHERE id = ?1 AND tenant = ?2",
-    [Q_DS_DELETE] = "DELETE FROM datasets WHERE id = ?1 AND tenant = ?2",
+static const char *const SQL[Q_DS_INSERT] = {
     /* The analysis takes its tenant from the dataset row, so the two
      * can never disagree, and the insert is a no-op for a foreign one. */
     [Q_AN_INSERT] = "INSERT INTO analyses(id, tenant, dataset_id, status, request, attempts,"
@@ -122,24 +67,24 @@ static const char *const SQL[Q_SW_INSERT] = {
 };
 
 /* Each statement's highest ?N. */
-static const int PARAMS[Q_SW_INSERT] = {
-    [Q_DS_INSERT] = 5, [Q_DS_GET] = 3,	   [Q_DS_LIST] = 3,	 [Q_DS_EXISTS] = 2,
-    [Q_DS_DELETE] = 2, [Q_AN_INSERT] = 5,  [Q_AN_GET] = 2,	 [Q_AN_LIST] = 4,
-    [Q_AN_MOVE] = 9,   [Q_AN_STATUS] = 1,  [Q_AN_DELETE] = 2,	 [Q_AN_UNFINISHED] = 2,
-    [Q_AN_COUNTS] = 0, [Q_AN_CRASHES] = 1, [Q_AN_INTERRUPT] = 4,
+static const int PARAMS[Q_DS_INSERT] = {
+    [Q_AN_INSERT] = 5,	[Q_AN_GET] = 2,	      [Q_AN_LIST] = 4,	     [Q_AN_MOVE] = 9,
+    [Q_AN_STATUS] = 1,	[Q_AN_DELETE] = 2,    [Q_AN_UNFINISHED] = 2, [Q_AN_COUNTS] = 0,
+    [Q_AN_CRASHES] = 1, [Q_AN_INTERRUPT] = 4,
 };
-
-/* Reads one result row into a store_row; 0 or -1 out of memory. */
-typedef int (*row_reader)(struct store *s, struct db_stmt *st, struct store_row *r);
 
 /* ---- statements ------------------------------------------------------------ */
 
 /* The SQL of q and its highest ?N, from the file that owns it. */
 static const char *query_sql(enum query q, int *n_params)
 {
-	if (q < Q_SW_INSERT) {
+	if (q < Q_DS_INSERT) {
 		*n_params = PARAMS[q];
 		return SQL[q];
+	}
+	if (q < Q_SW_INSERT) {
+		*n_params = store_dataset_params[q - Q_DS_INSERT];
+		return store_dataset_sql[q - Q_DS_INSERT];
 	}
 	if (q < Q_AN_CLAIM) {
 		*n_params = store_sweep_params[q - Q_SW_INSERT];
@@ -208,7 +153,7 @@ static enum pm_status exec(struct store *s, const char *sql, struct pm_error *er
 /* Ends the transaction begun by begin: commit when ret is PM_OK,
  * otherwise roll back so nothing of it is visible. Returns the final
  * status. */
-static enum pm_status tx_end(struct store *s, enum pm_status ret, struct pm_error *err)
+enum pm_status store_tx_end(struct store *s, enum pm_status ret, struct pm_error *err)
 {
 	if (!s->db->ops->in_transaction(s->db))
 		return ret; /* BEGIN failed or the database already rolled back */
@@ -263,15 +208,14 @@ enum pm_status store_write_end(struct store *s, struct db_stmt *st, enum pm_stat
 			       struct pm_error *err)
 {
 	release(s, st);
-	ret = tx_end(s, ret, err);
+	ret = store_tx_end(s, ret, err);
 	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
 /* ---- rows ------------------------------------------------------------------ */
 
-/* Copies text column i (NULL stays NULL); -1 out of memory. */
-static int col_str(struct store *s, struct db_stmt *st, int i, char **dst)
+int store_col_str(struct store *s, struct db_stmt *st, int i, char **dst)
 {
 	const char *t = s->db->ops->col_text(st, i);
 
@@ -284,16 +228,6 @@ static int64_t col_int(struct store *s, struct db_stmt *st, int i)
 	return s->db->ops->col_int64(st, i);
 }
 
-static int read_dataset(struct store *s, struct db_stmt *st, struct store_row *r)
-{
-	memset(r, 0, sizeof *r);
-	r->seq = col_int(s, st, 0);
-	r->created = col_int(s, st, 5);
-	r->updated = col_int(s, st, 6);
-	return -(col_str(s, st, 1, &r->id) || col_str(s, st, 2, &r->tenant) ||
-		 col_str(s, st, 3, &r->summary) || col_str(s, st, 4, &r->body));
-}
-
 static int read_analysis(struct store *s, struct db_stmt *st, struct store_row *r)
 {
 	memset(r, 0, sizeof *r);
@@ -302,10 +236,10 @@ static int read_analysis(struct store *s, struct db_stmt *st, struct store_row *
 	r->created = col_int(s, st, 9);
 	r->updated = col_int(s, st, 10);
 	r->crashes = (int)col_int(s, st, 11);
-	return -(col_str(s, st, 1, &r->id) || col_str(s, st, 2, &r->tenant) ||
-		 col_str(s, st, 3, &r->dataset_id) || col_str(s, st, 4, &r->status) ||
-		 col_str(s, st, 5, &r->request) || col_str(s, st, 6, &r->result) ||
-		 col_str(s, st, 7, &r->problem) || col_str(s, st, 12, &r->progress));
+	return -(store_col_str(s, st, 1, &r->id) || store_col_str(s, st, 2, &r->tenant) ||
+		 store_col_str(s, st, 3, &r->dataset_id) || store_col_str(s, st, 4, &r->status) ||
+		 store_col_str(s, st, 5, &r->request) || store_col_str(s, st, 6, &r->result) ||
+		 store_col_str(s, st, 7, &r->problem) || store_col_str(s, st, 12, &r->progress));
 }
 
 void store_row_finish(struct store_row *r)
@@ -335,7 +269,7 @@ void store_rows_free(struct store_row *rows, size_t n)
 }
 
 /* Steps a bound list statement, collecting every row. */
-static enum pm_status fetch_all(struct store *s, struct db_stmt *st, row_reader read,
+static enum pm_status fetch_all(struct store *s, struct db_stmt *st, store_row_reader read,
 				struct store_row **rows, size_t *n, struct pm_error *err)
 {
 	enum pm_status ret;
@@ -379,62 +313,6 @@ static int64_t limit_of(size_t limit)
 
 /* ---- open and close -------------------------------------------------------- */
 
-/* The steps from each schema version to the next, in order, per
- * dialect: versions are run at start, each in the transaction of
- * schema(). */
-static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
-    [DB_SQLITE] =
-	{
-	    /* 0 -> 2: a new database (then 2 -> 3 and on) */
-	    SCHEMA(SEQ_SQLITE),
-	    /* 1 -> 2: how often the service died running an analysis
-	     * (poison jobs, jobs.c) */
-	    "ALTER TABLE analyses ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0",
-	    /* 2 -> 3: sweeps (store_sweeps.c) */
-	    STORE_SWEEPS_SCHEMA(SEQ_SQLITE),
-	    /* 3 -> 4: leases (now_ms() is db_sqlite.c's) */
-	    LEASES,
-	},
-    /* PostgreSQL came at version 3: a new database only */
-    [DB_POSTGRES] =
-	{
-	    SCHEMA(SEQ_POSTGRES),
-	    NULL,
-	    STORE_SWEEPS_SCHEMA(SEQ_POSTGRES),
-	    LEASES "CREATE OR REPLACE FUNCTION now_ms() RETURNS BIGINT LANGUAGE sql"
-		   " AS 'SELECT CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)"
-		   " AS BIGINT)';",
-	},
-};
-
-/* Creates the tables on a new database and migrates an older one;
- * refuses one from a newer pmaxent rather than misreading it. Nodes that
- * start at once take turns (the driver's version lock). */
-static enum pm_status schema(struct store *s, struct pm_error *err)
-{
-	const char *const *steps = MIGRATIONS[s->db->kind];
-	enum pm_status ret = s->db->ops->begin(s->db, 1, err);
-	int v = 0;
-
-	if (!ret)
-		ret = s->db->ops->get_version(s->db, &v, err);
-	if (ret || v == STORE_SCHEMA_VERSION)
-		goto out;
-	if (v > STORE_SCHEMA_VERSION) {
-		ret = error_set(err, PM_ERR_IO, "",
-				"database %s has schema version %d; this pmaxent knows %d",
-				s->db->where, v, STORE_SCHEMA_VERSION);
-		goto out;
-	}
-	ret = exec(s, steps[v], err); /* a new database: SCHEMA is version 2 */
-	for (v = v ? v + 1 : 2; !ret && v < STORE_SCHEMA_VERSION; v++)
-		ret = exec(s, steps[v], err);
-	if (!ret)
-		ret = s->db->ops->set_version(s->db, STORE_SCHEMA_VERSION, err);
-out:
-	return tx_end(s, ret, err);
-}
-
 /*
  * Durability: synchronous=FULL fsyncs the WAL on every commit. A 201/202
  * answer promises the dataset or analysis exists, and a recorded result is
@@ -453,7 +331,7 @@ static enum pm_status configure(struct store *s, struct pm_error *err)
 	if (!ret && s->db->kind == DB_SQLITE)
 		ret = exec(s, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", err);
 	if (!ret)
-		ret = schema(s, err);
+		ret = store_schema(s, err);
 	return ret;
 }
 
@@ -502,6 +380,7 @@ enum pm_status store_open(const char *where, struct store **out, struct pm_error
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 	pthread_mutex_init(&s->lock, NULL);
 	s->lock_fd = -1;
+	s->chunk_bytes = STORE_CHUNK_BYTES;
 	if (!(s->cache = store_cache_create(STORE_CACHE_BYTES)))
 		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory opening the store");
 	else if (db_is_pg(where))
@@ -531,34 +410,13 @@ void store_close(struct store *s)
 	free(s);
 }
 
-/* ---- datasets -------------------------------------------------------------- */
-
-enum pm_status store_dataset_insert(struct store *s, const char *id, const char *tenant,
-				    const char *summary, const char *body, struct pm_error *err)
-{
-	struct db_stmt *st = NULL;
-	enum pm_status ret;
-
-	ret = store_write_begin(s, Q_DS_INSERT, &st, err);
-	if (ret)
-		goto out;
-	store_bind_str(s, st, 1, id);
-	store_bind_str(s, st, 2, tenant);
-	store_bind_str(s, st, 3, summary);
-	store_bind_str(s, st, 4, body);
-	store_bind_int(s, st, 5, (int64_t)time(NULL));
-	ret = store_run(s, st, NULL, err);
-	if (ret == PM_ERR_CONFLICT)
-		ret = error_set(err, PM_ERR_CONFLICT, "", "dataset \"%s\" already exists", id);
-out:
-	return store_write_end(s, st, ret, err);
-}
+/* ---- rows of any table ------------------------------------------------------ */
 
 /* One dataset (Q_DS_GET) or analysis (Q_AN_GET) by id; tenant NULL
  * matches any. */
-static enum pm_status get_row(struct store *s, enum query q, const char *what, const char *id,
-			      const char *tenant, int with_body, struct store_row *out,
-			      struct pm_error *err)
+enum pm_status store_get_row(struct store *s, enum query q, const char *what, const char *id,
+			     const char *tenant, int with_body, struct store_row *out,
+			     struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	struct store_row *rows = NULL;
@@ -574,7 +432,7 @@ static enum pm_status get_row(struct store *s, enum query q, const char *what, c
 	store_bind_str(s, st, 2, tenant);
 	if (q == Q_DS_GET)
 		store_bind_int(s, st, 3, with_body != 0);
-	ret = fetch_all(s, st, q == Q_DS_GET ? read_dataset : read_analysis, &rows, &n, err);
+	ret = fetch_all(s, st, q == Q_DS_GET ? store_read_dataset : read_analysis, &rows, &n, err);
 	if (!ret && n == 0)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", what, id);
 	else if (!ret)
@@ -585,18 +443,12 @@ out:
 	return ret;
 }
 
-enum pm_status store_dataset_get(struct store *s, const char *id, const char *tenant, int with_body,
-				 struct store_row *out, struct pm_error *err)
-{
-	return get_row(s, Q_DS_GET, "dataset", id, tenant, with_body, out, err);
-}
-
 /* A page of datasets (Q_DS_LIST) or of a dataset's analyses (Q_AN_LIST,
  * PM_ERR_NOT_FOUND when the dataset is not the tenant's). One read
  * snapshot, so the check and the page agree while another process writes. */
-static enum pm_status list_rows(struct store *s, enum query q, const char *dataset_id,
-				const char *tenant, int64_t after, size_t limit,
-				struct store_row **rows, size_t *n, struct pm_error *err)
+enum pm_status store_list_rows(struct store *s, enum query q, const char *dataset_id,
+			       const char *tenant, int64_t after, size_t limit,
+			       struct store_row **rows, size_t *n, struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	enum pm_status ret;
@@ -622,9 +474,9 @@ static enum pm_status list_rows(struct store *s, enum query q, const char *datas
 	store_bind_str(s, st, first, tenant);
 	store_bind_int(s, st, first + 1, after);
 	store_bind_int(s, st, first + 2, limit_of(limit));
-	ret = fetch_all(s, st, q == Q_DS_LIST ? read_dataset : read_analysis, rows, n, err);
+	ret = fetch_all(s, st, q == Q_DS_LIST ? store_read_dataset : read_analysis, rows, n, err);
 out:
-	ret = tx_end(s, ret, err);
+	ret = store_tx_end(s, ret, err);
 	if (ret) {
 		store_rows_free(*rows, *n);
 		*rows = NULL, *n = 0;
@@ -633,17 +485,11 @@ out:
 	return ret;
 }
 
-enum pm_status store_dataset_list(struct store *s, const char *tenant, int64_t after, size_t limit,
-				  struct store_row **rows, size_t *n, struct pm_error *err)
-{
-	return list_rows(s, Q_DS_LIST, NULL, tenant, after, limit, rows, n, err);
-}
-
 /* Deletes one row by id and tenant (Q_DS_DELETE or Q_AN_DELETE). The
  * analyses of a dataset go with it (ON DELETE CASCADE), in the same
  * transaction. */
-static enum pm_status delete_row(struct store *s, enum query q, const char *what, const char *id,
-				 const char *tenant, struct pm_error *err)
+enum pm_status store_delete_row(struct store *s, enum query q, const char *what, const char *id,
+				const char *tenant, struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	enum pm_status ret;
@@ -659,16 +505,6 @@ static enum pm_status delete_row(struct store *s, enum query q, const char *what
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", what, id);
 out:
 	return store_write_end(s, st, ret, err);
-}
-
-enum pm_status store_dataset_delete(struct store *s, const char *id, const char *tenant,
-				    struct pm_error *err)
-{
-	enum pm_status st = delete_row(s, Q_DS_DELETE, "dataset", id, tenant, err);
-
-	if (!st)
-		store_cache_forget(s->cache, id);
-	return st;
 }
 
 /* ---- analyses -------------------------------------------------------------- */
@@ -713,7 +549,7 @@ enum pm_status store_analysis_insert(struct store *s, const char *id, const char
 enum pm_status store_job_get(struct store *s, const struct store_jobs *t, const char *id,
 			     const char *tenant, struct store_row *out, struct pm_error *err)
 {
-	return get_row(s, t->get, t->what, id, tenant, 0, out, err);
+	return store_get_row(s, t->get, t->what, id, tenant, 0, out, err);
 }
 
 enum pm_status store_analysis_get(struct store *s, const char *id, const char *tenant,
@@ -726,14 +562,14 @@ enum pm_status store_analysis_list(struct store *s, const char *dataset_id, cons
 				   int64_t after, size_t limit, struct store_row **rows, size_t *n,
 				   struct pm_error *err)
 {
-	return list_rows(s, Q_AN_LIST, dataset_id, tenant, after, limit, rows, n, err);
+	return store_list_rows(s, Q_AN_LIST, dataset_id, tenant, after, limit, rows, n, err);
 }
 
 enum pm_status store_sweep_list(struct store *s, const char *dataset_id, const char *tenant,
 				int64_t after, size_t limit, struct store_row **rows, size_t *n,
 				struct pm_error *err)
 {
-	return list_rows(s, Q_SW_LIST, dataset_id, tenant, after, limit, rows, n, err);
+	return store_list_rows(s, Q_SW_LIST, dataset_id, tenant, after, limit, rows, n, err);
 }
 
 static int status_index(const char *name, size_t len)
@@ -813,7 +649,7 @@ enum pm_status store_analysis_transition(struct store *s, const char *id, const 
 enum pm_status store_job_delete(struct store *s, const struct store_jobs *t, const char *id,
 				const char *tenant, struct pm_error *err)
 {
-	return delete_row(s, t->del, t->what, id, tenant, err);
+	return store_delete_row(s, t->del, t->what, id, tenant, err);
 }
 
 enum pm_status store_analysis_delete(struct store *s, const char *id, const char *tenant,
@@ -825,7 +661,7 @@ enum pm_status store_analysis_delete(struct store *s, const char *id, const char
 static int read_id(struct store *s, struct db_stmt *st, struct store_row *r)
 {
 	memset(r, 0, sizeof *r);
-	return col_str(s, st, 0, &r->id) || !r->id ? -1 : 0;
+	return store_col_str(s, st, 0, &r->id) || !r->id ? -1 : 0;
 }
 
 enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,

@@ -4,10 +4,11 @@
  * for each request. A dataset never changes once stored (it can only be
  * deleted), so a parsed one stays right for as long as its id exists:
  * each lookup still asks the store whether the tenant has it, and only the
- * parse is saved. Entries are counted by their stored text's length (an
- * upper bound of the parsed size: the text spells every value of every
- * record) and the least recently used unreferenced ones go once the total
- * is over the limit; an entry in use stays until it is released.
+ * read is saved. Entries are counted by about the bytes of their arrays
+ * (one stored as JSON text before schema version 5: by the text's length,
+ * an upper bound) and the least recently used unreferenced ones go once
+ * the total is over the limit; an entry in use stays until it is
+ * released.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@ struct store_cache {
 	struct cache_entry *head;
 	size_t bytes, limit;
 	uint64_t clock, hits, misses;
+	double load_seconds; /* reading datasets on misses */
 };
 
 struct store_cache *store_cache_create(size_t limit)
@@ -102,37 +104,34 @@ static struct cache_entry *find(struct store_cache *c, const char *id)
 	return NULL;
 }
 
-/* Parses row's text into a new entry, or NULL (err set). */
-static struct cache_entry *parse(const char *id, const struct store_row *row, struct pm_error *err)
+/* Reads dataset id of tenant from the store into a new entry, or NULL
+ * (err set). */
+static struct cache_entry *load(struct store *s, const char *id, const char *tenant,
+				struct pm_error *err)
 {
 	struct cache_entry *e = calloc(1, sizeof *e);
-	json_t *body = row->body ? json_loads(row->body, 0, NULL) : NULL;
 
 	if (!e || !(e->id = strdup(id))) {
 		error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	} else if (!body || codec_dataset(body, &e->ds, err)) {
-		error_set(err, PM_ERR_INTERNAL, "", "the stored dataset %s is unreadable", id);
-	} else {
-		e->bytes = strlen(row->body);
+	} else if (!store_dataset_load(s, id, tenant, &e->ds, &e->bytes, err)) {
 		e->refs = 1;
+		return e;
 	}
-	json_decref(body);
-	if (e && !e->ds) {
+	if (e)
 		free(e->id);
-		free(e);
-		e = NULL;
-	}
-	return e;
+	free(e);
+	return NULL;
 }
 
 /* Keeps e unless an entry of its id came meanwhile (two misses at once):
  * then that one, and e is freed. */
-static struct cache_entry *keep(struct store_cache *c, struct cache_entry *e)
+static struct cache_entry *keep(struct store_cache *c, struct cache_entry *e, double seconds)
 {
 	struct cache_entry *had;
 
 	pthread_mutex_lock(&c->mu);
 	c->misses++;
+	c->load_seconds += seconds;
 	if ((had = find(c, e->id))) {
 		entry_free(e);
 		e = had;
@@ -164,13 +163,11 @@ enum pm_status store_dataset_parsed(struct store *s, const char *id, const char 
 		c->hits++;
 	pthread_mutex_unlock(&c->mu);
 	if (!e) {
-		if ((st = store_dataset_get(s, id, tenant, 1, &row, err)))
-			return st;
-		e = parse(id, &row, err);
-		store_row_finish(&row);
-		if (!e)
+		double t0 = pipeline_now();
+
+		if (!(e = load(s, id, tenant, err)))
 			return err->status;
-		e = keep(c, e);
+		e = keep(c, e, pipeline_now() - t0);
 	}
 	*out = e->ds;
 	return PM_OK;
@@ -231,6 +228,7 @@ void store_cache_stats(struct store *s, struct store_cache_stats *out)
 	out->hits = c->hits;
 	out->misses = c->misses;
 	out->bytes = c->bytes;
+	out->load_seconds = c->load_seconds;
 	out->entries = 0;
 	for (struct cache_entry *e = c->head; e; e = e->next)
 		out->entries++;

@@ -1,8 +1,8 @@
 /*
- * Private to store.c and store_sweeps.c: the connection, its statements
- * and the code analyses and sweeps share (the two tables have the same
- * columns and states; a sweep's points sit where an analysis's result
- * does). Not part of the public API (server.h).
+ * Private to store.c, store_datasets.c, store_sweeps.c and store_jobs.c: the connection, its
+ * statements and the code analyses and sweeps share (the two tables have the same columns and
+ * states; a sweep's points sit where an analysis's result does). Not part of the public API
+ * (server.h).
  */
 #ifndef PMAXENT_STORE_INTERNAL_H
 #define PMAXENT_STORE_INTERNAL_H
@@ -30,11 +30,6 @@
 	"CREATE INDEX IF NOT EXISTS sweeps_status ON sweeps(status, seq);"
 
 enum query {
-	Q_DS_INSERT,
-	Q_DS_GET,
-	Q_DS_LIST,
-	Q_DS_EXISTS,
-	Q_DS_DELETE,
 	Q_AN_INSERT,
 	Q_AN_GET,
 	Q_AN_LIST,
@@ -45,6 +40,14 @@ enum query {
 	Q_AN_COUNTS,
 	Q_AN_CRASHES,
 	Q_AN_INTERRUPT,
+	/* store_datasets.c (store_dataset_sql) */
+	Q_DS_INSERT,
+	Q_DS_GET,
+	Q_DS_LIST,
+	Q_DS_EXISTS,
+	Q_DS_DELETE,
+	Q_DS_CHUNK_PUT,
+	Q_DS_CHUNK_GET,
 	/* store_sweeps.c (store_sweep_sql) */
 	Q_SW_INSERT,
 	Q_SW_GET,
@@ -79,6 +82,7 @@ struct store {
 	struct db *db;
 	struct db_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
+	size_t chunk_bytes; /* a packed dataset's chunks, at most (store_datasets.c) */
 };
 
 /* The parsed datasets' cache of at most limit bytes (store_cache.c);
@@ -90,6 +94,10 @@ void store_cache_forget(struct store_cache *c, const char *id);
 /* Sets the limit; what is over it goes as entries are released. */
 void store_cache_set_limit(struct store_cache *c, size_t limit);
 
+/* The SQL of Q_DS_INSERT .. Q_DS_CHUNK_GET (store_datasets.c), and
+ * each one's highest ?N. */
+extern const char *const store_dataset_sql[Q_SW_INSERT - Q_DS_INSERT];
+extern const int store_dataset_params[Q_SW_INSERT - Q_DS_INSERT];
 /* The SQL of Q_SW_INSERT .. Q_SW_COUNTS (store_sweeps.c), and each
  * one's highest ?N. */
 extern const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT];
@@ -127,6 +135,40 @@ enum pm_status store_job_unfinished(struct store *s, const struct store_jobs *t,
 enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t, const char *id,
 				     int max_crashes, const char *problem, int *crashes,
 				     struct pm_error *err);
+
+/* Reads one result row into a store_row; 0 or -1 out of memory. */
+typedef int (*store_row_reader)(struct store *s, struct db_stmt *st, struct store_row *r);
+/* A dataset row of Q_DS_GET or Q_DS_LIST (store_datasets.c). */
+int store_read_dataset(struct store *s, struct db_stmt *st, struct store_row *r);
+/* Text column i copied into *dst (NULL stays NULL); -1 out of memory. */
+int store_col_str(struct store *s, struct db_stmt *st, int i, char **dst);
+/* One dataset (Q_DS_GET) or analysis (Q_AN_GET, ...) by id; tenant NULL
+ * matches any; PM_ERR_NOT_FOUND names what. out is the caller's. */
+enum pm_status store_get_row(struct store *s, enum query q, const char *what, const char *id,
+			     const char *tenant, int with_body, struct store_row *out,
+			     struct pm_error *err);
+/* A page of datasets (Q_DS_LIST) or of a dataset's analyses or sweeps
+ * (rows the caller's, store_rows_free). */
+enum pm_status store_list_rows(struct store *s, enum query q, const char *dataset_id,
+			       const char *tenant, int64_t after, size_t limit,
+			       struct store_row **rows, size_t *n, struct pm_error *err);
+/* Deletes one row by id and tenant (PM_ERR_NOT_FOUND when none). */
+enum pm_status store_delete_row(struct store *s, enum query q, const char *what, const char *id,
+				const char *tenant, struct pm_error *err);
+/* The dataset id of tenant read from the store (store_datasets.c): its
+ * packed chunks, or the JSON text of a dataset stored before schema
+ * version 5. *out the caller's (dataset_destroy); *bytes about what it
+ * takes in memory, for the cache. PM_ERR_NOT_FOUND, or PM_ERR_INTERNAL
+ * when what is stored does not read back. */
+enum pm_status store_dataset_load(struct store *s, const char *id, const char *tenant,
+				  struct dataset **out, size_t *bytes, struct pm_error *err);
+
+/* Creates the tables on a new database and migrates an older one
+ * (store_schema.c); refuses one from a newer pmaxent. */
+enum pm_status store_schema(struct store *s, struct pm_error *err);
+/* Ends the transaction begun on s's connection: commits when ret is
+ * PM_OK, else rolls back. Returns the final status. */
+enum pm_status store_tx_end(struct store *s, enum pm_status ret, struct pm_error *err);
 
 /* Locks the store, begins a write transaction and hands out statement q
  * (*st stays NULL on failure). Pair with store_write_end, which commits

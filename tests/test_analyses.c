@@ -270,6 +270,7 @@ static void test_dataset_cache(size_t mb, double hits, double misses)
 	CHECK(sample(r.body, "pmaxent_dataset_cache_lookups_total{result=\"hit\"} ") == hits);
 	CHECK(sample(r.body, "pmaxent_dataset_cache_lookups_total{result=\"miss\"} ") == misses);
 	CHECK(sample(r.body, "pmaxent_dataset_cache_entries ") == (mb ? 1 : 0));
+	CHECK(strstr(r.body, "\npmaxent_dataset_cache_load_seconds_total ") != NULL);
 	resp_free(&r);
 	snprintf(path, sizeof path, "/v1/datasets/%s", ds);
 	r = del(http_port(h), path);

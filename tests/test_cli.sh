@@ -488,6 +488,19 @@ if cmp -s "$OUT" "$TMP/anatomized.json"; then ok; else bad "anatomize with the s
 run 0 solve "$TMP/anatomized.json"
 json_ok 'd["status"] == "converged" and d["dataset"]["records"] == 24'
 json_ok 'd["estimation_accuracy"] is not None and d["estimation_accuracy"] >= 0'
+# --csv: the same table as CSV, which reads back (quoted where need be) to
+# the same solve
+run 0 anatomize "$DATA/cli_table.csv" --sa disease --qi age,sex,zip --l 3 --seed 7 --csv
+cp "$OUT" "$TMP/anatomized.csv"
+if head -1 "$OUT" | grep -qx 'age,sex,zip,group,disease'; then ok; else bad "anatomize --csv header: $(head -1 "$OUT")"; fi
+run 0 solve "$TMP/anatomized.json"
+cp "$OUT" "$TMP/from_json.result"
+run 0 solve "$TMP/anatomized.csv" --sa disease --group group
+json_ok 'd["estimation_accuracy"] == json.load(open(sys.argv[1].replace("out", "from_json.result")))["estimation_accuracy"]'
+printf 'city,n,s\n"a,b",1,x\n"q""q",1,y\nc,2,x\nd,2,z\n' >"$TMP/quoted.csv"
+run 0 anatomize "$TMP/quoted.csv" --sa s --qi city,n --l 2 --csv
+out_has '"a,b"'
+out_has '"q""q"'
 run 2 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2
 err_has "pmaxent: --l: the table is not 2-eligible"
 run 0 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2 --set-aside
@@ -531,6 +544,67 @@ run 2 serve --lease 0
 err_has "pmaxent: --lease: must be a number of seconds above 0"
 run 2 serve --dataset-cache -1
 err_has "pmaxent: --dataset-cache: must be from 0 to 1073741824, got -1"
+
+# ---- upload: a dataset file to a running service -----------------------------
+
+"$BIN" serve --port 0 --data-dir "$TMP/up" --quiet 2>"$TMP/serve2.log" &
+srv=$!
+for _ in $(seq 100); do grep -q "listening on" "$TMP/serve2.log" && break; sleep 0.05; done
+url=$(grep -o 'http://[^ ]*' "$TMP/serve2.log")
+run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --name "fig 1"
+json_ok 'd["name"] == "fig 1" and d["records"] == 8 and d["groups"] == 3 and d["id"].startswith("ds_")'
+err_has "pmaxent: sent 0.2 of 0.2 kB (100%)"
+run 0 upload "$DATA/codec_small.json" --server "$url/"
+json_ok 'd["name"] == "small" and d["records"] == 11'
+# a bigger file: many blocks, one progress line per tenth (stderr is not a terminal)
+python3 - "$TMP/big.csv" <<'EOF'
+import sys
+with open(sys.argv[1], "w") as f:
+    f.write("zip,age,g,s\n")
+    for i in range(300000):
+        f.write("%d,%d,%d,s%d\n" % (i % 97, i % 60, i // 5, i % 5))
+EOF
+run 0 upload "$TMP/big.csv" --server "$url" --sa s --group g
+json_ok 'd["records"] == 300000 and d["groups"] == 60000'
+lines=$(grep -c '^pmaxent: sent .* MB' "$ERR")
+if [ "$lines" -ge 6 ] && [ "$lines" -le 11 ]; then ok; else bad "$lines progress lines: $(cat "$ERR")"; fi
+err_has "(100%)"
+# refused by the service (4xx): its detail, exit 2, nothing on stdout
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa illness --group group
+err_has 'pmaxent: sa: no column "illness" in the header (HTTP 422)'
+out_empty
+printf 'a,b,g,s\n1,2,1,x\n1,"2\n' >"$TMP/open.csv"
+run 2 upload "$TMP/open.csv" --server "$url" --sa s --group g
+err_has 'pmaxent: line 3: malformed CSV: quoted field is not terminated (missing ") (HTTP 400)'
+# bad arguments
+run 2 upload "$DATA/figure1.csv" --server "$url"
+err_has "a CSV upload needs --sa COL and --group COL"
+run 2 upload "$DATA/figure1.csv" --server "ftp://$url" --sa disease --group group
+err_has "--server must be http://HOST:PORT"
+run 2 upload "$TMP/missing.csv" --server "$url" --sa disease --group group
+err_has "cannot open $TMP/missing.csv"
+run 0 upload --help
+out_has "usage: pmaxent upload"
+run 0 --help
+out_has "upload DATASET --server URL"
+kill -TERM "$srv"
+wait "$srv"
+# nobody listening: exit 1
+run 1 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
+err_has "pmaxent: cannot connect to 127.0.0.1:"
+# a service with access control: the token goes along
+printf 'secret-2 bob\n' >"$TMP/tokens2"
+chmod 600 "$TMP/tokens2"
+"$BIN" serve --port 0 --data-dir "$TMP/up" --quiet --token-file "$TMP/tokens2" 2>"$TMP/serve3.log" &
+srv=$!
+for _ in $(seq 100); do grep -q "listening on" "$TMP/serve3.log" && break; sleep 0.05; done
+url=$(grep -o 'http://[^ ]*' "$TMP/serve3.log")
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
+err_has "(HTTP 401)"
+run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token secret-2
+json_ok 'd["records"] == 8'
+kill -TERM "$srv"
+wait "$srv"
 
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

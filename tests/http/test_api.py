@@ -151,6 +151,96 @@ def test_dataset_csv(client):
     assert d["sa_domain"] == ["Breast Cancer", "Flu", "HIV", "Lung Cancer"]
 
 
+def _streamed(client, path, chunks, pause=0.02):
+    """A text/csv POST sent in pieces, a pause between them, so that the
+    server reads each on its own (Content-Length, not chunked)."""
+    total = sum(len(c) for c in chunks)
+
+    def slow():
+        for c in chunks:
+            yield c
+            time.sleep(pause)
+
+    return client.raw("POST", path, {"Content-Type": "text/csv", "Content-Length": str(total)},
+                      slow())
+
+
+def _dataset_ids(client):
+    return [d["id"] for d in client.get("/v1/datasets?limit=1000").json()["items"]]
+
+
+def test_dataset_csv_streamed(client):
+    # read as it arrives: pieces cut inside a quoted field, between CR and
+    # LF and inside a UTF-8 character; the answer is the whole body's
+    text = "zip,\"city\",g,s\r\n1,\"Z\u00fcrich, \"\"old\"\"\",1,Flu\r\n2,Bern,1,HIV\r\n".encode()
+    cuts = [3, 9, text.index(b"\xc3") + 1, text.index(b"\r\n2") + 1, len(text)]
+    chunks = [text[a:b] for a, b in zip([0] + cuts, cuts)]
+    r = _streamed(client, "/v1/datasets?sa=s&group=g&name=cut", chunks)
+    assert r.status == 201, r
+    d = r.json()
+    assert d["records"] == 2 and d["qi_attributes"] == ["zip", "city"] and d["name"] == "cut"
+    before = _dataset_ids(client)
+    # a bad row, a malformed line and bytes that are not UTF-8, each after
+    # good pieces: the same problem as for the whole body, nothing stored
+    rows = b"".join(b"%d,c,1,Flu\n" % i for i in range(2000))
+    head = b"zip,city,g,s\n"
+    p = problem(_streamed(client, "/v1/datasets?sa=s&group=g",
+                          [head, rows, b"9,c,1\n", rows], pause=0), 400, "line 2002")
+    assert "has 3 fields, expected 4" in p["detail"], p
+    p = problem(_streamed(client, "/v1/datasets?sa=s&group=g",
+                          [head, rows, b"9,c,1,\"open\n", rows], pause=0), 400, "line 2002")
+    assert "quoted field is not terminated" in p["detail"], p
+    bad = len(head) + len(rows) + 2
+    p = problem(_streamed(client, "/v1/datasets?sa=s&group=g",
+                          [head, rows, b"9,\xc3", b"(,1,Flu\n", rows], pause=0), 400)
+    assert p["detail"] == "the CSV is not valid UTF-8 (byte %d)" % bad, p
+    p = problem(_streamed(client, "/v1/datasets?sa=s&group=g",
+                          [head, rows, b"9,c,%s,Flu\n" % (b"g" * 300)], pause=0), 422,
+                "line 2002")
+    assert p["detail"].startswith("column 3 (\"g\") is 300 bytes long"), p
+    assert _dataset_ids(client) == before
+
+
+def test_dataset_csv_max_upload(client, make_server, spec):
+    # a CSV upload is bounded by --max-upload, not --max-body (1 MB here)
+    rows = b"".join(b"%d,c%d,%d,Flu\n" % (i, i % 7, i // 5) for i in range(150000))
+    body = b"zip,city,g,s\n" + rows
+    assert len(body) > 2 << 20
+    r = client.post("/v1/datasets?sa=s&group=g", body=body, content_type="text/csv")
+    assert r.status == 201 and r.json()["records"] == 150000, r
+    small = make_server(["--max-upload", "4096"])
+    c = type(client)(small, spec)
+    problem(c.post("/v1/datasets?sa=s&group=g", body=body[:5000], content_type="text/csv"),
+            413)
+    assert _dataset_ids(c) == []
+    r = c.post("/v1/datasets?sa=s&group=g", body=body[:body.rindex(b"\n", 0, 4096) + 1],
+               content_type="text/csv")
+    assert r.status == 201, r
+
+
+def test_dataset_csv_stalled(client, make_server, spec):
+    # a client that stops mid-upload is cut off by --idle-timeout; what it
+    # sent is dropped, nothing stored, and the service goes on
+    import socket
+    srv = make_server(["--idle-timeout", "1"])
+    c = type(client)(srv, spec)
+    sock = socket.create_connection((srv.host, srv.port), timeout=30)
+    sock.sendall(b"POST /v1/datasets?sa=s&group=g HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: text/csv\r\nContent-Length: 100000\r\n\r\n"
+                 b"zip,city,g,s\n1,a,1,Flu\n")
+    t0 = time.monotonic()
+    try:
+        got = sock.recv(65536)
+    except ConnectionResetError:
+        got = b""
+    sock.close()
+    assert time.monotonic() - t0 < 10 and not got.startswith(b"HTTP/1.1 201"), got
+    assert _dataset_ids(c) == []
+    r = c.post("/v1/datasets?sa=s&group=g", body=b"zip,city,g,s\n1,a,1,Flu\n",
+               content_type="text/csv")
+    assert r.status == 201, r
+
+
 # ---- the whole flow ----------------------------------------------------------------
 
 

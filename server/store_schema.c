@@ -1,0 +1,119 @@
+/*
+ * The store's schema and its migrations (store.c opens, this says what
+ * each version adds): versioned, run at start in one transaction, in the
+ * dialect of the back end (db.h).
+ */
+#include "store_internal.h"
+
+/* Bumped whenever the schema changes; open refuses newer databases and
+ * migrates older ones (schema). */
+#define STORE_SCHEMA_VERSION 5
+
+/* The first tables (schema version 2), SEQ the key's type. */
+#define SCHEMA(SEQ)                                                                                \
+	"CREATE TABLE IF NOT EXISTS datasets("                                                     \
+	" seq " SEQ ", id TEXT UNIQUE NOT NULL,"                                                   \
+	" tenant TEXT NOT NULL, summary TEXT NOT NULL, body TEXT NOT NULL,"                        \
+	" created BIGINT NOT NULL, updated BIGINT NOT NULL);"                                      \
+	"CREATE TABLE IF NOT EXISTS analyses("                                                     \
+	" seq " SEQ ", id TEXT UNIQUE NOT NULL,"                                                   \
+	" tenant TEXT NOT NULL,"                                                                   \
+	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
+	" status TEXT NOT NULL CHECK(status IN"                                                    \
+	" ('queued','running','succeeded','failed','cancelled')),"                                 \
+	" request TEXT, result TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0,"           \
+	" created BIGINT NOT NULL, updated BIGINT NOT NULL,"                                       \
+	" crashes INTEGER NOT NULL DEFAULT 0);"                                                    \
+	"CREATE INDEX IF NOT EXISTS datasets_tenant ON datasets(tenant, seq);"                     \
+	"CREATE INDEX IF NOT EXISTS analyses_tenant ON analyses(tenant, seq);"                     \
+	"CREATE INDEX IF NOT EXISTS analyses_dataset ON analyses(dataset_id, seq);" /* unfinished  \
+										       analyses at \
+										       start-up    \
+										       and the     \
+										       /metrics    \
+										       counts */   \
+	"CREATE INDEX IF NOT EXISTS analyses_status ON analyses(status, seq);"
+
+/* 3 -> 4: the queue many nodes share (store_jobs.c): who runs a job,
+ * where it is (progress, written at each heartbeat: every node answers
+ * the same) and until when its lease holds (now_ms(): milliseconds of the database's
+ * clock, a function of both dialects). */
+#define LEASES                                                                                     \
+	"ALTER TABLE analyses ADD COLUMN owner TEXT;"                                              \
+	"ALTER TABLE analyses ADD COLUMN lease_until BIGINT;"                                      \
+	"ALTER TABLE sweeps ADD COLUMN owner TEXT;"                                                \
+	"ALTER TABLE sweeps ADD COLUMN lease_until BIGINT;"                                        \
+	"ALTER TABLE analyses ADD COLUMN progress TEXT;"                                           \
+	"ALTER TABLE sweeps ADD COLUMN progress TEXT;"
+
+/* 4 -> 5: datasets packed (dataset_pack) in chunks (store_datasets.c);
+ * chunks 0 is a dataset stored before, as the JSON text in body, which
+ * still reads. BLOB the binary type of the dialect. */
+#define CHUNKS(BLOB)                                                                               \
+	"ALTER TABLE datasets ADD COLUMN chunks INTEGER NOT NULL DEFAULT 0;"                       \
+	"CREATE TABLE IF NOT EXISTS dataset_chunks("                                               \
+	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
+	" seq INTEGER NOT NULL, data " BLOB " NOT NULL, PRIMARY KEY(dataset_id, seq));"
+
+/* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's
+ * identity column. */
+#define SEQ_SQLITE   "INTEGER PRIMARY KEY AUTOINCREMENT"
+#define SEQ_POSTGRES "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+
+/* The steps from each schema version to the next, in order, per
+ * dialect: versions are run at start, each in the transaction of
+ * schema(). */
+static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
+    [DB_SQLITE] =
+	{
+	    /* 0 -> 2: a new database (then 2 -> 3 and on) */
+	    SCHEMA(SEQ_SQLITE),
+	    /* 1 -> 2: how often the service died running an analysis
+	     * (poison jobs, jobs.c) */
+	    "ALTER TABLE analyses ADD COLUMN crashes INTEGER NOT NULL DEFAULT 0",
+	    /* 2 -> 3: sweeps (store_sweeps.c) */
+	    STORE_SWEEPS_SCHEMA(SEQ_SQLITE),
+	    /* 3 -> 4: leases (now_ms() is db_sqlite.c's) */
+	    LEASES,
+	    CHUNKS("BLOB"),
+	},
+    /* PostgreSQL came at version 3: a new database only */
+    [DB_POSTGRES] =
+	{
+	    SCHEMA(SEQ_POSTGRES),
+	    NULL,
+	    STORE_SWEEPS_SCHEMA(SEQ_POSTGRES),
+	    LEASES "CREATE OR REPLACE FUNCTION now_ms() RETURNS BIGINT LANGUAGE sql"
+		   " AS 'SELECT CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)"
+		   " AS BIGINT)';",
+	    CHUNKS("BYTEA"),
+	},
+};
+
+/* Creates the tables on a new database and migrates an older one;
+ * refuses one from a newer pmaxent rather than misreading it. Nodes that
+ * start at once take turns (the driver's version lock). */
+enum pm_status store_schema(struct store *s, struct pm_error *err)
+{
+	const char *const *steps = MIGRATIONS[s->db->kind];
+	enum pm_status ret = s->db->ops->begin(s->db, 1, err);
+	int v = 0;
+
+	if (!ret)
+		ret = s->db->ops->get_version(s->db, &v, err);
+	if (ret || v == STORE_SCHEMA_VERSION)
+		goto out;
+	if (v > STORE_SCHEMA_VERSION) {
+		ret = error_set(err, PM_ERR_IO, "",
+				"database %s has schema version %d; this pmaxent knows %d",
+				s->db->where, v, STORE_SCHEMA_VERSION);
+		goto out;
+	}
+	ret = s->db->ops->exec(s->db, steps[v], err); /* a new database: SCHEMA is version 2 */
+	for (v = v ? v + 1 : 2; !ret && v < STORE_SCHEMA_VERSION; v++)
+		ret = s->db->ops->exec(s->db, steps[v], err);
+	if (!ret)
+		ret = s->db->ops->set_version(s->db, STORE_SCHEMA_VERSION, err);
+out:
+	return store_tx_end(s, ret, err);
+}
