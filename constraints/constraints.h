@@ -172,6 +172,13 @@ void dataset_destroy(struct dataset *ds);
 const char *dataset_tuple_value(const struct dataset *ds, uint32_t q, size_t a);
 /* Index of attribute name, or -1. */
 long dataset_attr_index(const struct dataset *ds, const char *name);
+/* For the ways of making a dataset (the builder, dataset_unpack): its
+ * distinct QI tuples in order of first appearance (tuples, tuple_count,
+ * n_tuples, rec_tuple, allocated here) from n records of na codes each,
+ * record r's written by row_at into row. PM_ERR_NOMEM, or PM_OK. */
+enum pm_status dataset_intern_tuples(struct dataset *ds, size_t n, size_t na,
+				     void (*row_at)(const void *ctx, size_t r, uint32_t *row),
+				     const void *ctx);
 
 /* ---- dataset_pack.c ----------------------------------------------------- */
 

@@ -555,28 +555,30 @@ static uint64_t hash_tuple(const uint32_t *t, size_t n)
 	return hash_bytes(14695981039346656037ULL, t, n * sizeof *t);
 }
 
-/* Distinct QI tuples in order of first appearance, via a hash of the codes. */
-static enum pm_status encode_tuples(const struct dataset_builder *b, struct dataset *ds)
+/* Open addressing over a hash of the codes (see constraints.h). */
+enum pm_status dataset_intern_tuples(struct dataset *ds, size_t n, size_t na,
+				     void (*row_at)(const void *ctx, size_t r, uint32_t *row),
+				     const void *ctx)
 {
-	size_t na = b->n_attrs, n_slots = 64, mask;
-	uint32_t *slot;
+	size_t n_slots = 64, mask;
+	uint32_t row[DATASET_MAX_ATTRS], *slot;
 
-	while (n_slots < 2 * b->n_rows)
+	while (n_slots < 2 * n)
 		n_slots *= 2;
 	mask = n_slots - 1;
 	slot = calloc(n_slots, sizeof *slot);
-	ds->rec_tuple = malloc(b->n_rows * sizeof *ds->rec_tuple);
-	ds->tuples = malloc(b->n_rows * na * sizeof *ds->tuples);
-	ds->tuple_count = calloc(b->n_rows, sizeof *ds->tuple_count);
+	ds->rec_tuple = malloc((n ? n : 1) * sizeof *ds->rec_tuple);
+	ds->tuples = malloc((n ? n : 1) * na * sizeof *ds->tuples);
+	ds->tuple_count = calloc(n ? n : 1, sizeof *ds->tuple_count);
 	if (!slot || !ds->rec_tuple || !ds->tuples || !ds->tuple_count) {
 		free(slot);
 		return PM_ERR_NOMEM;
 	}
-	for (size_t r = 0; r < b->n_rows; r++) {
-		const uint32_t *row = b->row_qi + r * na;
-		size_t j = hash_tuple(row, na) & mask;
+	for (size_t r = 0; r < n; r++) {
+		size_t j;
 
-		for (; slot[j]; j = (j + 1) & mask)
+		row_at(ctx, r, row);
+		for (j = hash_tuple(row, na) & mask; slot[j]; j = (j + 1) & mask)
 			if (!memcmp(ds->tuples + (size_t)(slot[j] - 1) * na, row, na * sizeof *row))
 				break;
 		if (!slot[j]) {
@@ -588,6 +590,13 @@ static enum pm_status encode_tuples(const struct dataset_builder *b, struct data
 	}
 	free(slot);
 	return PM_OK;
+}
+
+static void builder_row(const void *ctx, size_t r, uint32_t *row)
+{
+	const struct dataset_builder *b = ctx;
+
+	memcpy(row, b->row_qi + r * b->n_attrs, b->n_attrs * sizeof *row);
 }
 
 struct triple {
@@ -681,7 +690,7 @@ static enum pm_status encode(struct dataset_builder *b, struct dataset *ds)
 	if (!st)
 		st = encode_values(b, ds);
 	if (!st)
-		st = encode_tuples(b, ds);
+		st = dataset_intern_tuples(ds, b->n_rows, b->n_attrs, builder_row, b);
 	if (st)
 		return st;
 	ds->has_ground_truth = b->form == FORM_RECORDS;

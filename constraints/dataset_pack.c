@@ -403,50 +403,18 @@ static enum pm_status check_packed(const struct packed *pk, struct pm_error *err
 
 /* ---- building: the builder's arrays, from the codes -------------------------- */
 
-static uint64_t hash_codes(const uint32_t *t, size_t n)
+static void packed_row(const void *ctx, size_t r, uint32_t *row)
 {
-	const unsigned char *c = (const unsigned char *)t;
-	uint64_t h = 14695981039346656037ULL;
+	const struct packed *pk = ctx;
 
-	for (size_t i = 0; i < n * sizeof *t; i++)
-		h = (h ^ c[i]) * 1099511628211ULL; /* FNV-1a */
-	return h;
+	for (size_t a = 0; a < pk->n_attrs; a++)
+		row[a] = code_at(pk, a, r);
 }
 
 /* Distinct QI tuples in order of first appearance, with their counts. */
 static int build_tuples(const struct packed *pk, struct dataset *ds)
 {
-	size_t na = pk->n_attrs, n = pk->n_records, n_slots = 64, mask;
-	uint32_t row[DATASET_MAX_ATTRS], *slot;
-
-	while (n_slots < 2 * n)
-		n_slots *= 2;
-	mask = n_slots - 1;
-	slot = calloc(n_slots, sizeof *slot);
-	ds->rec_tuple = malloc(n * sizeof *ds->rec_tuple);
-	ds->tuples = malloc(n * na * sizeof *ds->tuples);
-	ds->tuple_count = calloc(n, sizeof *ds->tuple_count);
-	if (!slot || !ds->rec_tuple || !ds->tuples || !ds->tuple_count) {
-		free(slot);
-		return -1;
-	}
-	for (size_t r = 0; r < n; r++) {
-		size_t j;
-
-		for (size_t a = 0; a < na; a++)
-			row[a] = code_at(pk, a, r);
-		for (j = hash_codes(row, na) & mask; slot[j]; j = (j + 1) & mask)
-			if (!memcmp(ds->tuples + (size_t)(slot[j] - 1) * na, row, na * sizeof *row))
-				break;
-		if (!slot[j]) {
-			memcpy(ds->tuples + ds->n_tuples * na, row, na * sizeof *row);
-			slot[j] = (uint32_t)++ds->n_tuples;
-		}
-		ds->rec_tuple[r] = slot[j] - 1;
-		ds->tuple_count[slot[j] - 1]++;
-	}
-	free(slot);
-	return 0;
+	return dataset_intern_tuples(ds, pk->n_records, pk->n_attrs, packed_row, pk) ? -1 : 0;
 }
 
 static int cmp_u32(const void *pa, const void *pb)
