@@ -5,7 +5,8 @@
 # database and the same N analyses of Adult posted round-robin over its
 # nodes (bench/cluster.py: Top-(K, K) bounds, K and T cycled), RUNS times
 # interleaved; the run with the median seconds is printed. Each node runs as many
-# workers as the machine has cores (serve's default).
+# workers as the machine has cores (serve's default). cpu_s: the CPU
+# seconds the nodes and their PostgreSQL connections used in the run.
 #   bench/cluster.sh      env: N (60), NODES (3), RUNS (3), PMAXENT_BIN, ADULT_CSV
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,16 @@ cleanup() {
 	"$root/scripts/cluster" stop "$work/cl" 2>/dev/null || true
 }
 trap 'cleanup; rm -rf "$work"' EXIT
+# CPU seconds (user + system) the processes named have used so far,
+# the store's included: a figure the machine's other load does not move
+cpu_of() {
+	local ticks=0 f
+	for p in "$@"; do
+		f=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+		ticks=$((ticks + ${f% *} + ${f#* }))
+	done
+	python3 -c "print('%.1f' % ($ticks / $(getconf CLK_TCK)))"
+}
 
 sqlite() {
 	local port
@@ -36,7 +47,7 @@ sqlite() {
 	"$bin" serve --port "$port" --data-dir "$work/var" --quiet 2>"$work/sqlite.log" &
 	sqlite_pid=$!
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
-	python3 "$root/bench/cluster.py" "http://127.0.0.1:$port"
+	echo "$(python3 "$root/bench/cluster.py" "http://127.0.0.1:$port") $(cpu_of "$sqlite_pid")"
 	kill "$sqlite_pid"
 	wait "$sqlite_pid" 2>/dev/null || true
 	sqlite_pid=
@@ -48,7 +59,10 @@ postgres() {
 	mapfile -t urls < <(PMAXENT_BIN=$bin "$root/scripts/cluster" start "$work/cl" --nodes "$1" \
 		--port "$(free_port)" -- --quiet)
 	[ ${#urls[@]} = "$1" ] || { echo "bench/cluster.sh: the cluster did not start" >&2; exit 1; }
-	python3 "$root/bench/cluster.py" "${urls[@]}"
+	local pm pids
+	pm=$(head -1 "$work/cl/pg/data/postmaster.pid")
+	pids=($(cat "$work"/cl/node-*.pid) "$pm" $(pgrep -P "$pm"))
+	echo "$(python3 "$root/bench/cluster.py" "${urls[@]}") $(cpu_of "${pids[@]}")"
 	"$root/scripts/cluster" stop "$work/cl"
 }
 
@@ -61,7 +75,8 @@ for r in $(seq "$runs"); do
 		if [ "$1" = sqlite ]; then sqlite; else postgres "$2"; fi >>"$work/rows.$c"
 	done
 done
-printf '%-10s %5s %5s %8s %8s %9s %8s %8s\n' store nodes N wall_s per_s succeeded p50_s max_s
+printf '%-10s %5s %5s %8s %8s %9s %8s %8s %6s\n' store nodes N wall_s per_s succeeded p50_s \
+	max_s cpu_s
 for c in "${!configs[@]}"; do
 	set -- ${configs[$c]}
 	sort -k2 -n "$work/rows.$c" | sed -n "$(((runs + 1) / 2))p" |
