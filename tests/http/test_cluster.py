@@ -24,8 +24,9 @@ from conftest import SLOW, Client
 from helpers import ROOT, synthetic
 
 PG_TEMP = os.path.join(ROOT, "scripts", "pg-temp")
-# fast takeovers: a dead node's lease runs out within 2 s
-FAST = ["--workers", "1", "--lease", "2", "--heartbeat", "0.3", "--quiet"]
+# fast takeovers: a dead node's lease runs out within 2 s; room in the
+# queue (counted across the nodes) for the 200 posted at once
+FAST = ["--workers", "1", "--lease", "2", "--heartbeat", "0.3", "--queue", "256", "--quiet"]
 
 
 @pytest.fixture(scope="module")
