@@ -72,24 +72,6 @@ static enum pm_status build_occurrences(const struct dataset *ds, struct invaria
 	return PM_OK;
 }
 
-/* Position of SA value s among the s of bucket b, or -1. */
-static long bucket_sa_pos(const struct dataset *ds, size_t b, uint32_t s)
-{
-	size_t lo = ds->bs_off[b], hi = ds->bs_off[b + 1], base = lo;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ds->bs_value[mid] == s)
-			return (long)(mid - base);
-		if (ds->bs_value[mid] < s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 /* Lays out the cells, bucket by bucket, q-major. */
 static enum pm_status build_cells(const struct dataset *ds, struct invariants *inv)
 {
@@ -121,10 +103,56 @@ static enum pm_status build_cells(const struct dataset *ds, struct invariants *i
 	return PM_OK;
 }
 
+/* The cells of each slot (q, s), ascending: cell[off[t] .. off[t + 1]) for
+ * slot t. Built for the knowledge rows only, then freed. */
+struct slot_cells {
+	size_t *off;
+	uint32_t *cell;
+};
+
+/* Counting sort of the cells by slot (ascending cells stay ascending). */
+static enum pm_status slot_cells_build(const struct invariants *inv, size_t n_slots,
+				       struct slot_cells *sc)
+{
+	sc->off = calloc(n_slots + 2, sizeof *sc->off);
+	sc->cell = malloc((inv->n_cells + 1) * sizeof *sc->cell);
+	if (!sc->off || !sc->cell)
+		return PM_ERR_NOMEM;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		sc->off[inv->cell_slot[c] + 2]++;
+	for (size_t t = 0; t < n_slots; t++)
+		sc->off[t + 2] += sc->off[t + 1];
+	for (size_t c = 0; c < inv->n_cells; c++)
+		sc->cell[sc->off[inv->cell_slot[c] + 1]++] = (uint32_t)c;
+	return PM_OK;
+}
+
+/* Slot of SA value s in tuple q (its slots ascend by value), or -1. */
+static long tuple_slot(const struct invariants *inv, uint32_t q, uint32_t s)
+{
+	size_t lo = inv->slot_off[q], hi = inv->slot_off[q + 1];
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (inv->slot_sa[mid] == s)
+			return (long)mid;
+		if (inv->slot_sa[mid] < s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
 /* Cells of knowledge rule r, appended to cells (capacity >= n_cells) in
- * the order of the tuples; returns how many, and n(Qv) through *n_qv. */
+ * the order of the tuples; returns how many, and n(Qv) through *n_qv.
+ * The cells of (q, s) come whole from sc: at 10M records a rule's tuples
+ * occur in ~10^5 buckets, and a search of s in each (cache misses on
+ * every bucket) took most of the 20 s of building Top-(5000, 5000). */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
-			 const struct rule *r, uint32_t *cells, uint64_t *n_qv)
+			 const struct slot_cells *sc, const struct rule *r, uint32_t *cells,
+			 uint64_t *n_qv)
 {
 	size_t n = 0, lo, hi;
 	const uint32_t *list = postings_candidates(ds, r, &lo, &hi);
@@ -132,16 +160,15 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 	*n_qv = 0;
 	for (size_t at = lo; at < hi; at++) {
 		uint32_t q = list ? list[at] : (uint32_t)at;
+		long t;
 
 		if (!knowledge_matches(ds, r, q))
 			continue;
 		*n_qv += ds->tuple_count[q];
-		for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
-			long j = bucket_sa_pos(ds, inv->occ_bucket[o], r->sa);
-
-			if (j >= 0)
-				cells[n++] = inv->occ_cell[o] + (uint32_t)j;
-		}
+		if ((t = tuple_slot(inv, q, r->sa)) < 0)
+			continue;
+		memcpy(cells + n, sc->cell + sc->off[t], (sc->off[t + 1] - sc->off[t]) * sizeof *cells);
+		n += sc->off[t + 1] - sc->off[t];
 	}
 	return n;
 }
@@ -286,7 +313,9 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 					   struct invariants *inv, struct row_buf *rb,
 					   uint32_t *tmp, struct pm_error *err)
 {
-	enum pm_status st = PM_OK;
+	struct slot_cells sc = {0};
+	enum pm_status st = k && k->n ? slot_cells_build(inv, inv->slot_off[ds->n_tuples], &sc)
+				      : PM_OK;
 
 	for (size_t r = 0; k && r < k->n && !st; r++) {
 		const struct rule *rule = &k->rules[r];
@@ -294,7 +323,7 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 		size_t n;
 		double rhs;
 
-		n = rule_cells(ds, inv, rule, tmp, &n_qv);
+		n = rule_cells(ds, inv, &sc, rule, tmp, &n_qv);
 		sort_cells(tmp, tmp + inv->n_cells, n);
 		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv),
 		 * an interval (either) lo n(Qv) to hi n(Qv) */
@@ -305,6 +334,8 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 			inv->hi[rb->n_rows - 1] = rule->hi * (double)n_qv;
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
+	free(sc.off);
+	free(sc.cell);
 	return st;
 }
 
@@ -482,6 +513,11 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 	st = build_invariant_rows(ds, inv, &rb, tmp);
 	if (!st)
 		st = build_occurrences(ds, inv);
+	/* the slots before the knowledge rows, which take their cells */
+	if (!st)
+		st = build_bucket_layout(ds, inv);
+	if (!st)
+		st = build_slots(ds, inv);
 	if (!st)
 		st = build_knowledge_rows(ds, k, inv, &rb, tmp, err);
 	if (st)
@@ -496,10 +532,6 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 		goto out;
 	}
 	st = build_bucket_index(ds, inv);
-	if (!st)
-		st = build_bucket_layout(ds, inv);
-	if (!st)
-		st = build_slots(ds, inv);
 	inv->zero_invariants =
 	    (uint64_t)ds->n_tuples * ds->sa_values.n * ds->n_groups - inv->n_cells;
 out:
