@@ -88,6 +88,17 @@ json_t *codec_privacy(const struct dataset *ds, const struct solver_result *r);
 json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 		     const struct solver_result *r, const struct codec_timings *t,
 		     const struct codec_mined *mined);
+/*
+ * Entries [from, from + limit) of the "posterior" of a stored result
+ * (JSON text s of n bytes, as codec_result wrote it) into *items (new
+ * reference, caller decrefs; NULL on failure) and the posterior's length
+ * into *total, parsing those entries only: a result's text holds its
+ * rules and the whole posterior, and a page of 50 tuples of a large table
+ * should not cost a parse of all of it. PM_ERR_INPUT when the text has no
+ * top-level "posterior" array or is malformed.
+ */
+enum pm_status codec_result_posterior(const char *s, size_t n, size_t from, size_t limit,
+				      json_t **items, size_t *total);
 
 /* ---- pipeline.c --------------------------------------------------------- */
 
