@@ -167,7 +167,8 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 		*n_qv += ds->tuple_count[q];
 		if ((t = tuple_slot(inv, q, r->sa)) < 0)
 			continue;
-		memcpy(cells + n, sc->cell + sc->off[t], (sc->off[t + 1] - sc->off[t]) * sizeof *cells);
+		memcpy(cells + n, sc->cell + sc->off[t],
+		       (sc->off[t + 1] - sc->off[t]) * sizeof *cells);
 		n += sc->off[t + 1] - sc->off[t];
 	}
 	return n;
@@ -314,8 +315,8 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 					   uint32_t *tmp, struct pm_error *err)
 {
 	struct slot_cells sc = {0};
-	enum pm_status st = k && k->n ? slot_cells_build(inv, inv->slot_off[ds->n_tuples], &sc)
-				      : PM_OK;
+	enum pm_status st =
+	    k && k->n ? slot_cells_build(inv, inv->slot_off[ds->n_tuples], &sc) : PM_OK;
 
 	for (size_t r = 0; k && r < k->n && !st; r++) {
 		const struct rule *rule = &k->rules[r];
@@ -339,52 +340,55 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 	return st;
 }
 
+/* The knowledge rows through each bucket, counted (pass 0: kb_off[b + 1])
+ * or listed (pass 1, from fill[b]). A row's cells are ascending and a
+ * bucket's cells adjacent, so a row's cells in one bucket follow each
+ * other: comparing with the entry before finds the distinct pairs
+ * without a per-bucket array to look up at every entry. */
+static void bucket_index_pass(struct invariants *inv, int pass, size_t *fill)
+{
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
+		uint32_t last = UINT32_MAX;
+
+		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+			uint32_t b = inv->cell_group[inv->row_cell[e]];
+
+			if (b == last)
+				continue;
+			last = b;
+			if (pass == 0)
+				inv->kb_off[b + 1]++;
+			else
+				inv->kb_row[fill[b]++] = (uint32_t)r;
+		}
+	}
+}
+
 /* kb_off/kb_row: the knowledge rows touching each bucket; touched: the
  * buckets with one. */
 static enum pm_status build_bucket_index(const struct dataset *ds, struct invariants *inv)
 {
-	size_t nb = ds->n_groups, first = inv->n_qi_rows + inv->n_sa_rows, n = 0;
-	size_t *fill;
-	uint32_t *last = malloc((nb ? nb : 1) * sizeof *last);
+	size_t nb = ds->n_groups, n;
+	size_t *fill = malloc((nb + 1) * sizeof *fill);
 
 	inv->kb_off = calloc(nb + 2, sizeof *inv->kb_off);
-	fill = malloc((nb + 1) * sizeof *fill);
-	if (!last || !inv->kb_off || !fill) {
-		free(last);
+	if (!inv->kb_off || !fill) {
 		free(fill);
 		return PM_ERR_NOMEM;
 	}
-	/* two passes: count distinct (bucket, row) pairs, then fill */
-	for (int pass = 0; pass < 2; pass++) {
-		memset(last, 0xff, (nb ? nb : 1) * sizeof *last);
-		for (size_t r = first; r < inv->n_rows; r++) {
-			for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-				uint32_t b = inv->cell_group[inv->row_cell[e]];
-
-				if (last[b] == r)
-					continue;
-				last[b] = (uint32_t)r;
-				if (pass == 0)
-					inv->kb_off[b + 1]++;
-				else
-					inv->kb_row[fill[b]++] = (uint32_t)r;
-			}
-		}
-		if (pass == 0) {
-			for (size_t b = 0; b < nb; b++)
-				inv->kb_off[b + 1] += inv->kb_off[b];
-			n = inv->kb_off[nb];
-			inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
-			inv->touched = malloc((nb + 1) * sizeof *inv->touched);
-			memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
-			if (!inv->kb_row || !inv->touched)
-				break;
-			for (size_t b = 0; b < nb; b++)
-				if (invariants_touched(inv, b))
-					inv->touched[inv->n_touched++] = (uint32_t)b;
-		}
+	bucket_index_pass(inv, 0, NULL);
+	for (size_t b = 0; b < nb; b++)
+		inv->kb_off[b + 1] += inv->kb_off[b];
+	n = inv->kb_off[nb];
+	inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
+	inv->touched = malloc((nb + 1) * sizeof *inv->touched);
+	if (inv->kb_row && inv->touched) {
+		memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
+		for (size_t b = 0; b < nb; b++)
+			if (invariants_touched(inv, b))
+				inv->touched[inv->n_touched++] = (uint32_t)b;
+		bucket_index_pass(inv, 1, fill);
 	}
-	free(last);
 	free(fill);
 	return inv->kb_row && inv->touched ? PM_OK : PM_ERR_NOMEM;
 }
