@@ -64,9 +64,19 @@ static enum pm_status read_file(const char *path, const char *cannot, char **tex
 /* Read whole, then parsed from memory: json_load_file takes the file a
  * character at a time through locked stdio (getc), 40% of the run time of
  * `pmaxent solve` on Adult, K+ = K- = 250, qi_attributes 1. */
-enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error *err)
+static enum pm_status parse_json(const char *path, const char *text, size_t len, json_t **out,
+				 struct pm_error *err)
 {
 	json_error_t je;
+
+	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (*out)
+		return PM_OK;
+	return error_set(err, PM_ERR_INPUT, "", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+}
+
+enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error *err)
+{
 	char *text;
 	size_t len;
 	enum pm_status st = read_file(path, "unable to open", &text, &len, err);
@@ -74,11 +84,36 @@ enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error 
 	*out = NULL;
 	if (st)
 		return st;
-	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	st = parse_json(path, text, len, out, err);
 	free(text);
-	if (*out)
-		return PM_OK;
-	return error_set(err, PM_ERR_INPUT, "", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+	return st;
+}
+
+/* A JSON dataset: the plain records form directly from the text
+ * (codec_records_dataset), anything else through a JSON tree, which
+ * words every error. */
+static enum pm_status load_json_dataset(const char *path, struct dataset **ds,
+					struct pm_error *err)
+{
+	struct pm_error direct = {0};
+	json_t *j = NULL;
+	char *text;
+	size_t len;
+	enum pm_status st = read_file(path, "unable to open", &text, &len, err);
+
+	if (st)
+		return st;
+	st = codec_records_dataset(text, len, ds, &direct);
+	if (st == PM_ERR_INPUT) {
+		st = parse_json(path, text, len, &j, err);
+		if (!st)
+			st = codec_dataset(j, ds, err);
+	} else if (st) {
+		*err = direct;
+	}
+	json_decref(j);
+	free(text);
+	return st;
 }
 
 enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_error *err)
@@ -150,9 +185,6 @@ static enum pm_status load_csv_dataset(const char *path, const struct args *a, s
 enum pm_status inputs_load_dataset(const char *path, const struct args *a, struct dataset **ds,
 				   struct pm_error *err)
 {
-	json_t *j;
-	enum pm_status st;
-
 	*ds = NULL;
 	if (is_csv(path))
 		return load_csv_dataset(path, a, ds, err);
@@ -160,11 +192,7 @@ enum pm_status inputs_load_dataset(const char *path, const struct args *a, struc
 		return error_set(
 		    err, PM_ERR_INPUT, "",
 		    "--sa and --group apply only to CSV input (a name ending in .csv)");
-	if ((st = inputs_load_json(path, &j, err)))
-		return st;
-	st = codec_dataset(j, ds, err);
-	json_decref(j);
-	return st;
+	return load_json_dataset(path, ds, err);
 }
 
 /* Dumped to memory, then written at once: json_dumpf writes token by

@@ -313,11 +313,14 @@ static enum pm_status check_row(struct dataset_builder *b, enum form form, const
 	if (!qi)
 		return error_set(err, PM_ERR_INPUT, "qi", "is missing");
 	for (size_t a = 0; a < b->n_attrs; a++) {
+		/* the field named only for a message: a snprintf per value
+		 * was a tenth of reading 10M records */
+		if (qi[a] && strnlen(qi[a], DATASET_MAX_VALUE + 1) <= DATASET_MAX_VALUE)
+			continue;
 		snprintf(field, sizeof field, "qi[%zu]", a);
 		if (!qi[a])
 			return error_set(err, PM_ERR_INPUT, field, "is missing");
-		if (check_length(qi[a], DATASET_MAX_VALUE, field, "a value", err))
-			return PM_ERR_INPUT;
+		return check_length(qi[a], DATASET_MAX_VALUE, field, "a value", err);
 	}
 	if (!group)
 		return error_set(err, PM_ERR_INPUT, "group", "is missing");

@@ -72,24 +72,6 @@ static enum pm_status build_occurrences(const struct dataset *ds, struct invaria
 	return PM_OK;
 }
 
-/* Position of SA value s among the s of bucket b, or -1. */
-static long bucket_sa_pos(const struct dataset *ds, size_t b, uint32_t s)
-{
-	size_t lo = ds->bs_off[b], hi = ds->bs_off[b + 1], base = lo;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ds->bs_value[mid] == s)
-			return (long)(mid - base);
-		if (ds->bs_value[mid] < s)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
-}
-
 /* Lays out the cells, bucket by bucket, q-major. */
 static enum pm_status build_cells(const struct dataset *ds, struct invariants *inv)
 {
@@ -121,10 +103,56 @@ static enum pm_status build_cells(const struct dataset *ds, struct invariants *i
 	return PM_OK;
 }
 
+/* The cells of each slot (q, s), ascending: cell[off[t] .. off[t + 1]) for
+ * slot t. Built for the knowledge rows only, then freed. */
+struct slot_cells {
+	size_t *off;
+	uint32_t *cell;
+};
+
+/* Counting sort of the cells by slot (ascending cells stay ascending). */
+static enum pm_status slot_cells_build(const struct invariants *inv, size_t n_slots,
+				       struct slot_cells *sc)
+{
+	sc->off = calloc(n_slots + 2, sizeof *sc->off);
+	sc->cell = malloc((inv->n_cells + 1) * sizeof *sc->cell);
+	if (!sc->off || !sc->cell)
+		return PM_ERR_NOMEM;
+	for (size_t c = 0; c < inv->n_cells; c++)
+		sc->off[inv->cell_slot[c] + 2]++;
+	for (size_t t = 0; t < n_slots; t++)
+		sc->off[t + 2] += sc->off[t + 1];
+	for (size_t c = 0; c < inv->n_cells; c++)
+		sc->cell[sc->off[inv->cell_slot[c] + 1]++] = (uint32_t)c;
+	return PM_OK;
+}
+
+/* Slot of SA value s in tuple q (its slots ascend by value), or -1. */
+static long tuple_slot(const struct invariants *inv, uint32_t q, uint32_t s)
+{
+	size_t lo = inv->slot_off[q], hi = inv->slot_off[q + 1];
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (inv->slot_sa[mid] == s)
+			return (long)mid;
+		if (inv->slot_sa[mid] < s)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
 /* Cells of knowledge rule r, appended to cells (capacity >= n_cells) in
- * the order of the tuples; returns how many, and n(Qv) through *n_qv. */
+ * the order of the tuples; returns how many, and n(Qv) through *n_qv.
+ * The cells of (q, s) come whole from sc: at 10M records a rule's tuples
+ * occur in ~10^5 buckets, and a search of s in each (cache misses on
+ * every bucket) took most of the 20 s of building Top-(5000, 5000). */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
-			 const struct rule *r, uint32_t *cells, uint64_t *n_qv)
+			 const struct slot_cells *sc, const struct rule *r, uint32_t *cells,
+			 uint64_t *n_qv)
 {
 	size_t n = 0, lo, hi;
 	const uint32_t *list = postings_candidates(ds, r, &lo, &hi);
@@ -132,16 +160,16 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 	*n_qv = 0;
 	for (size_t at = lo; at < hi; at++) {
 		uint32_t q = list ? list[at] : (uint32_t)at;
+		long t;
 
 		if (!knowledge_matches(ds, r, q))
 			continue;
 		*n_qv += ds->tuple_count[q];
-		for (size_t o = inv->occ_off[q]; o < inv->occ_off[q + 1]; o++) {
-			long j = bucket_sa_pos(ds, inv->occ_bucket[o], r->sa);
-
-			if (j >= 0)
-				cells[n++] = inv->occ_cell[o] + (uint32_t)j;
-		}
+		if ((t = tuple_slot(inv, q, r->sa)) < 0)
+			continue;
+		memcpy(cells + n, sc->cell + sc->off[t],
+		       (sc->off[t + 1] - sc->off[t]) * sizeof *cells);
+		n += sc->off[t + 1] - sc->off[t];
 	}
 	return n;
 }
@@ -286,7 +314,9 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 					   struct invariants *inv, struct row_buf *rb,
 					   uint32_t *tmp, struct pm_error *err)
 {
-	enum pm_status st = PM_OK;
+	struct slot_cells sc = {0};
+	enum pm_status st =
+	    k && k->n ? slot_cells_build(inv, inv->slot_off[ds->n_tuples], &sc) : PM_OK;
 
 	for (size_t r = 0; k && r < k->n && !st; r++) {
 		const struct rule *rule = &k->rules[r];
@@ -294,7 +324,7 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 		size_t n;
 		double rhs;
 
-		n = rule_cells(ds, inv, rule, tmp, &n_qv);
+		n = rule_cells(ds, inv, &sc, rule, tmp, &n_qv);
 		sort_cells(tmp, tmp + inv->n_cells, n);
 		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv),
 		 * an interval (either) lo n(Qv) to hi n(Qv) */
@@ -305,55 +335,60 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 			inv->hi[rb->n_rows - 1] = rule->hi * (double)n_qv;
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
+	free(sc.off);
+	free(sc.cell);
 	return st;
+}
+
+/* The knowledge rows through each bucket, counted (pass 0: kb_off[b + 1])
+ * or listed (pass 1, from fill[b]). A row's cells are ascending and a
+ * bucket's cells adjacent, so a row's cells in one bucket follow each
+ * other: comparing with the entry before finds the distinct pairs
+ * without a per-bucket array to look up at every entry. */
+static void bucket_index_pass(struct invariants *inv, int pass, size_t *fill)
+{
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
+		uint32_t last = UINT32_MAX;
+
+		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+			uint32_t b = inv->cell_group[inv->row_cell[e]];
+
+			if (b == last)
+				continue;
+			last = b;
+			if (pass == 0)
+				inv->kb_off[b + 1]++;
+			else
+				inv->kb_row[fill[b]++] = (uint32_t)r;
+		}
+	}
 }
 
 /* kb_off/kb_row: the knowledge rows touching each bucket; touched: the
  * buckets with one. */
 static enum pm_status build_bucket_index(const struct dataset *ds, struct invariants *inv)
 {
-	size_t nb = ds->n_groups, first = inv->n_qi_rows + inv->n_sa_rows, n = 0;
-	size_t *fill;
-	uint32_t *last = malloc((nb ? nb : 1) * sizeof *last);
+	size_t nb = ds->n_groups, n;
+	size_t *fill = malloc((nb + 1) * sizeof *fill);
 
 	inv->kb_off = calloc(nb + 2, sizeof *inv->kb_off);
-	fill = malloc((nb + 1) * sizeof *fill);
-	if (!last || !inv->kb_off || !fill) {
-		free(last);
+	if (!inv->kb_off || !fill) {
 		free(fill);
 		return PM_ERR_NOMEM;
 	}
-	/* two passes: count distinct (bucket, row) pairs, then fill */
-	for (int pass = 0; pass < 2; pass++) {
-		memset(last, 0xff, (nb ? nb : 1) * sizeof *last);
-		for (size_t r = first; r < inv->n_rows; r++) {
-			for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-				uint32_t b = inv->cell_group[inv->row_cell[e]];
-
-				if (last[b] == r)
-					continue;
-				last[b] = (uint32_t)r;
-				if (pass == 0)
-					inv->kb_off[b + 1]++;
-				else
-					inv->kb_row[fill[b]++] = (uint32_t)r;
-			}
-		}
-		if (pass == 0) {
-			for (size_t b = 0; b < nb; b++)
-				inv->kb_off[b + 1] += inv->kb_off[b];
-			n = inv->kb_off[nb];
-			inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
-			inv->touched = malloc((nb + 1) * sizeof *inv->touched);
-			memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
-			if (!inv->kb_row || !inv->touched)
-				break;
-			for (size_t b = 0; b < nb; b++)
-				if (invariants_touched(inv, b))
-					inv->touched[inv->n_touched++] = (uint32_t)b;
-		}
+	bucket_index_pass(inv, 0, NULL);
+	for (size_t b = 0; b < nb; b++)
+		inv->kb_off[b + 1] += inv->kb_off[b];
+	n = inv->kb_off[nb];
+	inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
+	inv->touched = malloc((nb + 1) * sizeof *inv->touched);
+	if (inv->kb_row && inv->touched) {
+		memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
+		for (size_t b = 0; b < nb; b++)
+			if (invariants_touched(inv, b))
+				inv->touched[inv->n_touched++] = (uint32_t)b;
+		bucket_index_pass(inv, 1, fill);
 	}
-	free(last);
 	free(fill);
 	return inv->kb_row && inv->touched ? PM_OK : PM_ERR_NOMEM;
 }
@@ -482,6 +517,11 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 	st = build_invariant_rows(ds, inv, &rb, tmp);
 	if (!st)
 		st = build_occurrences(ds, inv);
+	/* the slots before the knowledge rows, which take their cells */
+	if (!st)
+		st = build_bucket_layout(ds, inv);
+	if (!st)
+		st = build_slots(ds, inv);
 	if (!st)
 		st = build_knowledge_rows(ds, k, inv, &rb, tmp, err);
 	if (st)
@@ -496,10 +536,6 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 		goto out;
 	}
 	st = build_bucket_index(ds, inv);
-	if (!st)
-		st = build_bucket_layout(ds, inv);
-	if (!st)
-		st = build_slots(ds, inv);
 	inv->zero_invariants =
 	    (uint64_t)ds->n_tuples * ds->sa_values.n * ds->n_groups - inv->n_cells;
 out:

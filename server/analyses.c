@@ -399,24 +399,18 @@ static void posterior_csv(struct http_response *res, const json_t *sum, const js
 	http_take(res, 200, "text/csv; charset=utf-8", t.s, t.len);
 }
 
-/* The page [from, from+limit) of the posterior, JSON or CSV; the cursor
- * is the offset of the next entry. */
+/* The page of the posterior from `from` (its entries: items, taken;
+ * total in all), JSON or CSV; the cursor is the offset of the next entry. */
 static void posterior_page(struct http_response *res, const struct http_request *r,
-			   const json_t *sum, const json_t *post, size_t from, size_t limit)
+			   const json_t *sum, json_t *items, size_t total, size_t from,
+			   size_t limit)
 {
-	size_t total = json_array_size(post);
-	json_t *items = json_array(), *page;
 	char cur[32], *next = NULL;
+	json_t *page;
 
 	if (from + limit < total) {
 		snprintf(cur, sizeof cur, "%zu", from + limit);
 		next = cur;
-	}
-	for (size_t i = from; items && i < total && i - from < limit; i++)
-		json_array_append(items, json_array_get(post, i));
-	if (!items) {
-		http_oom(res);
-		return;
 	}
 	if (!http_wants_csv(r)) {
 		page = json_pack("{s:s, s:O, s:O, s:I}", "analysis_id", r->id, "qi_attributes",
@@ -431,14 +425,34 @@ static void posterior_page(struct http_response *res, const struct http_request 
 		http_next_link(res, r, limit, next);
 }
 
+/* The entries [from, from + limit) of a stored result's posterior (new
+ * reference) and its length: those entries parsed alone, or, should the
+ * text not read that way, out of the whole result parsed. NULL if the
+ * result has no posterior (or out of memory). */
+static json_t *posterior_items(const char *text, size_t from, size_t limit, size_t *total)
+{
+	json_t *items = NULL, *result, *post;
+
+	if (!text || !codec_result_posterior(text, strlen(text), from, limit, &items, total))
+		return items;
+	result = http_stored_json(text);
+	post = json_object_get(result, "posterior");
+	*total = json_array_size(post);
+	if (json_is_array(post) && (items = json_array()))
+		for (size_t i = from; i < *total && i - from < limit; i++)
+			json_array_append(items, json_array_get(post, i));
+	json_decref(result);
+	return items;
+}
+
 static void posterior_get(struct http_server *h, const struct http_request *r,
 			  struct http_response *res)
 {
 	struct store_row an = {0}, ds = {0};
 	struct pm_error err = {0};
-	json_t *result = NULL, *sum = NULL;
+	json_t *items = NULL, *sum = NULL;
 	int csv = http_wants_csv(r);
-	size_t max = csv ? POSTERIOR_CSV_MAX : POSTERIOR_MAX, limit;
+	size_t max = csv ? POSTERIOR_CSV_MAX : POSTERIOR_MAX, limit, total = 0;
 	int64_t from;
 
 	if (http_page_params(r, csv ? max : POSTERIOR_DEFAULT, max, &limit, &from, res))
@@ -458,14 +472,12 @@ static void posterior_get(struct http_server *h, const struct http_request *r,
 		goto out;
 	}
 	sum = http_stored_json(ds.summary);
-	result = http_stored_json(an.result);
-	if (!sum || !json_is_array(json_object_get(result, "posterior")))
+	items = sum ? posterior_items(an.result, (size_t)from, limit, &total) : NULL;
+	if (!items)
 		http_problem(res, 500, NULL, "the stored result of %s is unreadable", r->id);
 	else
-		posterior_page(res, r, sum, json_object_get(result, "posterior"), (size_t)from,
-			       limit);
+		posterior_page(res, r, sum, items, total, (size_t)from, limit);
 out:
-	json_decref(result);
 	json_decref(sum);
 	store_row_finish(&ds);
 	store_row_finish(&an);

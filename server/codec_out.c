@@ -573,3 +573,129 @@ json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 	bad |= put(o, "posterior", posterior_json(ds, r));
 	return checked(o, bad);
 }
+
+/* ---- a stored result, read in part ---------------------------------------- */
+
+static size_t skip_space(const char *s, size_t n, size_t i)
+{
+	while (i < n && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* The end of the string whose opening quote is at s[i] (past its closing
+ * quote), or n + 1 if it has none. */
+static size_t skip_string(const char *s, size_t n, size_t i)
+{
+	for (i++; i < n; i++) {
+		if (s[i] == '\\')
+			i++;
+		else if (s[i] == '"')
+			return i + 1;
+	}
+	return n + 1;
+}
+
+/*
+ * The end of the JSON value at s[i] (no space before it), or n + 1 when
+ * the text ends first. Only brackets and strings are followed: the value
+ * is parsed by jansson afterwards (or was written by it), which rejects
+ * what this lets through.
+ */
+static size_t skip_value(const char *s, size_t n, size_t i)
+{
+	size_t depth = 0;
+
+	if (i >= n)
+		return n + 1;
+	if (s[i] != '"' && s[i] != '[' && s[i] != '{') {
+		while (i < n && !strchr(",]} \t\n\r", s[i]))
+			i++;
+		return i;
+	}
+	do {
+		if (s[i] == '"') {
+			i = skip_string(s, n, i);
+			continue;
+		}
+		depth += s[i] == '[' || s[i] == '{';
+		depth -= s[i] == ']' || s[i] == '}';
+		i++;
+	} while (i < n && depth > 0);
+	return depth ? n + 1 : i;
+}
+
+/* Where the value of the top-level member `key` of the object in s
+ * starts, or n + 1 if it has none (a key is matched as written: the
+ * writer, codec_result, escapes none of its keys). */
+static size_t member_at(const char *s, size_t n, const char *key)
+{
+	size_t i = skip_space(s, n, 0), q, len = strlen(key);
+
+	if (i >= n || s[i] != '{')
+		return n + 1;
+	for (i = skip_space(s, n, i + 1); i < n && s[i] == '"';) {
+		q = i;
+		i = skip_space(s, n, skip_string(s, n, q));
+		if (i >= n || s[i] != ':')
+			return n + 1;
+		i = skip_space(s, n, i + 1);
+		if (i - q >= len + 2 && s[q + len + 1] == '"' && !memcmp(s + q + 1, key, len))
+			return i;
+		i = skip_space(s, n, skip_value(s, n, i));
+		if (i >= n || s[i] != ',')
+			return n + 1;
+		i = skip_space(s, n, i + 1);
+	}
+	return n + 1;
+}
+
+/* Entry e of the array being paged: parsed into items when in the page. */
+static enum pm_status page_entry(const char *s, size_t at, size_t end, size_t e, size_t from,
+				 size_t limit, json_t *items)
+{
+	json_t *v;
+
+	if (e < from || e - from >= limit)
+		return PM_OK;
+	v = json_loadb(s + at, end - at, 0, NULL);
+	if (!v || json_array_append_new(items, v))
+		return v ? PM_ERR_NOMEM : PM_ERR_INPUT;
+	return PM_OK;
+}
+
+enum pm_status codec_result_posterior(const char *s, size_t n, size_t from, size_t limit,
+				      json_t **items, size_t *total)
+{
+	size_t i = member_at(s, n, "posterior"), e = 0, end;
+	enum pm_status st = PM_ERR_INPUT;
+
+	*total = 0;
+	*items = json_array();
+	if (!*items)
+		return PM_ERR_NOMEM;
+	if (i >= n || s[i] != '[')
+		goto out;
+	i = skip_space(s, n, i + 1);
+	if (i < n && s[i] == ']')
+		st = PM_OK;
+	while (i < n && s[i] != ']') {
+		end = skip_value(s, n, i);
+		if (end > n || page_entry(s, i, end, e++, from, limit, *items))
+			goto out;
+		i = skip_space(s, n, end);
+		if (i < n && s[i] == ',')
+			i = skip_space(s, n, i + 1);
+		else if (i < n && s[i] == ']')
+			st = PM_OK;
+		else
+			goto out;
+	}
+out:
+	*total = e;
+	if (st) {
+		json_decref(*items);
+		*items = NULL;
+	}
+	return st;
+}

@@ -20,6 +20,14 @@
  * "records[17].qi". Length limits are the builder's (DATASET_MAX_*),
  * checked before any row is read. */
 enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_error *err);
+/* The same from the document's text, for the plain records form that
+ * `pmaxent anatomize` writes, without a JSON tree (codec_records.c: 10M
+ * records in a fraction of the time and memory). Any other text, and
+ * any text with an error, is PM_ERR_INPUT in err ("not read directly:
+ * why"): the caller then reads it with json_loadb and codec_dataset,
+ * which decide every message. err must not be NULL. */
+enum pm_status codec_records_dataset(const char *text, size_t len, struct dataset **out,
+				     struct pm_error *err);
 
 /* Knowledge JSON (codec_knowledge.c): user rules, named individuals and
  * statements (SPEC 3.1; people first, as person terms name them) are
@@ -80,6 +88,17 @@ json_t *codec_privacy(const struct dataset *ds, const struct solver_result *r);
 json_t *codec_result(const struct dataset *ds, const struct knowledge *k,
 		     const struct solver_result *r, const struct codec_timings *t,
 		     const struct codec_mined *mined);
+/*
+ * Entries [from, from + limit) of the "posterior" of a stored result
+ * (JSON text s of n bytes, as codec_result wrote it) into *items (new
+ * reference, caller decrefs; NULL on failure) and the posterior's length
+ * into *total, parsing those entries only: a result's text holds its
+ * rules and the whole posterior, and a page of 50 tuples of a large table
+ * should not cost a parse of all of it. PM_ERR_INPUT when the text has no
+ * top-level "posterior" array or is malformed.
+ */
+enum pm_status codec_result_posterior(const char *s, size_t n, size_t from, size_t limit,
+				      json_t **items, size_t *total);
 
 /* ---- pipeline.c --------------------------------------------------------- */
 

@@ -68,24 +68,28 @@ static void link_rows(const struct invariants *inv, uint8_t *in, const uint8_t *
 		      uint32_t *parent)
 {
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
-		uint32_t first, last = UINT32_MAX;
+		uint32_t first, last = UINT32_MAX, x;
 
 		if (!row_used(inv, in, row_out, r))
 			continue;
 		first = row_bucket(inv, r);
+		/* x: the root of the row's set so far, kept, not looked up per
+		 * entry (the smaller root wins, as root() assumes) */
+		x = root(parent, first);
 		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-			uint32_t b = inv->cell_group[inv->row_cell[e]], x, y;
+			uint32_t b = inv->cell_group[inv->row_cell[e]], y;
 
 			if (b == last) /* a tuple's cells: one bucket, linked once */
 				continue;
 			last = b;
-			x = root(parent, first);
 			y = root(parent, b);
 			in[b] = 1;
-			if (x < y)
+			if (x < y) {
 				parent[y] = x;
-			else
+			} else {
 				parent[x] = y;
+				x = y;
+			}
 		}
 	}
 }

@@ -44,10 +44,15 @@ struct prop {
 	uint8_t *zero;
 	const uint32_t *h; /* per bucket: width */
 	const double *nb;  /* n(b) */
-	/* scratch for one knowledge row */
-	uint32_t *stamp, now;	       /* per bucket: seen in this row when == now */
-	uint32_t *col, *touched, *cnt; /* cnt: the row's free cells in b */
-	double *qsum;
+	/* scratch for one knowledge row, per bucket in one place (a row
+	 * visits its buckets far apart: one cache miss each, not four) */
+	struct row_bucket {
+		double qsum;	/* Q_b */
+		uint32_t stamp; /* seen in this row when == now */
+		uint32_t col;	/* the column of the row's SA value */
+		uint32_t cnt;	/* the row's free cells in b */
+	} * gb;
+	uint32_t now, *touched;
 	uint8_t *inrow; /* per cell: a free cell of this row */
 	/* step 3, per node of a bucket (g + h): potential, seen, queue */
 	int32_t *pot;
@@ -83,11 +88,8 @@ static enum pm_status prop_init(struct prop *p)
 
 	p->h = inv->bucket_h;
 	p->nb = inv->bucket_n;
-	p->stamp = calloc(nb + 1, sizeof *p->stamp);
-	p->col = malloc((nb + 1) * sizeof *p->col);
+	p->gb = calloc(nb + 1, sizeof *p->gb);
 	p->touched = malloc((nb + 1) * sizeof *p->touched);
-	p->qsum = malloc((nb + 1) * sizeof *p->qsum);
-	p->cnt = malloc((nb + 1) * sizeof *p->cnt);
 	p->inrow = calloc(inv->n_cells + 1, 1);
 	for (size_t b = 0; b < nb; b++) {
 		size_t gh = invariants_bucket_g(inv, b) + p->h[b];
@@ -99,8 +101,8 @@ static enum pm_status prop_init(struct prop *p)
 	p->queue = malloc(nodes * sizeof *p->queue);
 	p->bucket_dirty = malloc(nb + 1);
 	p->row_dirty = malloc(inv->n_rows + 1);
-	if (!p->stamp || !p->col || !p->touched || !p->qsum || !p->cnt || !p->inrow || !p->pot ||
-	    !p->seen || !p->queue || !p->bucket_dirty || !p->row_dirty)
+	if (!p->gb || !p->touched || !p->inrow || !p->pot || !p->seen || !p->queue ||
+	    !p->bucket_dirty || !p->row_dirty)
 		return PM_ERR_NOMEM;
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
@@ -110,17 +112,31 @@ static enum pm_status prop_init(struct prop *p)
 
 static void prop_finish(struct prop *p)
 {
-	free(p->stamp);
-	free(p->col);
+	free(p->gb);
 	free(p->touched);
-	free(p->qsum);
-	free(p->cnt);
 	free(p->inrow);
 	free(p->pot);
 	free(p->seen);
 	free(p->queue);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
+}
+
+/*
+ * A row's buckets are far apart in a large table, and each entry reads
+ * five per-bucket arrays: the loop waits on memory, one miss at a time
+ * (the entries are cheap, the misses are not). The cell numbers of the
+ * entries ahead are read in order anyway, so their buckets' lines are
+ * requested that many entries early and arrive while the loop works.
+ */
+#define GATHER_AHEAD 16
+
+static inline void gather_prefetch(const struct prop *p, size_t b)
+{
+	__builtin_prefetch(&p->gb[b], 1);
+	__builtin_prefetch(&p->h[b]);
+	__builtin_prefetch(&p->inv->cell_off[b]);
+	__builtin_prefetch(&p->inv->qi_row0[b]);
 }
 
 /* Buckets of knowledge row r with Q_b and the column of its SA value.
@@ -131,20 +147,23 @@ static size_t row_gather(struct prop *p, size_t r)
 	size_t n = 0;
 
 	p->now++;
-	for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+	for (size_t e = inv->row_off[r], end = inv->row_off[r + 1]; e < end; e++) {
 		size_t c = inv->row_cell[e], b = inv->cell_group[c];
 		uint32_t at = (uint32_t)(c - inv->cell_off[b]), i = at / p->h[b];
 
-		if (p->stamp[b] != p->now) {
-			p->stamp[b] = p->now;
-			p->qsum[b] = 0;
-			p->cnt[b] = 0;
-			p->col[b] = at - i * p->h[b];
+		if (e + GATHER_AHEAD < end) /* see GATHER_AHEAD */
+			gather_prefetch(p, inv->cell_group[inv->row_cell[e + GATHER_AHEAD]]);
+
+		if (p->gb[b].stamp != p->now) {
+			p->gb[b].stamp = p->now;
+			p->gb[b].qsum = 0;
+			p->gb[b].cnt = 0;
+			p->gb[b].col = at - i * p->h[b];
 			p->touched[n++] = (uint32_t)b;
 		}
 		if (!p->zero[c]) {
-			p->qsum[b] += invariants_qi_count(p->inv, b, i);
-			p->cnt[b]++;
+			p->gb[b].qsum += invariants_qi_count(p->inv, b, i);
+			p->gb[b].cnt++;
 		}
 	}
 	return n;
@@ -233,12 +252,12 @@ static int row_span(struct prop *p, size_t r, size_t n, double c, double eps)
 		size_t b = p->touched[k], off = inv->cell_off[b], h = p->h[b], free = 0,
 		       g = invariants_bucket_g(inv, b);
 
-		if (p->cnt[b] == 0)
+		if (p->gb[b].cnt == 0)
 			continue;
 		for (size_t i = 0; i < g; i++)
-			free += !p->zero[off + i * h + p->col[b]];
-		if (p->cnt[b] == free) {
-			value += invariants_sa_count(inv, b, p->col[b]);
+			free += !p->zero[off + i * h + p->gb[b].col];
+		if (p->gb[b].cnt == free) {
+			value += invariants_sa_count(inv, b, p->gb[b].col);
 			continue;
 		}
 		if (!memchr(p->zero + off, 1, g * h)) {
@@ -262,7 +281,7 @@ static int row_span(struct prop *p, size_t r, size_t n, double c, double eps)
  * (j == col) == on_col. */
 static void zero_part(struct prop *p, size_t b, int in_r, int on_col)
 {
-	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->col[b],
+	size_t off = p->inv->cell_off[b], h = p->h[b], col = p->gb[b].col,
 	       g = invariants_bucket_g(p->inv, b);
 
 	for (size_t i = 0; i < g; i++) {
@@ -286,10 +305,10 @@ static int row_tighten(struct prop *p, size_t r)
 
 	for (size_t k = 0; k < n; k++) {
 		size_t b = p->touched[k];
-		double ns = invariants_sa_count(p->inv, b, p->col[b]);
+		double ns = invariants_sa_count(p->inv, b, p->gb[b].col);
 
-		u += num_min(p->qsum[b], ns);
-		l += num_max(0, p->qsum[b] - (p->nb[b] - ns));
+		u += num_min(p->gb[b].qsum, ns);
+		l += num_max(0, p->gb[b].qsum - (p->nb[b] - ns));
 	}
 	upper = c >= u - ZERO_RECORDS;
 	lower = !upper && c <= l + ZERO_RECORDS;
@@ -302,12 +321,12 @@ static int row_tighten(struct prop *p, size_t r)
 	mark_row(p, r, 1); /* tight: zero_part needs them (few rows get here) */
 	for (size_t k = 0; k < n; k++) {
 		size_t b = p->touched[k];
-		double ns = invariants_sa_count(p->inv, b, p->col[b]),
-		       lb = p->qsum[b] - (p->nb[b] - ns);
+		double ns = invariants_sa_count(p->inv, b, p->gb[b].col),
+		       lb = p->gb[b].qsum - (p->nb[b] - ns);
 
-		if (upper && p->qsum[b] <= ns + eps)
+		if (upper && p->gb[b].qsum <= ns + eps)
 			zero_part(p, b, 1, 0); /* R's q only on s */
-		if (upper && ns <= p->qsum[b] + eps)
+		if (upper && ns <= p->gb[b].qsum + eps)
 			zero_part(p, b, 0, 1); /* s only on R's q */
 		if (lower && lb <= eps)
 			zero_part(p, b, 1, 1); /* R empty in b */

@@ -608,10 +608,66 @@ static void test_result_mined(void)
 	dataset_destroy(ds);
 }
 
+/* codec_result_posterior's page against the same entries of the whole
+ * text parsed, serialized alike. */
+static int same_page(const char *text, size_t from, size_t limit)
+{
+	json_t *whole = json_loads(text, 0, NULL), *items = NULL, *want = json_array();
+	json_t *post = json_object_get(whole, "posterior");
+	size_t total = 0;
+	char *a = NULL, *b = NULL;
+	int ok;
+
+	for (size_t i = from; i < json_array_size(post) && i - from < limit; i++)
+		json_array_append(want, json_array_get(post, i));
+	ok = !codec_result_posterior(text, strlen(text), from, limit, &items, &total) &&
+	     total == json_array_size(post) && (a = json_dumps(items, JSON_COMPACT)) &&
+	     (b = json_dumps(want, JSON_COMPACT)) && !strcmp(a, b);
+	free(a);
+	free(b);
+	json_decref(items);
+	json_decref(want);
+	json_decref(whole);
+	return ok;
+}
+
+/* A page of a stored posterior without parsing the rest: strings with
+ * brackets, quotes and escapes, a nested "posterior" key, spacing. */
+static void test_result_posterior(void)
+{
+	const char *text =
+	    "{\"rules\": [{\"if\": {\"a]\\\"}{\": \"[\"}, \"posterior\": 1}],"
+	    " \"posterior_x\": [0], \"posterior\" : [ {\"qi\": [\"m\", \"}\"], \"count\": 3,"
+	    " \"p\": {\"Flu\": 0.5, \"HIV\": 0.5}} , {\"qi\": [\"f\", \"\\u00e9\"],"
+	    " \"count\": 1, \"p\": {\"Flu\": 1e-300}}, {\"qi\": [], \"count\": 2, \"p\": {}} ]\n}";
+	const char *bad[] = {"",
+			     "[]",
+			     "{\"posterior\": 3}",
+			     "{\"posterior\": [{}, ]}",
+			     "{\"posterior\": [{\"a\": \"]}",
+			     "{\"posterior\": [{} {}]}",
+			     "{\"rules\": [}"};
+	json_t *items = NULL;
+	size_t total = 9;
+
+	CHECK(same_page(text, 0, 50));
+	CHECK(same_page(text, 1, 1));
+	CHECK(same_page(text, 2, 5));
+	CHECK(same_page(text, 3, 5));
+	CHECK(same_page(text, 7, 5));
+	CHECK(same_page("{\"posterior\":[]}", 0, 50));
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		CHECK(codec_result_posterior(bad[i], strlen(bad[i]), 0, 50, &items, &total) ==
+		      PM_ERR_INPUT);
+		CHECK(!items);
+	}
+}
+
 static void test_results(void)
 {
 	test_result_shape();
 	test_result_mined();
+	test_result_posterior();
 }
 
 int main(void)
