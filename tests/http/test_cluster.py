@@ -114,7 +114,7 @@ def test_three_nodes_kill_9(pg, make_server, spec):
     assert sum(a["attempts"] for a in done) <= 200 + 1, [a["attempts"] for a in done]
     assert sum(metric(c, "pmaxent_jobs_results_dropped_total") for c in alive) == 0
     # the answers of a single SQLite node
-    ref = make_server(["--workers", "2", "--quiet"], name="sqlite")
+    ref = make_server(["--workers", "2", "--queue", "256", "--quiet"], name="sqlite")
     rc = Client(ref, spec)
     ref_ds = rc.upload(synthetic(40))
     ref_ids = [rc.analyse(ref_ds["id"], r)["id"] for r in reqs]
