@@ -371,7 +371,6 @@ static int cmd_anatomize(const struct cmd *c, const struct args *a)
 	struct anatomy_options o = {0};
 	struct pm_error err = {0};
 	struct dataset *ds = NULL;
-	json_t *out = NULL;
 	enum pm_status st;
 	int rc = anatomy_flags(c, a, &o);
 
@@ -381,10 +380,8 @@ static int cmd_anatomize(const struct cmd *c, const struct args *a)
 	if (!st && a->opt[OPT_CSV]) {
 		st = inputs_print_csv(ds, &err);
 	} else if (!st) {
-		out = codec_dataset_json(ds);
-		st = inputs_print_json(out, &err);
+		st = codec_dataset_print(ds, stdout, &err);
 	}
-	json_decref(out);
 	dataset_destroy(ds);
 	return cli_finish(st, &err);
 }

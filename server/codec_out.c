@@ -4,6 +4,7 @@
  * codec.c and codec_knowledge.c read the inputs; what is written here
  * reads back as knowledge.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -335,6 +336,29 @@ json_t *codec_knowledge_json(const struct dataset *ds, const struct knowledge *k
 
 /* ---- datasets out ------------------------------------------------------- */
 
+/* Record i: its QI, group and (with ground truth) SA; a QIT row without. */
+static json_t *row_json(const struct dataset *ds, size_t i)
+{
+	json_t *row = json_object();
+	int bad = !row;
+
+	bad |= put(row, "qi", tuple_json(ds, ds->rec_tuple[i])) |
+	       put(row, "group", jgroup(ds->group_labels[ds->rec_group[i]]));
+	if (ds->has_ground_truth)
+		bad |= put(row, "sa", jstr(ds->sa_values.str[ds->rec_sa[i]]));
+	return checked(row, bad);
+}
+
+/* ST row i of bucket b: (group, sa, count). */
+static json_t *st_row_json(const struct dataset *ds, size_t b, size_t i)
+{
+	json_t *row = json_object();
+
+	return checked(row, !row || put(row, "group", jgroup(ds->group_labels[b])) |
+					put(row, "sa", jstr(ds->sa_values.str[ds->bs_value[i]])) |
+					put(row, "count", json_integer(ds->bs_count[i])));
+}
+
 /* Records form: one row per original record; QIT rows when there is no
  * ground truth. */
 static json_t *rows_json(const struct dataset *ds)
@@ -342,15 +366,8 @@ static json_t *rows_json(const struct dataset *ds)
 	json_t *a = json_array();
 	int bad = !a;
 
-	for (size_t i = 0; i < ds->n_records; i++) {
-		json_t *row = json_object();
-
-		bad |= put(row, "qi", tuple_json(ds, ds->rec_tuple[i])) |
-		       put(row, "group", jgroup(ds->group_labels[ds->rec_group[i]]));
-		if (ds->has_ground_truth)
-			bad |= put(row, "sa", jstr(ds->sa_values.str[ds->rec_sa[i]]));
-		bad |= json_array_append_new(a, row);
-	}
+	for (size_t i = 0; i < ds->n_records; i++)
+		bad |= json_array_append_new(a, row_json(ds, i));
 	return checked(a, bad);
 }
 
@@ -360,20 +377,14 @@ static json_t *st_json(const struct dataset *ds)
 	json_t *a = json_array();
 	int bad = !a;
 
-	for (size_t b = 0; b < ds->n_groups; b++) {
-		for (size_t i = ds->bs_off[b]; i < ds->bs_off[b + 1]; i++) {
-			json_t *row = json_object();
-
-			bad |= put(row, "group", jgroup(ds->group_labels[b])) |
-			       put(row, "sa", jstr(ds->sa_values.str[ds->bs_value[i]])) |
-			       put(row, "count", json_integer(ds->bs_count[i]));
-			bad |= json_array_append_new(a, row);
-		}
-	}
+	for (size_t b = 0; b < ds->n_groups; b++)
+		for (size_t i = ds->bs_off[b]; i < ds->bs_off[b + 1]; i++)
+			bad |= json_array_append_new(a, st_row_json(ds, b, i));
 	return checked(a, bad);
 }
 
-json_t *codec_dataset_json(const struct dataset *ds)
+/* The document without its rows: name, attributes. */
+static json_t *dataset_head_json(const struct dataset *ds)
 {
 	json_t *o = json_object();
 	int bad = !o;
@@ -383,11 +394,81 @@ json_t *codec_dataset_json(const struct dataset *ds)
 	bad |= put(o, "qi_attributes",
 		   string_array((const char *const *)ds->attr_names, ds->n_attrs)) |
 	       put(o, "sa_attribute", jstr(ds->sa_name));
-	if (ds->has_ground_truth)
+	return checked(o, bad);
+}
+
+json_t *codec_dataset_json(const struct dataset *ds)
+{
+	json_t *o = dataset_head_json(ds);
+	int bad = !o;
+
+	if (o && ds->has_ground_truth)
 		bad |= put(o, "records", rows_json(ds));
-	else
+	else if (o)
 		bad |= put(o, "qit", rows_json(ds)) | put(o, "st", st_json(ds));
 	return checked(o, bad);
+}
+
+/* text dumped as JSON_INDENT(2) at depth 0, written as at depth 2 (every
+ * line after the first 4 spaces further in); nonzero if it could not be */
+static int put_nested(FILE *f, json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+	const char *p = text;
+	int bad = !text;
+
+	while (!bad) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) + 1 : strlen(p);
+
+		bad = fwrite(p, 1, len, f) != len || (nl && fputs("    ", f) == EOF);
+		if (!nl)
+			break;
+		p = nl + 1;
+	}
+	free(text);
+	json_decref(j);
+	return bad;
+}
+
+/* ",\n  \"key\": [" and the rows of one array, each made and freed in turn. */
+static int put_rows(FILE *f, const struct dataset *ds, const char *key, int st)
+{
+	size_t n = 0;
+	int bad = fprintf(f, ",\n  \"%s\": [", key) < 0;
+
+	for (size_t b = 0; st && !bad && b < ds->n_groups; b++)
+		for (size_t i = ds->bs_off[b]; !bad && i < ds->bs_off[b + 1]; i++)
+			bad = fputs(n++ ? ",\n    " : "\n    ", f) == EOF ||
+			      put_nested(f, st_row_json(ds, b, i));
+	for (size_t i = 0; !st && !bad && i < ds->n_records; i++)
+		bad = fputs(n++ ? ",\n    " : "\n    ", f) == EOF || put_nested(f, row_json(ds, i));
+	return bad || fputs(n ? "\n  ]" : "]", f) == EOF;
+}
+
+enum pm_status codec_dataset_print(const struct dataset *ds, FILE *f, struct pm_error *err)
+{
+	json_t *head = dataset_head_json(ds);
+	char *text = head ? json_dumps(head, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
+	size_t n = text ? strlen(text) : 0;
+	int bad;
+
+	json_decref(head);
+	if (!text || n < 2) {
+		free(text);
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory writing a dataset");
+	}
+	/* the head without its closing "\n}", the arrays after it */
+	bad = fwrite(text, 1, n - 2, f) != n - 2;
+	free(text);
+	if (ds->has_ground_truth)
+		bad = bad || put_rows(f, ds, "records", 0);
+	else
+		bad = bad || put_rows(f, ds, "qit", 0) || put_rows(f, ds, "st", 1);
+	if (bad || fputs("\n}\n", f) == EOF || fflush(f))
+		return error_set(err, PM_ERR_IO, "", "cannot write the output: %s",
+				 strerror(errno));
+	return PM_OK;
 }
 
 /* ---- results ------------------------------------------------------------ */

@@ -63,6 +63,11 @@ json_t *codec_rule(const struct dataset *ds, const struct rule *r);
 json_t *codec_knowledge_json(const struct dataset *ds, const struct knowledge *k);
 /* Records-form dataset JSON (needs ground truth). New reference. */
 json_t *codec_dataset_json(const struct dataset *ds);
+/* The same document written to f as json_dumps(codec_dataset_json(ds),
+ * JSON_INDENT(2) | JSON_REAL_PRECISION(17)) and a newline would, byte for
+ * byte, made a row at a time: memory stays that of one row, not of a tree
+ * of every record (pmaxent anatomize on millions of records). */
+enum pm_status codec_dataset_print(const struct dataset *ds, FILE *f, struct pm_error *err);
 
 /* Seconds of each step of a run (SPEC section 4 "timings"). */
 struct codec_timings {

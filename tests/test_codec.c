@@ -4,9 +4,11 @@
  * values, the output documents and their round trips. The pipeline that
  * runs them has its own tests (test_pipeline.c).
  */
+#include <dirent.h>
 #include <jansson.h>
 
 #include "check.h"
+#include "random_table.h"
 #include "test_data.h"
 
 /* ---- input errors ------------------------------------------------------- */
@@ -324,6 +326,100 @@ static void test_dataset_json(void)
 	    json_object_get(json_array_get(json_object_get(j, "records"), 0), "group")));
 	json_decref(j);
 	dataset_destroy(ds);
+}
+
+/* codec_dataset_print writes what the tree dumps, byte for byte. */
+static void check_printed(const struct dataset *ds, const char *what)
+{
+	struct pm_error err = {0};
+	json_t *j = codec_dataset_json(ds);
+	char *want = j ? json_dumps(j, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL,
+	     *got = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&got, &n);
+	int same;
+
+	CHECK(want != NULL && f != NULL);
+	if (!want || !f)
+		goto out;
+	CHECK(codec_dataset_print(ds, f, &err) == PM_OK);
+	fclose(f);
+	f = NULL;
+	same = got && n == strlen(want) + 1 && !memcmp(got, want, n - 1) && got[n - 1] == '\n';
+	CHECK(same);
+	if (!same)
+		fprintf(stderr, "codec_dataset_print differs on %s:\n%s\n--- want:\n%s\n", what,
+			got ? got : "(null)", want);
+out:
+	if (f)
+		fclose(f);
+	free(got);
+	free(want);
+	json_decref(j);
+}
+
+/* Strings that need escapes (quotes, a newline, a control character,
+ * non-ASCII) in the name, the attributes and the values. */
+static void test_dataset_print_escapes(void)
+{
+	static const char *const attrs[] = {"a \"b\"", "line\nbreak"};
+	static const char *const rows[][4] = {{"x\ty", "\xc3\xa9", "1", "s \"1\""},
+					      {"\x01", "/", "1", "s\\2"},
+					      {"x\ty", "z", "2", "s \"1\""},
+					      {"w", "z", "2", "s\\2"}};
+	struct pm_error err = {0};
+	struct dataset *ds = NULL;
+	struct dataset_builder *b = dataset_builder_create("n \"m\"\n", attrs, 2, "s\x7f", &err);
+
+	CHECK(b != NULL);
+	for (size_t i = 0; b && i < 4; i++)
+		CHECK(dataset_builder_add_record(b, rows[i], rows[i][2], rows[i][3], &err) ==
+		      PM_OK);
+	if (b && dataset_builder_finish(b, &ds, &err) == PM_OK)
+		check_printed(ds, "escapes");
+	CHECK(ds != NULL);
+	dataset_destroy(ds);
+	dataset_builder_destroy(b);
+}
+
+/* Every dataset of tests/data that reads, both forms; random tables; names
+ * and values that need escapes. */
+static void test_dataset_print(void)
+{
+	DIR *d = opendir(data_dir());
+	struct dirent *e;
+	uint64_t rng = 7;
+	int n = 0;
+
+	while (d && (e = readdir(d))) {
+		struct pm_error err = {0};
+		struct dataset *ds = NULL;
+		size_t len = strlen(e->d_name);
+		char path[1024];
+		json_t *j;
+
+		if (len < 5 || strcmp(e->d_name + len - 5, ".json"))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", data_dir(), e->d_name);
+		j = json_load_file(path, 0, NULL);
+		if (j && codec_dataset(j, &ds, &err) == PM_OK) {
+			check_printed(ds, e->d_name);
+			n++;
+		}
+		json_decref(j);
+		dataset_destroy(ds);
+	}
+	if (d)
+		closedir(d);
+	CHECK(n >= 10);
+	for (int i = 0; i < 40; i++) {
+		struct dataset *ds = random_dataset(&rng);
+
+		if (ds)
+			check_printed(ds, "a random table");
+		dataset_destroy(ds);
+	}
+	test_dataset_print_escapes();
 }
 
 /* ---- knowledge and options ---------------------------------------------- */
@@ -681,6 +777,7 @@ int main(void)
 	test_published_form();
 	test_numbers_as_values();
 	test_dataset_json();
+	test_dataset_print();
 	test_solver_options();
 	test_mine_block();
 	test_rule_json();
