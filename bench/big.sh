@@ -32,25 +32,13 @@ ts=("$@")
 bench_setup
 bench_header "RECORDS=$records K=$k RUNS=$runs TIME_LIMIT=$limit MEM_LIMIT_GB=$mem_gb"
 
-# Seconds and peak MiB of a /usr/bin/time -v file.
-time_fields() {
-	python3 - "$1" <<'PY'
-import re, sys
-tm = open(sys.argv[1]).read()
-w = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", tm).group(1)
-wall = sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":"))))
-rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1)) / 1024
-print(f"{wall:.1f} s, peak {rss:.0f} MiB")
-PY
-}
-
 /usr/bin/time -v -o "$work/synth.time" python3 "$root/bench/synth.py" --records "$records" \
 	--seed 1 >"$work/big.csv" 2>/dev/null
-echo "# synth.py: $(time_fields "$work/synth.time")"
+echo "# synth.py: $(bench_time_fields "$work/synth.time" | sed 's/ / s, peak /') MiB"
 /usr/bin/time -v -o "$work/anat.time" "$bin" anatomize "$work/big.csv" --sa disease \
 	--qi sex,race,marital,age,zip,occupation --l 5 --seed 1 >"$work/big.json"
 rm -f "$work/big.csv"
-echo "# anatomize: $(time_fields "$work/anat.time"), $(du -m "$work/big.json" | cut -f1) MB of JSON"
+echo "# anatomize: $(bench_time_fields "$work/anat.time" | sed 's/ / s, peak /') MiB, $(du -m "$work/big.json" | cut -f1) MB of JSON"
 
 printf '%3s %5s %-13s %8s %8s %7s %7s %7s %8s %8s %8s %8s %4s %13s %8s\n' T K status solve_s \
 	whole_s load_s mine_s build_s zeros_s iter_s metric_s priv_s its max_violation peak_MiB

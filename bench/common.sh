@@ -32,3 +32,15 @@ bench_solve() {
 		/usr/bin/time -f '%e %M' -o "$work/$r.time" "$bin" solve "$1" "$2" >"$work/$r.json"
 	done
 }
+
+# "seconds peak_MiB" of a /usr/bin/time -v output file $1.
+bench_time_fields() {
+	python3 - "$1" <<'PY'
+import re, sys
+tm = open(sys.argv[1]).read()
+w = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", tm).group(1)
+wall = sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":"))))
+rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1)) / 1024
+print(f"{wall:.1f} {rss:.0f}")
+PY
+}

@@ -24,26 +24,14 @@ db=${DB:-sqlite}
 bench_setup
 bench_header "RECORDS=$records K=$k DB=$db"
 
-# "seconds peak_MiB" of a /usr/bin/time -v file.
-time_fields() {
-	python3 - "$1" <<'PY'
-import re, sys
-tm = open(sys.argv[1]).read()
-w = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", tm).group(1)
-wall = sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":"))))
-rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1)) / 1024
-print(f"{wall:.1f} {rss:.0f}")
-PY
-}
-
 /usr/bin/time -v -o "$work/synth.time" python3 "$root/bench/synth.py" --records "$records" \
 	--seed 1 >"$work/raw.csv" 2>/dev/null
 /usr/bin/time -v -o "$work/anat.time" "$bin" anatomize "$work/raw.csv" --sa disease \
 	--qi sex,race,marital,age,zip,occupation --l 5 --seed 1 --csv >"$work/big.csv"
 rm -f "$work/raw.csv"
 csv_mb=$(python3 -c "import os,sys; print(round(os.path.getsize(sys.argv[1]) / 1e6))" "$work/big.csv")
-echo "# synth.py: $(time_fields "$work/synth.time" | sed 's/ / s, peak /') MiB;" \
-	"anatomize --csv: $(time_fields "$work/anat.time" | sed 's/ / s, peak /') MiB; CSV $csv_mb MB"
+echo "# synth.py: $(bench_time_fields "$work/synth.time" | sed 's/ / s, peak /') MiB;" \
+	"anatomize --csv: $(bench_time_fields "$work/anat.time" | sed 's/ / s, peak /') MiB; CSV $csv_mb MB"
 
 where=$work/data
 if [ "$db" = pg ]; then
@@ -87,7 +75,7 @@ serve upload
 	--sa disease --group group --name "synth-$records" >"$work/summary.json" 2>"$work/progress.txt"
 stop
 id=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['id'])" "$work/summary.json")
-read -r wall peak < <(time_fields "$work/upload.time")
+read -r wall peak < <(bench_time_fields "$work/upload.time")
 printf '%-9s %9s %9s %8s %9s %s\n' upload "$(cat "$work/client.time")" "$peak" "$(db_mb)" - \
 	"$csv_mb MB of CSV; $(python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print(d['records'], 'records,', d['groups'], 'groups')" "$work/summary.json")"
 
@@ -116,5 +104,5 @@ print("%.1f %.2f %s status %s, solve %.1f s, %s iterations, accuracy %s" % (
 PY
 stop
 read -r wall load note <"$work/analysis.txt"
-read -r _ peak < <(time_fields "$work/analysis.time")
+read -r _ peak < <(bench_time_fields "$work/analysis.time")
 printf '%-9s %9s %9s %8s %9s %s\n' analysis "$wall" "$peak" - "$load" "$note"
