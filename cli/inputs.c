@@ -92,8 +92,7 @@ enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error 
 /* A JSON dataset: the plain records form directly from the text
  * (codec_records_dataset), anything else through a JSON tree, which
  * words every error. */
-static enum pm_status load_json_dataset(const char *path, struct dataset **ds,
-					struct pm_error *err)
+static enum pm_status load_json_dataset(const char *path, struct dataset **ds, struct pm_error *err)
 {
 	struct pm_error direct = {0};
 	json_t *j = NULL;

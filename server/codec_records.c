@@ -24,7 +24,7 @@
 
 /* A value longer than the builder's limits is refused by the builder;
  * room for one byte more is enough to let it say so. */
-#define VAL_CAP (DATASET_MAX_VALUE + 2)
+#define VAL_CAP	   (DATASET_MAX_VALUE + 2)
 #define MAX_DIGITS 18
 
 struct rd {
@@ -104,7 +104,8 @@ static int read_string(struct rd *r, char *out, size_t cap)
 
 		if (c < 0x20)
 			return bail(r, "a control character in a string");
-		k = c < 0x80 ? 1 : utf8_len((const unsigned char *)r->p, (const unsigned char *)r->end);
+		k = c < 0x80 ? 1
+			     : utf8_len((const unsigned char *)r->p, (const unsigned char *)r->end);
 		if (c == '\\' && (r->p + 1 >= r->end || (e = unescape(r->p[1])) < 0))
 			return bail(r, "a \\u or unknown escape");
 		if (!k)
@@ -291,8 +292,9 @@ static int read_head(struct rd *r, struct head *h)
 		if (seen & (1u << k))
 			return bail(r, "a repeated key");
 		seen |= 1u << k;
-		if (k == 0 ? read_name(r, h)
-			   : k == 1 ? read_attrs(r, h) : read_string(r, h->sa, VAL_CAP))
+		if (k == 0   ? read_name(r, h)
+		    : k == 1 ? read_attrs(r, h)
+			     : read_string(r, h->sa, VAL_CAP))
 			return -1;
 		if (next(r, '}') != 1)
 			return bail(r, "no records");
@@ -341,8 +343,8 @@ enum pm_status codec_records_dataset(const char *text, size_t len, struct datase
 			*out = read_body(r, h);
 	}
 	if (!*out)
-		error_set(err, r && h ? PM_ERR_INPUT : PM_ERR_NOMEM, "",
-			  "not read directly: %s", r && r->why ? r->why : "out of memory");
+		error_set(err, r && h ? PM_ERR_INPUT : PM_ERR_NOMEM, "", "not read directly: %s",
+			  r && r->why ? r->why : "out of memory");
 	free(r);
 	free(h);
 	return *out ? PM_OK : err->status;

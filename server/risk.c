@@ -43,7 +43,7 @@ struct risk_ctx {
 	const struct dataset *ds; /* the store's (store_dataset_parsed) */
 	struct privacy_table p0;
 	char *const **by_label; /* &ds->group_labels[b], sorted by label; NULL until needed */
-	double threshold; /* the result's privacy.threshold */
+	double threshold;	/* the result's privacy.threshold */
 	struct risk_row *rows;
 	size_t n_rows;
 	json_t *people; /* the ranked people as JSON beside a tuple page, or NULL */

@@ -347,8 +347,8 @@ enum pm_status store_sweep_transition(struct store *s, const char *id, const cha
 /* The points so far of a running sweep, written by the attempt (of
  * store_job_claim) that owns it; PM_ERR_CONFLICT when it is not running as
  * that attempt (cancelled, deleted, taken over after its lease ran out). */
-enum pm_status store_sweep_points(struct store *s, const char *id, const char *owner,
-				  int attempt, const char *points, struct pm_error *err);
+enum pm_status store_sweep_points(struct store *s, const char *id, const char *owner, int attempt,
+				  const char *points, struct pm_error *err);
 enum pm_status store_sweep_delete(struct store *s, const char *id, const char *tenant,
 				  struct pm_error *err);
 /* Ids of sweeps queued or running, oldest first: every one (dataset_id

@@ -252,8 +252,14 @@ static enum pm_status one_t(const struct dataset *ds, const struct sweep_request
 	struct miner_options mo;
 	struct miner_found found = {0};
 	struct knowledge mined;
-	struct sweep_t w = {.ds = ds, .q = q, .o = o, .mined = &mined, .found = &found,
-			    .t = t, .points = points, .hooks = hooks};
+	struct sweep_t w = {.ds = ds,
+			    .q = q,
+			    .o = o,
+			    .mined = &mined,
+			    .found = &found,
+			    .t = t,
+			    .points = points,
+			    .hooks = hooks};
 	enum pm_status st;
 
 	knowledge_init(&mined);

@@ -713,8 +713,7 @@ static enum pm_status interval_conflict(struct run *u, const struct invariants *
 
 /* o's warm start where it is exact (struct solver_warm), its zeros
  * seeding the search; NULL elsewhere. */
-static const struct solver_warm *warm_start(const struct knowledge *k,
-					    const struct invariants *inv,
+static const struct solver_warm *warm_start(const struct knowledge *k, const struct invariants *inv,
 					    const struct solver_options *o, struct zeros *z)
 {
 	if (!o->warm || o->method != SOLVER_TWO_LEVEL || lifted_needed(k))
