@@ -256,39 +256,21 @@ out:
 	return rc;
 }
 
+static const struct api_job_kind ANALYSES = {"an_",
+					     "/v1/analyses/",
+					     store_analysis_insert,
+					     store_analysis_get,
+					     store_analysis_delete,
+					     analysis_respond};
+
 static void analysis_create(struct http_server *h, const struct http_request *r,
 			    struct http_response *res)
 {
-	struct store_row row = {0};
-	struct pm_error err = {0};
-	char id[HTTP_ID_SIZE], *text = NULL;
+	char *text = NULL;
 	json_t *req = NULL;
 
-	if (analysis_request(r, &req, res) || analysis_prepare(h, r, req, &text, res))
-		goto out;
-	http_new_id(id, "an_");
-	if (store_analysis_insert(h->store, id, r->tenant, r->id, text, &err)) {
-		api_store_failed(res, r, &err);
-		goto out;
-	}
-	if (jobs_submit(h->jobs, id, &err)) {
-		struct pm_error ignored = {0};
-
-		/* never queued: remove it, so the store holds no orphan */
-		store_analysis_delete(h->store, id, r->tenant, &ignored);
-		http_problem_err(res, &err);
-		res->retry_after = err.status == PM_ERR_BUSY ? 5 : 0;
-		goto out;
-	}
-	if (store_analysis_get(h->store, id, r->tenant, &row, &err)) {
-		http_problem_err(res, &err);
-		goto out;
-	}
-	analysis_respond(h, res, 202, &row);
-	if ((res->location = malloc(48)))
-		snprintf(res->location, 48, "/v1/analyses/%s", id);
-out:
-	store_row_finish(&row);
+	if (!analysis_request(r, &req, res) && !analysis_prepare(h, r, req, &text, res))
+		api_job_start(h, r, &ANALYSES, text, res);
 	json_decref(req);
 	free(text);
 }
@@ -317,48 +299,6 @@ static void analysis_list(struct http_server *h, const struct http_request *r,
 out:
 	store_row_finish(&ds);
 	store_rows_free(rows, n);
-}
-
-static void analysis_get(struct http_server *h, const struct http_request *r,
-			 struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-
-	if (store_analysis_get(h->store, r->id, r->tenant, &row, &err))
-		api_store_failed(res, r, &err);
-	else
-		analysis_respond(h, res, 200, &row);
-	store_row_finish(&row);
-}
-
-/* Cancels a queued or running analysis (200 with it, now "cancelled");
- * deletes a finished one (204). */
-static void analysis_delete(struct http_server *h, const struct http_request *r,
-			    struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-	enum pm_status st;
-
-	if ((st = store_analysis_get(h->store, r->id, r->tenant, &row, &err)))
-		goto out;
-	if (!strcmp(row.status, "queued") || !strcmp(row.status, "running")) {
-		st = jobs_cancel(h->jobs, r->id, &err);
-		/* cancelled, or finished meanwhile: either way show it */
-		store_row_finish(&row);
-		if (st == PM_OK || st == PM_ERR_CONFLICT)
-			st = store_analysis_get(h->store, r->id, r->tenant, &row, &err);
-		if (!st)
-			analysis_respond(h, res, 200, &row);
-		goto out;
-	}
-	if (!(st = store_analysis_delete(h->store, r->id, r->tenant, &err)))
-		http_take(res, 204, NULL, NULL, 0);
-out:
-	if (st)
-		api_store_failed(res, r, &err);
-	store_row_finish(&row);
 }
 
 /* ---- posterior ------------------------------------------------------------- */
@@ -642,7 +582,7 @@ void analyses_handle(struct http_server *h, const struct http_request *r, struct
 		(post ? analysis_create : analysis_list)(h, r, res);
 		break;
 	case ROUTE_ANALYSIS:
-		(del ? analysis_delete : analysis_get)(h, r, res);
+		(del ? api_job_delete : api_job_get)(h, r, &ANALYSES, res);
 		break;
 	case ROUTE_POSTERIOR:
 		posterior_get(h, r, res);

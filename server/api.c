@@ -192,6 +192,79 @@ void api_store_failed(struct http_response *res, const struct http_request *r,
 		http_problem_err(res, err);
 }
 
+/* ---- jobs: analyses and sweeps ------------------------------------------ */
+
+void api_job_start(struct http_server *h, const struct http_request *r,
+		   const struct api_job_kind *k, const char *request, struct http_response *res)
+{
+	struct store_row row = {0};
+	struct pm_error err = {0};
+	char id[HTTP_ID_SIZE];
+
+	http_new_id(id, k->prefix);
+	if (k->insert(h->store, id, r->tenant, r->id, request, &err)) {
+		api_store_failed(res, r, &err);
+		return;
+	}
+	if (jobs_submit(h->jobs, id, &err)) {
+		struct pm_error ignored = {0};
+
+		/* never queued: remove it, so the store holds no orphan */
+		k->del(h->store, id, r->tenant, &ignored);
+		http_problem_err(res, &err);
+		res->retry_after = err.status == PM_ERR_BUSY ? 5 : 0;
+		return;
+	}
+	if (k->get(h->store, id, r->tenant, &row, &err)) {
+		http_problem_err(res, &err);
+		return;
+	}
+	k->respond(h, res, 202, &row);
+	if ((res->location = malloc(48)))
+		snprintf(res->location, 48, "%s%s", k->path, id);
+	store_row_finish(&row);
+}
+
+void api_job_get(struct http_server *h, const struct http_request *r, const struct api_job_kind *k,
+		 struct http_response *res)
+{
+	struct store_row row = {0};
+	struct pm_error err = {0};
+
+	if (k->get(h->store, r->id, r->tenant, &row, &err))
+		api_store_failed(res, r, &err);
+	else
+		k->respond(h, res, 200, &row);
+	store_row_finish(&row);
+}
+
+void api_job_delete(struct http_server *h, const struct http_request *r,
+		    const struct api_job_kind *k, struct http_response *res)
+{
+	struct store_row row = {0};
+	struct pm_error err = {0};
+	enum pm_status st;
+
+	if ((st = k->get(h->store, r->id, r->tenant, &row, &err)))
+		goto out;
+	if (!strcmp(row.status, "queued") || !strcmp(row.status, "running")) {
+		st = jobs_cancel(h->jobs, r->id, &err);
+		/* cancelled, or finished meanwhile: either way show it */
+		store_row_finish(&row);
+		if (st == PM_OK || st == PM_ERR_CONFLICT)
+			st = k->get(h->store, r->id, r->tenant, &row, &err);
+		if (!st)
+			k->respond(h, res, 200, &row);
+		goto out;
+	}
+	if (!(st = k->del(h->store, r->id, r->tenant, &err)))
+		http_take(res, 204, NULL, NULL, 0);
+out:
+	if (st)
+		api_store_failed(res, r, &err);
+	store_row_finish(&row);
+}
+
 /* ---- datasets -------------------------------------------------------------- */
 
 static json_t *string_list(char *const *s, size_t n)

@@ -255,6 +255,34 @@ void api_not_found(struct http_response *res, const struct http_request *r);
 void api_store_failed(struct http_response *res, const struct http_request *r,
 		      const struct pm_error *err);
 
+/* What differs between the two kinds of job (analyses, sweeps) for their
+ * start, GET and DELETE, which are otherwise one code (api.c). */
+struct api_job_kind {
+	const char *prefix; /* of its ids: "an_" */
+	const char *path;   /* its resource, the id appended: "/v1/analyses/" */
+	enum pm_status (*insert)(struct store *s, const char *id, const char *tenant,
+				 const char *dataset_id, const char *request, struct pm_error *err);
+	enum pm_status (*get)(struct store *s, const char *id, const char *tenant,
+			      struct store_row *out, struct pm_error *err);
+	enum pm_status (*del)(struct store *s, const char *id, const char *tenant,
+			      struct pm_error *err);
+	/* the job's JSON as the response, with that status */
+	void (*respond)(struct http_server *h, struct http_response *res, unsigned status,
+			const struct store_row *row);
+};
+/* Stores a job of the request's dataset (request: its JSON text) and
+ * queues it: 202 with it and Location; a full queue is 503 with
+ * Retry-After and nothing stored. */
+void api_job_start(struct http_server *h, const struct http_request *r,
+		   const struct api_job_kind *k, const char *request, struct http_response *res);
+/* GET of the request's job. */
+void api_job_get(struct http_server *h, const struct http_request *r, const struct api_job_kind *k,
+		 struct http_response *res);
+/* DELETE: cancels a queued or running job (200 with it, now "cancelled",
+ * or finished meanwhile); deletes a finished one (204). */
+void api_job_delete(struct http_server *h, const struct http_request *r,
+		    const struct api_job_kind *k, struct http_response *res);
+
 /* ---- analyses.c -------------------------------------------------------- */
 
 /* The response of ROUTE_DATASET_ANALYSES, ROUTE_ANALYSIS, ROUTE_POSTERIOR

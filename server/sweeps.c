@@ -90,15 +90,20 @@ static void sweep_list(struct http_server *h, const struct http_request *r,
 	store_rows_free(rows, n);
 }
 
-static void sweep_respond(struct http_response *res, unsigned status, const struct store_row *w)
+static void sweep_respond(struct http_server *h, struct http_response *res, unsigned status,
+			  const struct store_row *w)
 {
 	json_t *o = sweep_json(w);
 
+	(void)h;
 	if (o)
 		http_json(res, status, o);
 	else
 		http_oom(res);
 }
+
+static const struct api_job_kind SWEEPS = {"sw_",	    "/v1/sweeps/",	store_sweep_insert,
+					   store_sweep_get, store_sweep_delete, sweep_respond};
 
 /* The request's solver and report blocks, read as the worker will, and
  * its time limit within the service's. */
@@ -147,38 +152,6 @@ out:
 	return rc;
 }
 
-/* Stores and queues a valid request: 202 with the sweep and Location. */
-static void sweep_start(struct http_server *h, const struct http_request *r, const char *text,
-			struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-	char id[HTTP_ID_SIZE];
-
-	http_new_id(id, "sw_");
-	if (store_sweep_insert(h->store, id, r->tenant, r->id, text, &err)) {
-		api_store_failed(res, r, &err);
-		return;
-	}
-	if (jobs_submit(h->jobs, id, &err)) {
-		struct pm_error ignored = {0};
-
-		/* never queued: remove it, so the store holds no orphan */
-		store_sweep_delete(h->store, id, r->tenant, &ignored);
-		http_problem_err(res, &err);
-		res->retry_after = err.status == PM_ERR_BUSY ? 5 : 0;
-		return;
-	}
-	if (store_sweep_get(h->store, id, r->tenant, &row, &err)) {
-		http_problem_err(res, &err);
-		return;
-	}
-	sweep_respond(res, 202, &row);
-	if ((res->location = malloc(48)))
-		snprintf(res->location, 48, "/v1/sweeps/%s", id);
-	store_row_finish(&row);
-}
-
 static void sweep_create(struct http_server *h, const struct http_request *r,
 			 struct http_response *res)
 {
@@ -194,52 +167,10 @@ static void sweep_create(struct http_server *h, const struct http_request *r,
 	if (!(text = json_dumps(req, JSON_COMPACT | JSON_REAL_PRECISION(17))))
 		http_oom(res);
 	else
-		sweep_start(h, r, text, res);
+		api_job_start(h, r, &SWEEPS, text, res);
 out:
 	free(text);
 	json_decref(req);
-}
-
-static void sweep_get(struct http_server *h, const struct http_request *r,
-		      struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-
-	if (store_sweep_get(h->store, r->id, r->tenant, &row, &err))
-		api_store_failed(res, r, &err);
-	else
-		sweep_respond(res, 200, &row);
-	store_row_finish(&row);
-}
-
-/* Cancels a queued or running sweep (200 with it, now "cancelled", with
- * the points it had); deletes a finished one (204). */
-static void sweep_delete(struct http_server *h, const struct http_request *r,
-			 struct http_response *res)
-{
-	struct store_row row = {0};
-	struct pm_error err = {0};
-	enum pm_status st;
-
-	if ((st = store_sweep_get(h->store, r->id, r->tenant, &row, &err)))
-		goto out;
-	if (!strcmp(row.status, "queued") || !strcmp(row.status, "running")) {
-		st = jobs_cancel(h->jobs, r->id, &err);
-		/* cancelled, or finished meanwhile: either way show it */
-		store_row_finish(&row);
-		if (st == PM_OK || st == PM_ERR_CONFLICT)
-			st = store_sweep_get(h->store, r->id, r->tenant, &row, &err);
-		if (!st)
-			sweep_respond(res, 200, &row);
-		goto out;
-	}
-	if (!(st = store_sweep_delete(h->store, r->id, r->tenant, &err)))
-		http_take(res, 204, NULL, NULL, 0);
-out:
-	if (st)
-		api_store_failed(res, r, &err);
-	store_row_finish(&row);
 }
 
 /* The chart of the points so far (an empty one before the first). The
@@ -289,7 +220,7 @@ void sweeps_handle(struct http_server *h, const struct http_request *r, struct h
 		(!strcmp(r->method, "POST") ? sweep_create : sweep_list)(h, r, res);
 		break;
 	case ROUTE_SWEEP:
-		(del ? sweep_delete : sweep_get)(h, r, res);
+		(del ? api_job_delete : api_job_get)(h, r, &SWEEPS, res);
 		break;
 	case ROUTE_SWEEP_CHART:
 		sweep_chart_get(h, r, res);
