@@ -62,8 +62,8 @@ static enum pm_status read_file(const char *path, const char *cannot, char **tex
 }
 
 /* Read whole, then parsed from memory: json_load_file takes the file a
- * character at a time through locked stdio (getc), 40% of the run time of
- * `pmaxent solve` on Adult, K+ = K- = 250, qi_attributes 1. */
+ * character at a time through locked stdio (getc), a large part of a
+ * small solve's run time. */
 static enum pm_status parse_json(const char *path, const char *text, size_t len, json_t **out,
 				 struct pm_error *err)
 {

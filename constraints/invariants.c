@@ -147,9 +147,9 @@ static long tuple_slot(const struct invariants *inv, uint32_t q, uint32_t s)
 
 /* Cells of knowledge rule r, appended to cells (capacity >= n_cells) in
  * the order of the tuples; returns how many, and n(Qv) through *n_qv.
- * The cells of (q, s) come whole from sc: at 10M records a rule's tuples
- * occur in ~10^5 buckets, and a search of s in each (cache misses on
- * every bucket) took most of the 20 s of building Top-(5000, 5000). */
+ * The cells of (q, s) come whole from sc: on a large table a rule's tuples
+ * occur in very many buckets, and a search of s in each would miss the
+ * cache on every bucket. */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 			 const struct slot_cells *sc, const struct rule *r, uint32_t *cells,
 			 uint64_t *n_qv)

@@ -1,7 +1,7 @@
 /*
- * Parsed datasets, kept (issue 25): every analysis, sweep and risk list
- * read its dataset's stored text back and parsed it, 0.3-0.5 s on Adult
- * for each request. A dataset never changes once stored (it can only be
+ * Parsed datasets, kept: every analysis, sweep and risk list needs its
+ * dataset, and reading it from the store costs far more than the request
+ * otherwise does. A dataset never changes once stored (it can only be
  * deleted), so a parsed one stays right for as long as its id exists:
  * each lookup still asks the store whether the tenant has it, and only the
  * read is saved. Entries are counted by about the bytes of their arrays

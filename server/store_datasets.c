@@ -2,9 +2,9 @@
  * Datasets in the store (see server.h). Since schema version 5 a dataset
  * is its packed form (dataset_pack: dictionaries and columns of codes) cut
  * into chunks of at most s->chunk_bytes in dataset_chunks, with the count
- * in datasets.chunks: a table of 10M records is a few hundred megabytes,
- * where its JSON text was near 2 GB, over what either database takes in
- * one value (1 GB), and it reads back without a JSON parser. A dataset
+ * in datasets.chunks: a table of millions of records packs to a fraction
+ * of its JSON text, which could exceed what either database takes in one
+ * value (1 GB), and it reads back without a JSON parser. A dataset
  * stored before (chunks 0) keeps its JSON text in body and still reads:
  * nothing stored is lost by the upgrade. The chunks go with their dataset
  * (ON DELETE CASCADE), in the same transaction.
