@@ -419,12 +419,26 @@ enum pm_status scaling_bucket(const struct dataset *ds, const struct invariants 
  */
 #define TWOLEVEL_LOOSE 1e-4
 
+/* One bucket's patterns (twolevel_patterns.c): its n open rows
+ * ascending (rows), each one's pattern (pat: rows with the same cells in
+ * the bucket share one; np of them), per bucket row i the patterns
+ * through its cells with their cells (rpat, rcell from at[i], rp_n[i] of
+ * them; patterns and cells within a bucket, under 2^16: form_sizes), and
+ * scratch (lo, key, pkey, first, cells; bits, one per open row). */
+struct twolevel_patterns {
+	size_t n, np, *at, *lo;
+	uint32_t *rows, *rp_n, *first, *cells;
+	uint16_t *pat, *rpat, *rcell;
+	uint64_t *key, *pkey, *bits;
+};
+
 /* Per part of the thread pool: scratch and partial results. */
 struct twolevel_part {
 	struct scaling_work w;
 	double *dm, *kk, *em;  /* cells of the widest bucket: the kernel, */
 	double *t, *u;	       /* and for products */
-	double *vec;	       /* r: partial gradient or H v */
+	double *vec;	       /* r: diag(H) */
+	double *cacc;	       /* per class: H v's sums over its cells */
 	uint64_t *stamp, tick; /* r: distinct rows of a bucket */
 	uint32_t *loc, *rows;  /* r: local numbers, and the rows of a bucket */
 	double *pq, *acc;      /* per local row: g + h sums, and the total */
@@ -436,12 +450,13 @@ struct twolevel_part {
 	uint64_t *hfix;
 	unsigned long hgen;
 	double *dx, *dl, *rt, *sc, *pv;
+	struct twolevel_patterns *pat; /* the bucket's patterns (twolevel_hessian.c) */
 };
 
 /*
  * One two-level problem: a set of coupled buckets and the open rows among
  * them (a connected component, or all of them). Per-cell arrays (zero,
- * y, y0, ck_off) are local: bucket k's cells start at coff[k], so
+ * y, y0, cls) are local: bucket k's cells start at coff[k], so
  * a small component costs its own size, not the table's.
  */
 struct twolevel {
@@ -467,15 +482,17 @@ struct twolevel {
 	 * weight of its multiplier (newton_problem.l1); NULL without one */
 	double *half;
 	double *dd, *ex, *xm, dmu_max; /* μ - μ0, its exp and expm1; max |μ - μ0| */
-	size_t *ck_off;		       /* per cell: the open rows through it (local) */
-	uint32_t *ck, *ce;	       /* ce: per entry of ck, its cell */
 	size_t *rc_off;		       /* prefix sums of the open rows' cell counts */
-	/* open row k's cells (local numbers) at rcb + rc_at[k]: rc, or the
-	 * invariants' own rows where the local numbers are theirs (every
-	 * coupled bucket at its place: one copy of the entries fewer) */
-	const uint32_t *rcb;
-	size_t *rc_at;
-	uint32_t *rc;	     /* owned, or NULL */
+	/* the classes (twolevel_init.c's init_classes): per local cell its
+	 * class (cls, 0: no open row), per class 1 .. ncls its open rows
+	 * ascending (cl_row at cl_off) and its cells ascending (cc_cell at
+	 * cc_off), per open row its classes (rk_cls at rk_off); n_entries
+	 * pairs of a cell and an open row through it */
+	uint32_t *cls, *cl_row, *cc_cell, *rk_cls;
+	size_t ncls, *cl_off, *cc_off, *rk_off, n_entries;
+	/* per class: Σ Δμ over its rows, Π exp(Δμ), expm1 of the sum
+	 * (kernel), Σ y over its cells (the gradient), v summed (products) */
+	double *cdm, *cex, *cem, *csum, *cv;
 	size_t ck_max;	     /* most open rows through a cell */
 	double *y0, *y;	     /* per local cell */
 	uint8_t *exact;	     /* per coupled bucket: y = y0 solves it at μ0 */
@@ -492,17 +509,13 @@ struct twolevel {
 	struct twolevel_part *part;
 	/* G's pass (eval_mu) by chunks of buckets, ev_off[i] .. ev_off[i + 1],
 	 * each taken by whichever thread is free, with sums of its own (ev_f,
-	 * ev_worst) added in chunk order; then the gradient by chunks of rows
-	 * (gr_off), each row's sum (gsum) over its cells in order */
+	 * ev_worst) added in chunk order; then the gradient by chunks of
+	 * classes (gr_off), each class's sum (csum) over its cells in order */
 	size_t n_ev, *ev_off, n_gr, *gr_off;
-	double *ev_f, *ev_worst, *gsum;
-	const double *vin; /* input of the H v pass */
-	/* H is formed (worth it, and the scratch fits); then per coupled
-	 * bucket its open rows ascending (lrows[lr_off[k] ..]), their
-	 * patterns (lpat: rows with the same cells share one; npat[k] of
-	 * them); per bucket row (qoff[k] + i) the patterns through its
-	 * cells, each once, with their cells (rpat, rcell from ck_off of the
-	 * row's first cell, rp_n of them) */
+	double *ev_f, *ev_worst;
+	/* H is formed (worth it, and the scratch fits): each pass that forms
+	 * it finds every bucket's patterns (rows with the same cells in the
+	 * bucket) in its part's scratch (pat) */
 	int dense, formable;
 	long cg_budget;	   /* CG products a direction may take before forming H costs less */
 	long block_budget; /* ... before forming its blocks costs less */
@@ -514,14 +527,9 @@ struct twolevel {
 	size_t nblk, *blk_off, *blk_pk; /* blk_pk: each block's in hfix */
 	uint32_t *blk_of;
 	int blocked, whole_ok; /* blocked: the pass forms the blocks only */
-	size_t *lr_off;
-	double hscale;	    /* H's fixed point (fixed_scale) */
-	int clamp_all;	    /* tests: every pair through the clamped conversion */
-	unsigned long hgen; /* passes that formed H */
-	uint32_t *lrows, *npat, *rp_n;
-	/* patterns and cells within their bucket (form_sizes keeps both
-	 * under 2^16): the largest arrays of forming H, two bytes each */
-	uint16_t *lpat, *rpat, *rcell;
+	double hscale;	       /* H's fixed point (fixed_scale) */
+	int clamp_all;	       /* tests: every pair through the clamped conversion */
+	unsigned long hgen;    /* passes that formed H */
 };
 
 /* ---- components.c ------------------------------------------------------ */
@@ -618,5 +626,20 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t);
 void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out);
 void twolevel_hessian_diag(struct twolevel *t, double *out);
 void twolevel_hessian_form(struct twolevel *t, int blocks, double *out);
+/* A part's scratch for the patterns of buckets of up to rows open rows,
+ * entries pairs of a cell and a row, g bucket rows; *out owned by the
+ * caller (twolevel_patterns_destroy, also after a failure; NULL-safe). */
+enum pm_status twolevel_patterns_create(const struct twolevel *t, size_t rows, size_t entries,
+					size_t g, struct twolevel_patterns **out);
+void twolevel_patterns_destroy(struct twolevel_patterns *p);
+/* Bucket k's patterns into pt->pat (pt->loc, pt->stamp its scratch). */
+void twolevel_patterns_find(const struct twolevel *t, struct twolevel_part *pt, size_t k);
+/* Bucket k's distinct open rows, and in *entries its pairs of a cell and
+ * an open row through it (pt->stamp its scratch). */
+size_t twolevel_bucket_rows(const struct twolevel *t, struct twolevel_part *pt, size_t k,
+			    size_t *entries);
+/* Tests: over the buckets, the open rows that share a pattern with an
+ * earlier row of the bucket (t must be formable). */
+size_t twolevel_hessian_shared(struct twolevel *t);
 
 #endif

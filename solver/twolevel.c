@@ -65,6 +65,8 @@ static void part_finish(struct twolevel_part *pt)
 	free(pt->rt);
 	free(pt->sc);
 	free(pt->pv);
+	free(pt->cacc);
+	twolevel_patterns_destroy(pt->pat);
 }
 
 void twolevel_finish(struct twolevel *t)
@@ -76,7 +78,6 @@ void twolevel_finish(struct twolevel *t)
 	free(t->ev_f);
 	free(t->ev_worst);
 	free(t->gr_off);
-	free(t->gsum);
 	if (t->own_pool)
 		parallel_destroy(t->pool);
 	free(t->zero);
@@ -101,21 +102,21 @@ void twolevel_finish(struct twolevel *t)
 	free(t->dd);
 	free(t->ex);
 	free(t->xm);
-	free(t->ck_off);
-	free(t->ck);
-	free(t->ce);
 	free(t->rc_off);
-	free(t->rc);
-	free(t->rc_at);
+	free(t->cls);
+	free(t->cl_off);
+	free(t->cl_row);
+	free(t->cc_off);
+	free(t->cc_cell);
+	free(t->rk_off);
+	free(t->rk_cls);
+	free(t->cdm);
+	free(t->cex);
+	free(t->cem);
+	free(t->csum);
+	free(t->cv);
 	free(t->y0);
 	free(t->exact);
-	free(t->lr_off);
-	free(t->lrows);
-	free(t->lpat);
-	free(t->npat);
-	free(t->rpat);
-	free(t->rcell);
-	free(t->rp_n);
 	memset(t, 0, sizeof *t);
 }
 
@@ -163,15 +164,13 @@ static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, doub
  * (the largest change times the most rows through a cell), the scaling's
  * kernel from the rows' exponentials: y0 exp(dm) as y0 Π exp(Δμ_r), and
  * expm1(dm) from expm1(x + z) = X + Z + X Z over the rows, each partial
- * sum within SCALING_SMALL, so as precise as expm1 itself. One
- * exponential per open row instead of one per cell. An exponent beyond
- * SCALING_CAP (a wild trial, or a multiplier running off along a flat
- * direction) is capped, so that nothing overflows, and the point fails
- * (returns 1): capped, the scaling is no longer G's, and a line search
- * that took it once returned a feasible point that was not the
- * maximum-entropy one. The bucket's entries of ck are taken in one flat
- * pass (ce: their cells), not cell by cell: most cells have 0, 1 or 2
- * rows, and the inner loop's branches cost more than its work.
+ * sum within SCALING_SMALL, so as precise as expm1 itself. All three are
+ * per class (class_kernel): one exponential per open row, one lookup per
+ * cell. An exponent beyond SCALING_CAP (a wild trial, or a multiplier
+ * running off along a flat direction) is capped, so that nothing
+ * overflows, and the point fails (returns 1): capped, the scaling is no
+ * longer G's, and a line search that took it once returned a feasible
+ * point that was not the maximum-entropy one.
  */
 static int kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		  struct scaling_block *blk)
@@ -179,29 +178,42 @@ static int kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 	size_t off, g, h;
 	double reach = t->dmu_max * (double)t->ck_max, *dm = pt->dm, *kk = pt->kk, *em = pt->em;
 	int with_kk = reach <= SCALING_CAP, with_em = reach <= SCALING_SMALL, capped = 0;
+	const uint32_t *cls;
 
 	twolevel_shape(t, k, &off, &g, &h);
-	memset(dm, 0, g * h * sizeof *dm);
-	memcpy(kk, blk->y0, g * h * sizeof *kk);
-	memset(em, 0, g * h * sizeof *em);
-	for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++) {
-		size_t c = t->ce[x] - off, r = t->ck[x];
-
-		dm[c] += t->dd[r];
-		kk[c] *= t->ex[r];
-		em[c] += t->xm[r] + em[c] * t->xm[r];
-	}
+	cls = t->cls + off;
 	for (size_t c = 0; c < g * h; c++) {
-		double s = dm[c];
+		double s = t->cdm[cls[c]];
 
 		dm[c] = s < SCALING_CAP ? s > -SCALING_CAP ? s : -SCALING_CAP : SCALING_CAP;
 		/* only when the reach allows it (not as a rule) */
 		capped |= !with_kk && !(fabs(s) <= SCALING_CAP) && !t->zero[off + c];
-		kk[c] = t->zero[off + c] ? 0 : kk[c];
+		kk[c] = t->zero[off + c] ? 0 : blk->y0[c] * t->cex[cls[c]];
+		em[c] = t->cem[cls[c]];
 	}
 	blk->kk = with_kk ? pt->kk : NULL;
 	blk->em = with_em ? pt->em : NULL;
 	return capped;
+}
+
+/* Per class, the kernel's Σ Δμ, Π exp(Δμ) and expm1(Σ Δμ) over its rows
+ * in order (kernel); class 0, without rows: 0, 1, 0. */
+static void class_kernel(struct twolevel *t)
+{
+	for (size_t v = 0; v <= t->ncls; v++) {
+		double dm = 0, ex = 1, em = 0;
+
+		for (size_t e = t->cl_off[v]; e < t->cl_off[v + 1]; e++) {
+			uint32_t r = t->cl_row[e];
+
+			dm += t->dd[r];
+			ex *= t->ex[r];
+			em += t->xm[r] + em * t->xm[r];
+		}
+		t->cdm[v] = dm;
+		t->cex[v] = ex;
+		t->cem[v] = em;
+	}
 }
 
 /*
@@ -254,16 +266,16 @@ static void eval_item(void *ctx, size_t i, int p)
 	t->ev_worst[i] = s.worst;
 }
 
-/* Rows gr_off[i] .. gr_off[i + 1]: each one's Σ y over its cells, in
- * four running sums (independent loads, a quarter of the rounding). */
+/* Classes gr_off[i] .. gr_off[i + 1]: each one's Σ y over its cells,
+ * in four running sums (independent loads, a quarter of the rounding). */
 static void grad_item(void *ctx, size_t i, int p)
 {
 	struct twolevel *t = ctx;
 
 	(void)p;
-	for (size_t k = t->gr_off[i]; k < t->gr_off[i + 1]; k++) {
-		const uint32_t *c = t->rcb + t->rc_at[k];
-		size_t n = t->rc_off[k + 1] - t->rc_off[k], x = 0;
+	for (size_t v = t->gr_off[i]; v < t->gr_off[i + 1]; v++) {
+		const uint32_t *c = t->cc_cell + t->cc_off[v];
+		size_t n = t->cc_off[v + 1] - t->cc_off[v], x = 0;
 		double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
 
 		for (; x + 4 <= n; x += 4) {
@@ -274,7 +286,7 @@ static void grad_item(void *ctx, size_t i, int p)
 		}
 		for (; x < n; x++)
 			s0 += t->y[c[x]];
-		t->gsum[k] = (s0 + s1) + (s2 + s3);
+		t->csum[v] = (s0 + s1) + (s2 + s3);
 	}
 }
 
@@ -294,6 +306,7 @@ static double eval_pass(struct twolevel *t, double *g, double *violation, double
 		t->xm[k] = expm1(d);
 		t->dmu_max = fabs(d) > t->dmu_max || d != d ? fabs(d) : t->dmu_max;
 	}
+	class_kernel(t);
 	parallel_items(t->pool, t->n_ev, eval_item, t);
 	parallel_items(t->pool, t->n_gr, grad_item, t);
 	for (size_t i = 0; i < t->n_ev; i++) {
@@ -306,8 +319,10 @@ static double eval_pass(struct twolevel *t, double *g, double *violation, double
 	failed = worst > fmax(INNER_FAIL, 10 * t->eval_target);
 	*gmax = 0;
 	for (size_t k = 0; k < t->r; k++) {
-		double s = t->gsum[k];
+		double s = 0;
 
+		for (size_t e = t->rk_off[k]; e < t->rk_off[k + 1]; e++)
+			s += t->csum[t->rk_cls[e]];
 		f -= (t->mu[k] - t->mu0[k]) * t->rhs[k];
 		if (g)
 			g[k] = s - t->rhs[k];

@@ -114,14 +114,21 @@ static void bucket_apply(struct twolevel *t, struct twolevel_part *pt, size_t k,
 			u[i * h + j] -= y[i * h + j] * (s->da[i] + s->db[j]);
 }
 
+/* The open rows through local cell c, *n of them: its class's. */
+static inline const uint32_t *cell_rows(const struct twolevel *t, size_t c, size_t *n)
+{
+	uint32_t v = t->cls[c];
+
+	*n = t->cl_off[v + 1] - t->cl_off[v];
+	return t->cl_row + t->cl_off[v];
+}
+
 /*
- * Per bucket: w (per cell, the sum of v over its open rows) cell by cell,
- * each sum in a register; then u added to the rows of each entry in one
- * flat pass, the entry's cell from ce: with 0, 1 or 2 rows per cell the
- * per-cell loop's branches cost more than its work, and the flat pass's
- * additions go to different rows. (A flat pass for w too adds to the
- * same cell entry after entry, each waiting on the one before: on Adult
- * T=1 K=2500 the solve took a fifth longer.)
+ * Per bucket: w (per cell, the sum of v over its open rows: its class's,
+ * cv) and u added to the cell's class (cacc): a lookup per cell, where a
+ * list of the rows of each cell cost a pass over every pair of a cell and
+ * a row, ten on rules of one attribute. The rows' sums are the classes'
+ * (twolevel_hessian_apply).
  */
 static void apply_part(void *ctx, int p, int parts)
 {
@@ -129,31 +136,48 @@ static void apply_part(void *ctx, int p, int parts)
 	struct twolevel_part *pt = &t->part[p];
 	size_t lo, hi;
 
-	memset(pt->vec, 0, t->r * sizeof *pt->vec);
+	memset(pt->cacc, 0, (t->ncls + 1) * sizeof *pt->cacc);
 	twolevel_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++) {
 		size_t off, g, h;
+		const uint32_t *cls;
 
 		twolevel_shape(t, k, &off, &g, &h);
-		for (size_t c = 0; c < g * h; c++) {
-			double v = 0;
-
-			for (size_t x = t->ck_off[off + c]; x < t->ck_off[off + c + 1]; x++)
-				v += t->vin[t->ck[x]];
-			pt->t[c] = v;
-		}
+		cls = t->cls + off;
+		for (size_t c = 0; c < g * h; c++)
+			pt->t[c] = t->cv[cls[c]];
 		bucket_apply(t, pt, k, pt->t, pt->u);
-		for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
-			pt->vec[t->ck[x]] += pt->u[t->ce[x] - off];
+		for (size_t c = 0; c < g * h; c++)
+			pt->cacc[cls[c]] += pt->u[c];
 	}
 }
 
+/* H v: v summed per class (cv), the buckets' pass, the parts' class sums
+ * added in part order (deterministic), each row's the sum of its
+ * classes'. */
 void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out)
 {
+	double *sum = t->part[0].cacc;
+
 	twolevel_base(t);
-	t->vin = v;
+	for (size_t c = 0; c <= t->ncls; c++) {
+		double s = 0;
+
+		for (size_t e = t->cl_off[c]; e < t->cl_off[c + 1]; e++)
+			s += v[t->cl_row[e]];
+		t->cv[c] = s;
+	}
 	parallel_run(t->pool, apply_part, t);
-	reduce(t, out);
+	for (int p = 1; p < t->parts; p++)
+		for (size_t c = 1; c <= t->ncls; c++)
+			sum[c] += t->part[p].cacc[c];
+	for (size_t k = 0; k < t->r; k++) {
+		double s = 0;
+
+		for (size_t e = t->rk_off[k]; e < t->rk_off[k + 1]; e++)
+			s += sum[t->rk_cls[e]];
+		out[k] = s;
+	}
 }
 
 /* The bucket's distinct open rows: loc[row] their local number, pt->rows
@@ -165,24 +189,28 @@ static size_t bucket_rows(struct twolevel *t, struct twolevel_part *pt, size_t k
 
 	twolevel_shape(t, k, &off, &g, &h);
 	pt->tick++;
-	for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++) {
-		uint32_t row = t->ck[x];
-		size_t c = t->ce[x] - off;
-		double v = t->y[t->ce[x]];
+	for (size_t c = 0; c < g * h; c++) {
+		size_t nr;
+		const uint32_t *rows = cell_rows(t, off + c, &nr);
+		double v = t->y[off + c];
 
-		if (pt->stamp[row] != pt->tick) {
-			if ((n + 1) * (g + h) > pt->pq_cap)
-				return 0;
-			pt->stamp[row] = pt->tick;
-			pt->loc[row] = (uint32_t)n;
-			pt->rows[n] = row;
-			pt->acc[n] = 0;
-			memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
-			n++;
+		for (size_t e = 0; e < nr; e++) {
+			uint32_t row = rows[e];
+
+			if (pt->stamp[row] != pt->tick) {
+				if ((n + 1) * (g + h) > pt->pq_cap)
+					return 0;
+				pt->stamp[row] = pt->tick;
+				pt->loc[row] = (uint32_t)n;
+				pt->rows[n] = row;
+				pt->acc[n] = 0;
+				memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
+				n++;
+			}
+			pt->acc[pt->loc[row]] += v;
+			pt->pq[pt->loc[row] * (g + h) + c / h] += v;
+			pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
 		}
-		pt->acc[pt->loc[row]] += v;
-		pt->pq[pt->loc[row] * (g + h) + c / h] += v;
-		pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
 	}
 	return n;
 }
@@ -196,9 +224,12 @@ static double diag_slow(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 
 	twolevel_shape(t, k, &off, &g, &h);
 	for (size_t d = 0; d < g * h; d++) {
+		size_t nr;
+		const uint32_t *rows = cell_rows(t, off + d, &nr);
+
 		pt->t[d] = 0;
-		for (size_t z = t->ck_off[off + d]; z < t->ck_off[off + d + 1]; z++)
-			pt->t[d] += t->ck[z] == row;
+		for (size_t e = 0; e < nr; e++)
+			pt->t[d] += rows[e] == row;
 	}
 	bucket_apply(t, pt, k, pt->t, pt->u);
 	for (size_t d = 0; d < g * h; d++)
@@ -235,14 +266,19 @@ static void diag_part(void *ctx, int p, int parts)
 				corr += v[g + j] * pt->w.db[j];
 			pt->vec[pt->rows[l]] += pt->acc[l] - corr;
 		}
-		if (n > 0 || t->ck_off[off] == t->ck_off[off + g * h])
+		if (n > 0)
 			continue;
-		pt->tick++; /* too large for the scratch: row by row */
-		for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
-			if (pt->stamp[t->ck[x]] != pt->tick) {
-				pt->stamp[t->ck[x]] = pt->tick;
-				pt->vec[t->ck[x]] += diag_slow(t, pt, k, t->ck[x]);
-			}
+		pt->tick++; /* too large for the scratch (or no row): row by row */
+		for (size_t c = 0; c < g * h; c++) {
+			size_t nr;
+			const uint32_t *rows = cell_rows(t, off + c, &nr);
+
+			for (size_t e = 0; e < nr; e++)
+				if (pt->stamp[rows[e]] != pt->tick) {
+					pt->stamp[rows[e]] = pt->tick;
+					pt->vec[rows[e]] += diag_slow(t, pt, k, rows[e]);
+				}
+		}
 	}
 }
 
@@ -296,17 +332,19 @@ VEC_CLONES static void gram(const double *xt, size_t np, double *lm, size_t h)
 
 /*
  * Bucket row i's terms of lm (y, dqi of the bucket; the row's patterns
- * from rp with their cells): a pattern has one cell in a row at most (a
+ * from pt->pat's at[i] with their cells): a pattern has one cell in a row at most (a
  * knowledge row's cells are of one SA value), so p_l[i] is that cell's
  * y, and lm[l][m] gets -dqi p_l[i] p_m[i] (the first g entries' part of
  * the Gram matrix) from each pair of the row's patterns, and a_l^T Y a_m
  * from each pair through one cell: every cell is in one bucket row, so
  * the row's pairs are all of them. Into both triangles, as gram().
  */
-static void gram_p(const struct twolevel *t, struct twolevel_part *pt, size_t rp, size_t n,
-		   const double *y, double dqi, size_t np, double *lm)
+static void gram_p(struct twolevel_part *pt, size_t i, const double *y, double dqi, size_t np,
+		   double *lm)
 {
-	const uint16_t *pat = t->rpat + rp, *cell = t->rcell + rp;
+	size_t n = pt->pat->rp_n[i];
+	const uint16_t *pat = pt->pat->rpat + pt->pat->at[i],
+		       *cell = pt->pat->rcell + pt->pat->at[i];
 
 	for (size_t a = 0; a < n; a++)
 		pt->pv[a] = y[cell[a]];
@@ -340,12 +378,12 @@ static inline uint64_t to_fixed(double v, double scale)
  * third fewer instructions per pair of rows, and the pass over the pairs
  * is a third of forming H.
  */
-INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, const double *lm,
-		    size_t np, int clamp)
+INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, const double *lm, size_t np,
+		    int clamp)
 {
-	size_t n = t->lr_off[k + 1] - t->lr_off[k];
-	const uint32_t *rows = t->lrows + t->lr_off[k];
-	const uint16_t *pat = t->lpat + t->lr_off[k];
+	size_t n = pt->pat->n;
+	const uint32_t *rows = pt->pat->rows;
+	const uint16_t *pat = pt->pat->pat;
 
 	for (size_t l = 0, m0 = 0; l < n; l++) { /* any pattern order: lm is whole */
 		uint64_t *hl = pt->hfix + packed(rows[l]);
@@ -384,7 +422,7 @@ INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, size_t k, cons
  */
 INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, size_t h)
 {
-	size_t off, g, np = (t->npat[k] + 3) & ~(size_t)3;
+	size_t off, g, np = (pt->pat->np + 3) & ~(size_t)3;
 	const double *y;
 	double *lm = pt->dl, *x = pt->dx, *rt = pt->rt, top = 0;
 
@@ -394,8 +432,8 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	schur_root(t->fac + t->foff[k], y, g, h, rt, pt->sc);
 	memset(x, 0, np * h * sizeof *x);
 	for (size_t i = 0; i < g; i++) { /* by bucket row: few loops, few exits */
-		size_t rp = t->ck_off[off + i * h], nr = t->rp_n[t->qoff[k] + i];
-		const uint16_t *pr = t->rpat + rp, *cr = t->rcell + rp;
+		size_t rp = pt->pat->at[i], nr = pt->pat->rp_n[i];
+		const uint16_t *pr = pt->pat->rpat + rp, *cr = pt->pat->rcell + rp;
 
 		for (size_t a = 0; a < nr; a++) {
 			const double *ri = rt + i * h, *rj = rt + (g + cr[a] % h) * h;
@@ -410,12 +448,11 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	for (size_t p = 0; p < np; p++) /* the Gram part's largest entry */
 		top = !(-lm[p * np + p] <= top) ? -lm[p * np + p] : top;
 	for (size_t i = 0; i < g; i++)
-		gram_p(t, pt, t->ck_off[off + i * h], t->rp_n[t->qoff[k] + i], y,
-		       t->fac[t->foff[k] + i], np, lm);
+		gram_p(pt, i, y, t->fac[t->foff[k] + i], np, lm);
 	if ((top + 2 * t->inv->bucket_n[t->bk[k]]) * t->hscale < FIXED_MAX && !t->clamp_all)
-		scatter(t, pt, k, lm, np, 0);
+		scatter(t, pt, lm, np, 0);
 	else
-		scatter(t, pt, k, lm, np, 1);
+		scatter(t, pt, lm, np, 1);
 }
 
 /* The pass's item i: the buckets of G's chunk i (ev_off), into the share
@@ -432,6 +469,7 @@ static void form_item(void *ctx, size_t i, int p)
 	for (size_t k = t->ev_off[i]; k < t->ev_off[i + 1]; k++) {
 		if (t->base_pending)
 			twolevel_base_bucket(t, k);
+		twolevel_patterns_find(t, pt, k);
 		BY_WIDTH(bucket_form, t->ds->bs_off[t->bk[k] + 1] - t->ds->bs_off[t->bk[k]], t, pt,
 			 k);
 	}
@@ -469,165 +507,27 @@ void twolevel_hessian_form(struct twolevel *t, int blocks, double *out)
 
 /* ---- setup --------------------------------------------------------------- */
 
-/* How many distinct open rows bucket k has (sorted_rows lists them, once
- * its bitmap exists). */
-static size_t count_rows(const struct twolevel *t, struct twolevel_part *pt, size_t k)
-{
-	size_t off, g, h, n = 0;
-
-	twolevel_shape(t, k, &off, &g, &h);
-	pt->tick++;
-	for (size_t x = t->ck_off[off]; x < t->ck_off[off + g * h]; x++)
-		if (pt->stamp[t->ck[x]] != pt->tick) {
-			pt->stamp[t->ck[x]] = pt->tick;
-			n++;
-		}
-	return n;
-}
-
-/* Scratch of local_patterns, for the bucket with the most open rows (n)
- * and entries of ck: per local row where its cells start (n + 2), its key
- * (n), per pattern its key and first row (n), the cells, and a bitmap
- * over all open rows (sorted_rows). */
-struct pattern_scratch {
-	size_t *lo;
-	uint64_t *key, *pkey, *bits;
-	uint32_t *first, *cells;
-};
-
-static unsigned lowest_bit(uint64_t v)
-{
-#if defined(__GNUC__)
-	return (unsigned)__builtin_ctzll(v);
-#else
-	unsigned b = 0;
-
-	for (; !(v & 1); v >>= 1)
-		b++;
-	return b;
-#endif
-}
-
-/* Bucket k's open rows, ascending and distinct, into rows; returns how
- * many. The bitmap over all rows sorts them as it drops repeats, and is
- * left clear. */
-static size_t sorted_rows(const struct twolevel *t, size_t k, uint64_t *bits, uint32_t *rows)
-{
-	size_t off, g, h, n = 0, w0 = SIZE_MAX, w1 = 0;
-
-	twolevel_shape(t, k, &off, &g, &h);
-	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++) {
-		size_t w = t->ck[e] >> 6;
-
-		bits[w] |= UINT64_C(1) << (t->ck[e] & 63);
-		w0 = w < w0 ? w : w0;
-		w1 = w > w1 ? w : w1;
-	}
-	for (size_t w = w0; w <= w1 && w0 != SIZE_MAX; w++)
-		for (; bits[w]; bits[w] &= bits[w] - 1)
-			rows[n++] = (uint32_t)(w * 64 + lowest_bit(bits[w]));
-	return n;
-}
-
-/* Bucket k's row i: the patterns through its cells, each once (a pattern
- * has one cell in a row at most: a knowledge row's cells are of one SA
- * value), with its cell, for bucket_form. */
-static void row_patterns(struct twolevel *t, struct twolevel_part *pt, const uint16_t *pat,
-			 size_t k, size_t i)
-{
-	size_t off, g, h, at, n = 0;
-
-	twolevel_shape(t, k, &off, &g, &h);
-	at = t->ck_off[off + i * h];
-	pt->tick++; /* stamps by pattern, here */
-	for (size_t e = at; e < t->ck_off[off + i * h + h]; e++) {
-		uint16_t v = pat[pt->loc[t->ck[e]]];
-
-		if (pt->stamp[v] == pt->tick)
-			continue;
-		pt->stamp[v] = pt->tick;
-		t->rpat[at + n] = v;
-		t->rcell[at + n++] = (uint16_t)(t->ce[e] - off);
-	}
-	t->rp_n[t->qoff[k] + i] = (uint32_t)n;
-}
-
-/* Whether local rows l and m have the same cells (lists from cell_lists). */
-static int same_cells(const size_t *lo, const uint32_t *cells, size_t l, size_t m)
-{
-	return lo[l + 1] - lo[l] == lo[m + 1] - lo[m] &&
-	       !memcmp(cells + lo[l], cells + lo[m], (lo[l + 1] - lo[l]) * sizeof *cells);
-}
-
-/* Per local row of bucket k (numbers in pt->loc), its cells ascending:
- * cells[lo[l] .. lo[l + 1]). */
-static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_t k, size_t n,
-		       size_t *lo, uint32_t *cells)
-{
-	size_t off, g, h;
-
-	twolevel_shape(t, k, &off, &g, &h);
-	memset(lo, 0, (n + 2) * sizeof *lo);
-	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++)
-		lo[pt->loc[t->ck[e]] + 2]++;
-	for (size_t l = 0; l < n; l++)
-		lo[l + 2] += lo[l + 1];
-	for (size_t e = t->ck_off[off]; e < t->ck_off[off + g * h]; e++) /* cells in order */
-		cells[lo[pt->loc[t->ck[e]] + 1]++] = (uint32_t)(t->ce[e] - off);
-}
-
-/*
- * Bucket k's open rows in ascending order (at lr_off[k], which
- * form_sizes set), each with its pattern (rows with the same cells share
- * one, numbered in order of first row), and per bucket row the patterns
- * through it (row_patterns). Buckets are independent: any part may do
- * any.
- */
-static void local_patterns(struct twolevel *t, struct twolevel_part *pt, size_t k,
-			   struct pattern_scratch *sc)
-{
-	uint32_t *rows = t->lrows + t->lr_off[k], *cells = sc->cells;
-	uint16_t *pat = t->lpat + t->lr_off[k];
-	size_t n = sorted_rows(t, k, sc->bits, rows), np = 0, *lo = sc->lo;
-
-	for (size_t l = 0; l < n; l++)
-		pt->loc[rows[l]] = (uint32_t)l;
-	cell_lists(t, pt, k, n, lo, cells);
-	for (size_t l = 0; l < n; l++) { /* key: a hash of the cells */
-		uint64_t key = lo[l + 1] - lo[l];
-
-		for (size_t e = lo[l]; e < lo[l + 1]; e++)
-			key = key * UINT64_C(0x100000001b3) ^ cells[e];
-		sc->key[l] = key;
-	}
-	for (size_t l = 0; l < n; l++) { /* against each pattern's first row */
-		size_t p = 0;
-
-		while (p < np &&
-		       !(sc->pkey[p] == sc->key[l] && same_cells(lo, cells, l, sc->first[p])))
-			p++;
-		pat[l] = (uint16_t)p;
-		if (p == np) {
-			sc->pkey[np] = sc->key[l];
-			sc->first[np++] = (uint32_t)l;
-		}
-	}
-	for (size_t i = 0; i < t->ds->bq_off[t->bk[k] + 1] - t->ds->bq_off[t->bk[k]]; i++)
-		row_patterns(t, pt, pat, k, i);
-	t->npat[k] = (uint32_t)np;
-}
-
-/* Scratch of bucket_form for the largest bucket of each kind (and of
- * local_patterns: open rows and entries of ck of a bucket), the open rows
- * over all buckets, and the pairs of them that share a bucket. */
+/* Scratch of bucket_form for the largest bucket of each kind (and of the
+ * patterns: open rows, bucket rows and pairs of a cell and a row in a
+ * bucket), and the pairs of open rows that share a bucket. */
 struct form_sizes {
-	size_t x, lm, rt, inc, n, entries, rows, cells;
+	size_t x, lm, rt, inc, n, entries, g, cells;
 	double pairs;
 };
 
-/* The sizes, and where each bucket's rows go (lr_off); returns whether
- * H can be formed at all: few open rows, each bucket's scratch within
- * DENSE_SCRATCH, and its patterns and cells numbered in 16 bits. */
+/* Bucket row i's pairs of a cell and an open row (from cell off). */
+static size_t row_entries(const struct twolevel *t, size_t off, size_t h, size_t i)
+{
+	size_t n = 0;
+
+	for (size_t c = off + i * h; c < off + i * h + h; c++)
+		n += t->cl_off[t->cls[c] + 1] - t->cl_off[t->cls[c]];
+	return n;
+}
+
+/* The sizes; returns whether H can be formed at all: few open rows, each
+ * bucket's scratch within DENSE_SCRATCH, and its patterns and cells
+ * numbered in 16 bits. */
 static int form_sizes(struct twolevel *t, struct form_sizes *z)
 {
 	int fits;
@@ -636,40 +536,39 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	t->whole_ok = t->r <= DENSE_ROWS;
 	t->blocked = !t->whole_ok;
 	fits = entries_of(t, 1) <= (size_t)DENSE_ROWS * DENSE_ROWS;
-	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1};
-	t->lr_off[0] = 0;
+	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1, .g = 1};
 	for (size_t k = 0; fits && k < t->nb; k++) {
-		size_t off, g, h, n = count_rows(t, &t->part[0], k), np = n + 3, entries;
+		size_t off, g, h, entries, n = twolevel_bucket_rows(t, &t->part[0], k, &entries);
+		size_t np = n + 3;
 
 		twolevel_shape(t, k, &off, &g, &h);
-		entries = t->ck_off[off + g * h] - t->ck_off[off];
 		z->x = np * h > z->x ? np * h : z->x;
 		z->lm = np * np > z->lm ? np * np : z->lm;
 		z->rt = (g + h) * h > z->rt ? (g + h) * h : z->rt;
 		z->n = np > z->n ? np : z->n;
+		z->g = g > z->g ? g : z->g;
 		z->cells = g * h > z->cells ? g * h : z->cells;
 		z->entries = entries > z->entries ? entries : z->entries;
 		for (size_t i = 0; i < g; i++) {
-			size_t inc = t->ck_off[off + i * h + h] - t->ck_off[off + i * h];
+			size_t inc = row_entries(t, off, h, i);
 
 			z->inc = inc > z->inc ? inc : z->inc;
 		}
-		z->rows += n;
 		z->pairs += 0.5 * (double)n * (double)(n + 1);
-		t->lr_off[k + 1] = z->rows;
 	}
 	return fits && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH && z->rt <= DENSE_SCRATCH &&
 	       z->inc <= DENSE_SCRATCH && z->n <= UINT16_MAX && z->cells <= UINT16_MAX;
 }
 
 /* The CG products that cost as much as forming and factoring H whole,
- * or only its blocks (the cost model of DENSE_PAIR, DENSE_CELL):
- * forming beats CG on products when the directions take more (DENSE_CG
- * of them per direction, as a rule). */
+ * or only its blocks (the cost model of DENSE_PAIR, DENSE_CELL: a
+ * product is a pass over the cells, and the classes' rows): forming
+ * beats CG on products when the directions take more (DENSE_CG of them
+ * per direction, as a rule). */
 static long cg_budget(const struct twolevel *t, const struct form_sizes *z, int blocks)
 {
 	double cells = (double)t->coff[t->nb], factor = 0;
-	double entries = (double)(t->ck_off[t->coff[t->nb]]);
+	double entries = (double)t->rk_off[t->r];
 
 	/* factored by panels on the pool (newton.c): half */
 	for (size_t b = 0; b < (blocks ? t->nblk : 1); b++) {
@@ -680,66 +579,15 @@ static long cg_budget(const struct twolevel *t, const struct form_sizes *z, int 
 	return (long)ceil((factor + DENSE_PAIR * z->pairs) / (DENSE_CELL * (cells + entries)));
 }
 
-/* init_patterns' pass: PATTERN_CHUNK buckets per item, taken by whichever
- * thread is free (each bucket's patterns are its own: no sums to order);
- * a static split by estimated cost left one thread 40% more of them on
- * Adult, K+ = K- = 250, qi_attributes 1. */
-#define PATTERN_CHUNK 64
-
-struct pattern_pass {
-	struct twolevel *t;
-	struct pattern_scratch *sc;
-	int failed;
-};
-
-static void patterns_item(void *ctx, size_t item, int p)
+size_t twolevel_hessian_shared(struct twolevel *t)
 {
-	struct pattern_pass *pp = ctx;
-	size_t hi = (item + 1) * PATTERN_CHUNK;
+	size_t n = 0;
 
-	if (pp->failed)
-		return;
-	for (size_t k = item * PATTERN_CHUNK; k < hi && k < pp->t->nb; k++)
-		local_patterns(pp->t, &pp->t->part[p], k, &pp->sc[p]);
-}
-
-/* Every bucket's open rows, patterns and per cell patterns, on the pool. */
-static enum pm_status init_patterns(struct twolevel *t, const struct form_sizes *z)
-{
-	struct pattern_pass pp = {t, calloc((size_t)t->parts, sizeof *pp.sc), 0};
-	size_t cells = t->coff[t->nb];
-
-	t->lrows = malloc((z->rows + 1) * sizeof *t->lrows);
-	t->lpat = malloc((z->rows + 1) * sizeof *t->lpat);
-	t->npat = malloc((t->nb + 1) * sizeof *t->npat);
-	t->rpat = malloc((t->ck_off[cells] + 1) * sizeof *t->rpat);
-	t->rcell = malloc((t->ck_off[cells] + 1) * sizeof *t->rcell);
-	t->rp_n = malloc((t->qoff[t->nb] + 1) * sizeof *t->rp_n);
-	pp.failed =
-	    !pp.sc || !t->lrows || !t->lpat || !t->npat || !t->rpat || !t->rcell || !t->rp_n;
-	for (int p = 0; !pp.failed && p < t->parts; p++) {
-		struct pattern_scratch *sc = &pp.sc[p];
-
-		sc->lo = malloc((z->n + 2) * sizeof *sc->lo);
-		sc->key = malloc(z->n * sizeof *sc->key);
-		sc->pkey = malloc(z->n * sizeof *sc->pkey);
-		sc->bits = calloc(t->r / 64 + 1, sizeof *sc->bits);
-		sc->first = malloc(z->n * sizeof *sc->first);
-		sc->cells = malloc(z->entries * sizeof *sc->cells);
-		pp.failed =
-		    !sc->lo || !sc->key || !sc->pkey || !sc->bits || !sc->first || !sc->cells;
+	for (size_t k = 0; t->dense && k < t->nb; k++) {
+		twolevel_patterns_find(t, &t->part[0], k);
+		n += t->part[0].pat->n - t->part[0].pat->np;
 	}
-	parallel_items(t->pool, (t->nb + PATTERN_CHUNK - 1) / PATTERN_CHUNK, patterns_item, &pp);
-	for (int p = 0; pp.sc && p < t->parts; p++) {
-		free(pp.sc[p].lo);
-		free(pp.sc[p].key);
-		free(pp.sc[p].pkey);
-		free(pp.sc[p].bits);
-		free(pp.sc[p].first);
-		free(pp.sc[p].cells);
-	}
-	free(pp.sc);
-	return pp.failed ? PM_ERR_NOMEM : PM_OK;
+	return n;
 }
 
 /*
@@ -763,9 +611,6 @@ enum pm_status twolevel_hessian_init(struct twolevel *t)
 {
 	struct form_sizes z;
 
-	t->lr_off = malloc((t->nb + 1) * sizeof *t->lr_off);
-	if (!t->lr_off)
-		return PM_ERR_NOMEM;
 	t->formable = form_sizes(t, &z);
 	t->cg_budget = t->formable ? cg_budget(t, &z, !t->whole_ok) : LONG_MAX;
 	t->block_budget = t->formable ? cg_budget(t, &z, 1) : LONG_MAX;
@@ -784,7 +629,7 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 		return PM_ERR_INTERNAL;
 	t->dense = 1;
 	t->blk_pk = malloc((t->nblk + 1) * sizeof *t->blk_pk);
-	if (!t->blk_pk || init_patterns(t, &z))
+	if (!t->blk_pk)
 		return PM_ERR_NOMEM;
 	t->blk_pk[0] = 0;
 	for (size_t b = 0; b < t->nblk; b++)
@@ -799,7 +644,8 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 		pt->rt = malloc(z.rt * sizeof *pt->rt);
 		pt->sc = malloc(z.rt * sizeof *pt->sc);
 		pt->pv = malloc(z.inc * sizeof *pt->pv);
-		if (!pt->hfix || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv)
+		if (!pt->hfix || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv ||
+		    twolevel_patterns_create(t, z.n, z.entries, z.g, &pt->pat))
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;

@@ -1,9 +1,10 @@
 /*
  * The two-level dual's setup (twolevel.c): the coupled buckets of one
- * component with their offsets, the open rows with their cells by local
- * number and the transposed lists (per cell its rows), the chunks G's
- * passes hand out, each thread's scratch, and the start (the closed form
- * less the zeros), then twolevel_hessian_init's patterns for forming H.
+ * component with their offsets, the open rows and their classes (the
+ * slots they pass through: per cell its class, per class its rows and
+ * cells, per row its classes), the chunks G's passes hand out, each
+ * thread's scratch, and the start (the closed form less the zeros), then
+ * twolevel_hessian_init's sizes for forming H.
  * Flat arrays throughout (CSR-like), no allocation per cell.
  */
 #include <float.h>
@@ -26,15 +27,15 @@
 #define EVAL_CELLS  2048
 #define EVAL_CHUNKS 64
 /*
- * The gradient's chunks of rows, about GRAD_ENTRIES cells each: a row's
- * cells are summed in a pass of their own once every bucket is scaled, a
- * gather in the row's cell order. Scattered into per-chunk vectors
- * during the buckets' pass, the sums cost 7.5 ns per entry of ck (a
- * store-to-load chain through the few rows of a bucket, and the
- * branches of cells with 0, 1 or 2 rows), 40% of an evaluation's fixed
+ * The gradient's chunks of classes, about GRAD_CELLS cells each: a
+ * class's cells are summed in a pass of their own once every bucket is
+ * scaled, a gather in the class's cell order, then each row's sum is its
+ * classes' (eval_pass). Scattered into per-chunk vectors during the
+ * buckets' pass, the sums cost 7.5 ns per cell and row (a store-to-load
+ * chain through the few rows of a bucket), 40% of an evaluation's fixed
  * cost on Adult, K+ = K- = 250, qi_attributes 1.
  */
-#define GRAD_ENTRIES 4096
+#define GRAD_CELLS 4096
 
 /* The coupled buckets bk, their α/β/cell/factor offsets; *g_max, *h_max
  * the widest shape. */
@@ -71,86 +72,187 @@ static enum pm_status init_buckets(struct twolevel *t, const uint32_t *bk, size_
 	return t->alpha && t->beta && t->fac ? PM_OK : PM_ERR_NOMEM;
 }
 
-/* Local number of cell c (inv numbering) of a coupled bucket; pos: the
- * buckets' places (struct components). */
-static size_t local_cell(const struct twolevel *t, const uint32_t *pos, uint32_t c)
-{
-	uint32_t b = t->inv->cell_group[c];
+/*
+ * Slot to class numbers while the classes are made: a table of every
+ * slot where the component holds a good part of the cells, else open
+ * addressing over the component's slots (at most its cells): a small
+ * component must not pay for the table's size.
+ */
+struct slot_map {
+	size_t mask;	     /* hashed: capacity - 1; direct: SIZE_MAX */
+	uint32_t *key, *val; /* key: slot + 1, 0 empty (hashed only) */
+};
 
-	return t->coff[pos[b]] + (c - t->inv->cell_off[b]);
+static enum pm_status map_init(struct slot_map *m, size_t slots, size_t cells)
+{
+	size_t cap = 16;
+
+	if (slots <= 4 * cells) {
+		m->mask = SIZE_MAX;
+		m->val = calloc(slots + 1, sizeof *m->val);
+		return m->val ? PM_OK : PM_ERR_NOMEM;
+	}
+	while (cap < 2 * cells + 2)
+		cap *= 2;
+	m->mask = cap - 1;
+	m->key = calloc(cap, sizeof *m->key);
+	m->val = calloc(cap, sizeof *m->val);
+	return m->key && m->val ? PM_OK : PM_ERR_NOMEM;
+}
+
+/* Where slot s's class number is (0: none yet); with add, a hashed
+ * slot not met before gets its entry. NULL: not there (add 0). */
+static uint32_t *map_at(struct slot_map *m, uint32_t s, int add)
+{
+	size_t i;
+
+	if (m->mask == SIZE_MAX)
+		return &m->val[s];
+	for (i = (s * UINT64_C(0x9e3779b97f4a7c15)) >> 20 & m->mask; m->key[i];
+	     i = (i + 1) & m->mask)
+		if (m->key[i] == s + 1)
+			return &m->val[i];
+	if (!add)
+		return NULL;
+	m->key[i] = s + 1;
+	return &m->val[i];
 }
 
 /*
- * Every open row's cells by their local numbers (rc). Through a table of
- * every cell's local number when the component holds a good part of the
- * cells (filled bucket by bucket, in order): one load per entry instead
- * of local_cell's chain of four (the entries are scattered over the
- * buckets): init_rows 3.1 -> 2.7 ms (medians of 5 cold runs) on Adult,
- * K+ = K- = 250, qi_attributes 1. Without memory for the table,
- * local_cell per entry.
+ * Per open row its classes, each once (rk_cls at rk_off), the classes
+ * numbered from 1 in order of first appearance: one pass over the rows'
+ * cells. *cap: the most classes the map allows.
  */
-static void local_cells(struct twolevel *t, const uint32_t *pos)
+static enum pm_status class_lists(struct twolevel *t, struct slot_map *m, size_t cap)
 {
 	const struct invariants *inv = t->inv;
-	uint32_t *lc =
-	    t->coff[t->nb] >= inv->n_cells / 4 ? malloc((inv->n_cells + 1) * sizeof *lc) : NULL;
+	size_t n = 0, room = 0;
+	uint32_t *last = calloc(cap + 1, sizeof *last); /* per class: the row that took it + 1 */
+	enum pm_status ret = PM_ERR_NOMEM;
 
-	for (size_t k = 0; lc && k < t->nb; k++)
-		for (size_t c = 0; c < t->coff[k + 1] - t->coff[k]; c++)
-			lc[inv->cell_off[t->bk[k]] + c] = (uint32_t)(t->coff[k] + c);
+	t->rk_off = malloc((t->r + 1) * sizeof *t->rk_off);
+	if (!last || !t->rk_off)
+		goto out;
+	t->rk_off[0] = 0;
 	for (size_t k = 0; k < t->r; k++) {
-		const uint32_t *rc = inv->row_cell + inv->row_off[t->row[k]];
+		size_t r = t->row[k];
 
-		for (size_t x = t->rc_off[k]; x < t->rc_off[k + 1]; x++)
-			t->rc[x] = lc ? lc[rc[x - t->rc_off[k]]]
-				      : (uint32_t)local_cell(t, pos, rc[x - t->rc_off[k]]);
-	}
-	free(lc); /* NULL (no memory for it, or a small component): slow path */
-}
+		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+			uint32_t *v = map_at(m, inv->cell_slot[inv->row_cell[e]], 1);
 
-/* Do the coupled buckets' local cell numbers equal the invariants'? */
-static int local_is_global(const struct twolevel *t)
-{
-	for (size_t k = 0; k < t->nb; k++)
-		if (t->coff[k] != t->inv->cell_off[t->bk[k]])
-			return 0;
-	return 1;
-}
-
-/* Per row its local cells (rc, or the invariants' rows where the numbers
- * are the same), then per local cell the open rows through it (ck) and
- * each entry's cell (ce): the local numbers found once. */
-static enum pm_status init_entries(struct twolevel *t, const uint32_t *pos)
-{
-	size_t cells = t->coff[t->nb], n = t->rc_off[t->r];
-	int same = local_is_global(t);
-
-	t->ck_off = calloc(cells + 2, sizeof *t->ck_off);
-	t->rc = same ? NULL : malloc((n + 1) * sizeof *t->rc);
-	t->ck = malloc((n + 1) * sizeof *t->ck);
-	t->ce = malloc((n + 1) * sizeof *t->ce);
-	if (!t->ck_off || (!same && !t->rc) || !t->ck || !t->ce)
-		return PM_ERR_NOMEM;
-	t->rcb = same ? t->inv->row_cell : t->rc;
-	for (size_t k = 0; k < t->r; k++)
-		t->rc_at[k] = same ? t->inv->row_off[t->row[k]] : t->rc_off[k];
-	if (!same)
-		local_cells(t, pos);
-	for (size_t k = 0; k < t->r; k++)
-		for (size_t x = 0; x < t->rc_off[k + 1] - t->rc_off[k]; x++)
-			t->ck_off[t->rcb[t->rc_at[k] + x] + 2]++;
-	for (size_t c = 0; c < cells; c++) {
-		t->ck_max = t->ck_off[c + 2] > t->ck_max ? t->ck_off[c + 2] : t->ck_max;
-		t->ck_off[c + 2] += t->ck_off[c + 1];
-	}
-	for (size_t k = 0; k < t->r; k++)
-		for (size_t x = 0; x < t->rc_off[k + 1] - t->rc_off[k]; x++) {
-			uint32_t c = t->rcb[t->rc_at[k] + x];
-
-			t->ck[t->ck_off[c + 1]] = (uint32_t)k;
-			t->ce[t->ck_off[c + 1]++] = c;
+			if (!*v)
+				*v = (uint32_t)++t->ncls;
+			if (last[*v] == k + 1)
+				continue;
+			last[*v] = (uint32_t)(k + 1);
+			if (n == room &&
+			    intern_reserve((void **)&t->rk_cls, &room, n + 1, sizeof *t->rk_cls))
+				goto out;
+			t->rk_cls[n++] = *v;
 		}
+		t->rk_off[k + 1] = n;
+	}
+	ret = PM_OK;
+out:
+	free(last);
+	return ret;
+}
+
+/* Per class its rows ascending (cl_row at cl_off, class 0 none): the
+ * lists of class_lists transposed; ck_max the longest. */
+static enum pm_status class_rows(struct twolevel *t)
+{
+	size_t n = t->rk_off[t->r];
+
+	t->cl_off = calloc(t->ncls + 3, sizeof *t->cl_off);
+	t->cl_row = malloc((n + 1) * sizeof *t->cl_row);
+	if (!t->cl_off || !t->cl_row)
+		return PM_ERR_NOMEM;
+	for (size_t e = 0; e < n; e++)
+		t->cl_off[t->rk_cls[e] + 2]++;
+	for (size_t v = 0; v <= t->ncls; v++) {
+		t->ck_max = t->cl_off[v + 2] > t->ck_max ? t->cl_off[v + 2] : t->ck_max;
+		t->cl_off[v + 2] += t->cl_off[v + 1];
+	}
+	for (size_t k = 0; k < t->r; k++)
+		for (size_t e = t->rk_off[k]; e < t->rk_off[k + 1]; e++)
+			t->cl_row[t->cl_off[t->rk_cls[e] + 1]++] = (uint32_t)k;
 	return PM_OK;
+}
+
+/* Every local cell's class (cls), and per class its cells ascending
+ * (cc_cell at cc_off). */
+static enum pm_status class_cells(struct twolevel *t, struct slot_map *m)
+{
+	const struct invariants *inv = t->inv;
+	size_t cells = t->coff[t->nb];
+
+	t->cls = malloc((cells + 1) * sizeof *t->cls);
+	t->cc_off = calloc(t->ncls + 3, sizeof *t->cc_off);
+	if (!t->cls || !t->cc_off)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < t->nb; k++) {
+		const uint32_t *slot = inv->cell_slot + inv->cell_off[t->bk[k]];
+
+		for (size_t c = t->coff[k]; c < t->coff[k + 1]; c++) {
+			uint32_t *v = map_at(m, slot[c - t->coff[k]], 0);
+
+			t->cls[c] = v ? *v : 0;
+			t->cc_off[t->cls[c] + 2] += t->cls[c] != 0;
+		}
+	}
+	for (size_t v = 0; v <= t->ncls; v++)
+		t->cc_off[v + 2] += t->cc_off[v + 1];
+	t->cc_cell = malloc((t->cc_off[t->ncls + 2] + 1) * sizeof *t->cc_cell);
+	if (!t->cc_cell)
+		return PM_ERR_NOMEM;
+	for (size_t c = 0; c < cells; c++)
+		if (t->cls[c])
+			t->cc_cell[t->cc_off[t->cls[c] + 1]++] = (uint32_t)c;
+	return PM_OK;
+}
+
+/*
+ * The open rows by class. A knowledge row takes each slot (q, s) whole
+ * (invariants_build), so the open rows through a cell are those through
+ * its slot: a class is a slot that open rows pass through, and a cell
+ * keeps its class alone (cls; 0: no open row), not its rows, which
+ * would be an entry per cell and row, ten times the cells on rules of
+ * one attribute (five hundred million at ten million records). A pass
+ * over a bucket's cells takes their rows' sums per class, once per pass
+ * (kernel, the products), and the rows' sums of y come from the
+ * classes' (eval_pass). Checked: the rows' cells, counted, are their
+ * classes' cells (else PM_ERR_INTERNAL: a row that takes part of a
+ * slot would be solved wrong).
+ */
+static enum pm_status init_classes(struct twolevel *t)
+{
+	struct slot_map m = {0};
+	size_t slots = t->inv->slot_off[t->ds->n_tuples], cells = t->coff[t->nb], sum = 0;
+	enum pm_status ret = map_init(&m, slots, cells);
+
+	if (!ret)
+		ret = class_lists(t, &m, m.mask == SIZE_MAX ? slots : m.mask + 1);
+	if (!ret)
+		ret = class_rows(t);
+	if (!ret)
+		ret = class_cells(t, &m);
+	free(m.key);
+	free(m.val);
+	if (ret)
+		return ret;
+	for (size_t k = 0; k < t->r; k++)
+		for (size_t e = t->rk_off[k]; e < t->rk_off[k + 1]; e++)
+			sum += t->cc_off[t->rk_cls[e] + 1] - t->cc_off[t->rk_cls[e]];
+	t->n_entries = sum;
+	t->cdm = malloc((t->ncls + 1) * sizeof *t->cdm);
+	t->cex = malloc((t->ncls + 1) * sizeof *t->cex);
+	t->cem = malloc((t->ncls + 1) * sizeof *t->cem);
+	t->csum = malloc((t->ncls + 1) * sizeof *t->csum);
+	t->cv = malloc((t->ncls + 1) * sizeof *t->cv);
+	if (!t->cdm || !t->cex || !t->cem || !t->csum || !t->cv)
+		return PM_ERR_NOMEM;
+	return sum == t->rc_off[t->r] ? PM_OK : PM_ERR_INTERNAL;
 }
 
 /* A row's block key: the SA value of its first cell. */
@@ -201,9 +303,8 @@ static enum pm_status init_blocks(struct twolevel *t, const uint32_t *rows, size
 	return PM_OK;
 }
 
-/* The open rows, and their cells (init_entries). */
-static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr,
-				const uint32_t *pos)
+/* The open rows, and their classes (init_classes). */
+static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t nr)
 {
 	const struct invariants *inv = t->inv;
 
@@ -216,9 +317,8 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 	t->ex = malloc((nr + 1) * sizeof *t->ex);
 	t->xm = malloc((nr + 1) * sizeof *t->xm);
 	t->rc_off = malloc((nr + 1) * sizeof *t->rc_off);
-	t->rc_at = malloc((nr + 1) * sizeof *t->rc_at);
 	if (!t->row || !t->rhs || !t->scale || !t->mu || !t->mu0 || !t->dd || !t->ex || !t->xm ||
-	    !t->rc_off || !t->rc_at || init_blocks(t, rows, nr))
+	    !t->rc_off || init_blocks(t, rows, nr))
 		return PM_ERR_NOMEM;
 	t->rc_off[0] = 0;
 	for (size_t k = 0; k < nr && !t->half; k++)
@@ -237,35 +337,34 @@ static enum pm_status init_rows(struct twolevel *t, const uint32_t *rows, size_t
 		t->rc_off[k + 1] = t->rc_off[k] + len;
 	}
 	t->r = nr;
-	return init_entries(t, pos);
+	return init_classes(t);
 }
 
 /* G's chunks (EVAL_CELLS): balanced by cells, at least one per part;
- * the gradient's (GRAD_ENTRIES) by cells of the rows. */
+ * the gradient's (GRAD_CELLS) by cells of the classes. */
 static enum pm_status init_chunks(struct twolevel *t)
 {
 	size_t n = t->pool ? t->coff[t->nb] / EVAL_CELLS : 1;
-	size_t m = t->pool ? t->rc_off[t->r] / GRAD_ENTRIES : 1;
+	size_t m = t->pool ? t->cc_off[t->ncls + 1] / GRAD_CELLS : 1;
 
 	n = n < EVAL_CHUNKS ? n : EVAL_CHUNKS;
 	n = n > (size_t)t->parts ? n : (size_t)t->parts;
 	n = n < t->nb ? n : t->nb;
 	t->n_ev = n ? n : 1;
 	m = m > (size_t)t->parts ? m : (size_t)t->parts;
-	m = m < t->r ? m : t->r;
+	m = m < t->ncls + 1 ? m : t->ncls + 1;
 	t->n_gr = m ? m : 1;
 	t->ev_off = malloc((t->n_ev + 1) * sizeof *t->ev_off);
 	t->ev_f = malloc(t->n_ev * sizeof *t->ev_f);
 	t->ev_worst = malloc(t->n_ev * sizeof *t->ev_worst);
 	t->gr_off = malloc((t->n_gr + 1) * sizeof *t->gr_off);
-	t->gsum = malloc((t->r + 1) * sizeof *t->gsum);
-	if (!t->ev_off || !t->ev_f || !t->ev_worst || !t->gr_off || !t->gsum)
+	if (!t->ev_off || !t->ev_f || !t->ev_worst || !t->gr_off)
 		return PM_ERR_NOMEM;
 	for (size_t i = 0; i < t->n_ev; i++)
 		parallel_range(t->nb, t->coff, (int)i, (int)t->n_ev, &t->ev_off[i],
 			       &t->ev_off[i + 1]);
 	for (size_t i = 0; i < t->n_gr; i++)
-		parallel_range(t->r, t->rc_off, (int)i, (int)t->n_gr, &t->gr_off[i],
+		parallel_range(t->ncls + 1, t->cc_off, (int)i, (int)t->n_gr, &t->gr_off[i],
 			       &t->gr_off[i + 1]);
 	return PM_OK;
 }
@@ -297,12 +396,13 @@ static enum pm_status init_parts(struct twolevel *t, struct parallel *pool, size
 		pt->loc = malloc((t->r + 1) * sizeof *pt->loc);
 		pt->rows = malloc((t->r + 1) * sizeof *pt->rows);
 		pt->acc = malloc((t->r + 1) * sizeof *pt->acc);
+		pt->cacc = malloc((t->ncls + 1) * sizeof *pt->cacc);
 		/* room for every row of the widest bucket, within reason */
 		pt->pq_cap = (t->r + 1) * (g_max + h_max);
 		pt->pq_cap = pt->pq_cap < PQ_MAX ? pt->pq_cap : PQ_MAX;
 		pt->pq = malloc(pt->pq_cap * sizeof *pt->pq);
-		if (!pt->dm || !pt->kk || !pt->em || !pt->t || !pt->u || !pt->vec || !pt->stamp ||
-		    !pt->loc || !pt->rows || !pt->acc || !pt->pq)
+		if (!pt->dm || !pt->kk || !pt->em || !pt->t || !pt->u || !pt->vec || !pt->cacc ||
+		    !pt->stamp || !pt->loc || !pt->rows || !pt->acc || !pt->pq)
 			return PM_ERR_NOMEM;
 	}
 	return init_chunks(t);
@@ -379,8 +479,7 @@ enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 	ret = init_buckets(t, cs->bucket + cs->b_off[i], cs->b_off[i + 1] - cs->b_off[i], &g_max,
 			   &h_max);
 	if (!ret)
-		ret =
-		    init_rows(t, cs->row + cs->r_off[i], cs->r_off[i + 1] - cs->r_off[i], cs->pos);
+		ret = init_rows(t, cs->row + cs->r_off[i], cs->r_off[i + 1] - cs->r_off[i]);
 	if (!ret)
 		ret = init_parts(t, pool, g_max, h_max);
 	if (!ret)

@@ -359,8 +359,7 @@ static void run_instance(uint64_t seed, struct worst *w)
 		twolevel_prepare(&t, mu);
 		w->dense += t.dense;
 		w->two_parts += t.parts > 1;
-		for (size_t k = 0; t.dense && k < t.nb; k++)
-			w->shared += t.lr_off[k + 1] - t.lr_off[k] - t.npat[k];
+		w->shared += twolevel_hessian_shared(&t);
 		if (t.dense) {
 			w->formed = fmax(w->formed, check_formed(&t));
 			CHECK(same_formed(&t, &in, mu));
