@@ -180,22 +180,30 @@ void twolevel_hessian_apply(struct twolevel *t, const double *v, double *out)
 	}
 }
 
-/* The bucket's distinct open rows: loc[row] their local number, pt->rows
- * the list; with P (row sums) and Q (column sums) of y over each row's
- * cells and A (their total), as long as they fit the scratch (else 0). */
+/*
+ * The bucket's distinct open rows: loc[row] their local number, pt->rows
+ * the list; per row its y summed (acc) and, at stride g + h in pq, P (the
+ * row sums of y over its cells) and x = Σ y_c (R_i + R_j) (R_i, R_j: the
+ * last h entries of the columns of c's row i and column j of R, a square
+ * root of M^+ in rt: schur_root), as long as they fit the scratch (else
+ * 0).
+ */
 static size_t bucket_rows(struct twolevel *t, struct twolevel_part *pt, size_t k)
 {
 	size_t off, g, h, n = 0;
+	const double *rt = pt->rt;
 
 	twolevel_shape(t, k, &off, &g, &h);
 	pt->tick++;
 	for (size_t c = 0; c < g * h; c++) {
-		size_t nr;
+		size_t nr, i = c / h;
 		const uint32_t *rows = cell_rows(t, off + c, &nr);
+		const double *ri = rt + i * h, *rj = rt + (g + c % h) * h;
 		double v = t->y[off + c];
 
 		for (size_t e = 0; e < nr; e++) {
 			uint32_t row = rows[e];
+			double *pl;
 
 			if (pt->stamp[row] != pt->tick) {
 				if ((n + 1) * (g + h) > pt->pq_cap)
@@ -207,9 +215,11 @@ static size_t bucket_rows(struct twolevel *t, struct twolevel_part *pt, size_t k
 				memset(pt->pq + n * (g + h), 0, (g + h) * sizeof *pt->pq);
 				n++;
 			}
+			pl = pt->pq + pt->loc[row] * (g + h);
 			pt->acc[pt->loc[row]] += v;
-			pt->pq[pt->loc[row] * (g + h) + c / h] += v;
-			pt->pq[pt->loc[row] * (g + h) + g + c % h] += v;
+			pl[i] += v;
+			for (size_t j = 0; j < h; j++)
+				pl[g + j] += v * (ri[j] + rj[j]);
 		}
 	}
 	return n;
@@ -238,9 +248,12 @@ static double diag_slow(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 }
 
 /*
- * diag(H): bucket k adds to row x's entry a^T Y a - v^T M^+ v with
- * v = E^T Y a (a the row's cells in the bucket): one small solve per row
- * and bucket.
+ * diag(H): bucket k adds to row l's entry a^T Y a - z^T M^+ z with
+ * z = E^T Y a = (p, q) (a the row's cells in the bucket), and with R a
+ * square root of M^+ (schur_root, once per bucket), z^T M^+ z = |R z|^2
+ * = p^T Dq^-1 p + |x|^2 (bucket_rows' x, bucket_form's terms): a few
+ * operations per pair of a cell and a row, where a solve per row and
+ * bucket cost tens of them per pair.
  */
 static void diag_part(void *ctx, int p, int parts)
 {
@@ -251,19 +264,21 @@ static void diag_part(void *ctx, int p, int parts)
 	memset(pt->vec, 0, t->r * sizeof *pt->vec);
 	twolevel_range(t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++) {
-		size_t off, g, h, n = bucket_rows(t, pt, k);
+		size_t off, g, h, n;
+		const double *dqi;
 
 		twolevel_shape(t, k, &off, &g, &h);
+		dqi = t->fac + t->foff[k];
+		schur_root(dqi, t->y + off, g, h, pt->rt, pt->sc);
+		n = bucket_rows(t, pt, k);
 		for (size_t l = 0; l < n; l++) {
 			const double *v = pt->pq + l * (g + h);
 			double corr = 0;
 
-			schur_solve(t->fac + t->foff[k], t->y + off, g, h, v, v + g, pt->w.da,
-				    pt->w.db);
 			for (size_t i = 0; i < g; i++)
-				corr += v[i] * pt->w.da[i];
+				corr += dqi[i] * v[i] * v[i];
 			for (size_t j = 0; j < h; j++)
-				corr += v[g + j] * pt->w.db[j];
+				corr += v[g + j] * v[g + j];
 			pt->vec[pt->rows[l]] += pt->acc[l] - corr;
 		}
 		if (n > 0)
@@ -641,10 +656,8 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 		pt->hfix = malloc((entries_of(t, 0) + 1) * sizeof *pt->hfix);
 		pt->dx = malloc(z.x * sizeof *pt->dx);
 		pt->dl = malloc(z.lm * sizeof *pt->dl);
-		pt->rt = malloc(z.rt * sizeof *pt->rt);
-		pt->sc = malloc(z.rt * sizeof *pt->sc);
 		pt->pv = malloc(z.inc * sizeof *pt->pv);
-		if (!pt->hfix || !pt->dx || !pt->dl || !pt->rt || !pt->sc || !pt->pv ||
+		if (!pt->hfix || !pt->dx || !pt->dl || !pt->pv ||
 		    twolevel_patterns_create(t, z.n, z.entries, z.g, &pt->pat))
 			return PM_ERR_NOMEM;
 	}

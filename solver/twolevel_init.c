@@ -397,6 +397,8 @@ static enum pm_status init_parts(struct twolevel *t, struct parallel *pool, size
 		pt->rows = malloc((t->r + 1) * sizeof *pt->rows);
 		pt->acc = malloc((t->r + 1) * sizeof *pt->acc);
 		pt->cacc = malloc((t->ncls + 1) * sizeof *pt->cacc);
+		pt->rt = malloc((g_max + h_max) * h_max * sizeof *pt->rt);
+		pt->sc = malloc(g_max * sizeof *pt->sc);
 		/* room for every row of the widest bucket, within reason */
 		pt->pq_cap = (t->r + 1) * (g_max + h_max);
 		pt->pq_cap = pt->pq_cap < PQ_MAX ? pt->pq_cap : PQ_MAX;
