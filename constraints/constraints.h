@@ -522,10 +522,10 @@ struct invariants {
 	double *hi;
 	uint8_t *row_kind;
 	uint32_t *row_ref;
-	/* knowledge rows touching bucket b: kb_row[kb_off[b] .. kb_off[b+1]);
-	 * the buckets with one, ascending: touched[0 .. n_touched) */
-	size_t *kb_off;
-	uint32_t *kb_row, *touched;
+	/* the buckets a knowledge row touches, ascending: touched[0 ..
+	 * n_touched), and a flag per bucket (bucket_touched) */
+	uint32_t *touched;
+	uint8_t *bucket_touched;
 	size_t n_touched;
 	uint64_t zero_invariants; /* |Q| * |S| * |B| - n_cells */
 	/* Per bucket b: h_b (its distinct s), its first QI row (g_b of them:
@@ -548,6 +548,15 @@ struct invariants {
 	size_t *occ_off, *slot_off, *rec_off;
 	uint32_t *occ_bucket, *occ_cell, *occ_count;
 	uint32_t *slot_sa, *cell_slot, *rec_slot, *rec_count;
+	/*
+	 * A knowledge row takes each slot's cells whole (a rule matches
+	 * tuples: every cell of (q, s) or none), so the knowledge rows
+	 * through a cell are its slot's: slot_row[slot_row_off[t] ..
+	 * slot_row_off[t + 1]) for slot t, ascending. The rows through a
+	 * bucket are its cells' slots' (invariants_cell_rows, cell by cell).
+	 */
+	size_t *slot_row_off;
+	uint32_t *slot_row;
 };
 
 /* Builds the system for ds and the equality rules of k (k may be NULL).
@@ -576,7 +585,17 @@ static inline size_t invariants_first_interval(const struct invariants *inv)
  * closed form, whatever else the rows force. */
 static inline int invariants_touched(const struct invariants *inv, size_t b)
 {
-	return inv->kb_off[b + 1] > inv->kb_off[b];
+	return inv->bucket_touched[b];
+}
+
+/* The knowledge rows through cell c, *n of them (its slot's). */
+static inline const uint32_t *invariants_cell_rows(const struct invariants *inv, size_t c,
+						   size_t *n)
+{
+	uint32_t t = inv->cell_slot[c];
+
+	*n = inv->slot_row_off[t + 1] - inv->slot_row_off[t];
+	return inv->slot_row + inv->slot_row_off[t];
 }
 
 /* Bucket b's distinct q (g_b), n(q_i, b) and n(s_j, b) for its i-th q and

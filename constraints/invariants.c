@@ -146,18 +146,20 @@ static long tuple_slot(const struct invariants *inv, uint32_t q, uint32_t s)
 }
 
 /* Cells of knowledge rule r, appended to cells (capacity >= n_cells) in
- * the order of the tuples; returns how many, and n(Qv) through *n_qv.
+ * the order of the tuples, and its slots to slots (capacity >= n_tuples,
+ * *n_slots of them); returns how many cells, and n(Qv) through *n_qv.
  * The cells of (q, s) come whole from sc: on a large table a rule's tuples
  * occur in very many buckets, and a search of s in each would miss the
  * cache on every bucket. */
 static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 			 const struct slot_cells *sc, const struct rule *r, uint32_t *cells,
-			 uint64_t *n_qv)
+			 uint64_t *n_qv, uint32_t *slots, size_t *n_slots)
 {
 	size_t n = 0, lo, hi;
 	const uint32_t *list = postings_candidates(ds, r, &lo, &hi);
 
 	*n_qv = 0;
+	*n_slots = 0;
 	for (size_t at = lo; at < hi; at++) {
 		uint32_t q = list ? list[at] : (uint32_t)at;
 		long t;
@@ -167,6 +169,7 @@ static size_t rule_cells(const struct dataset *ds, const struct invariants *inv,
 		*n_qv += ds->tuple_count[q];
 		if ((t = tuple_slot(inv, q, r->sa)) < 0)
 			continue;
+		slots[(*n_slots)++] = (uint32_t)t;
 		memcpy(cells + n, sc->cell + sc->off[t],
 		       (sc->off[t + 1] - sc->off[t]) * sizeof *cells);
 		n += sc->off[t + 1] - sc->off[t];
@@ -310,87 +313,122 @@ static enum pm_status build_invariant_rows(const struct dataset *ds, struct inva
 	return st;
 }
 
+/* The knowledge rows' slots, row by row (rows in order): rs_slot at
+ * rs_off[row - first knowledge row], transposed by slot_rows. */
+struct row_slots {
+	size_t n, cap, *off;
+	uint32_t *slot;
+};
+
+static enum pm_status row_slots_add(struct row_slots *rs, size_t r, const uint32_t *slots,
+				    size_t n)
+{
+	if (rs->n + n > rs->cap) {
+		size_t cap = rs->cap ? rs->cap : 256;
+		uint32_t *to;
+
+		while (cap < rs->n + n)
+			cap *= 2;
+		if (!(to = realloc(rs->slot, cap * sizeof *to)))
+			return PM_ERR_NOMEM;
+		rs->slot = to;
+		rs->cap = cap;
+	}
+	memcpy(rs->slot + rs->n, slots, n * sizeof *slots);
+	rs->n += n;
+	rs->off[r + 1] = rs->n;
+	return PM_OK;
+}
+
+/* slot_row_off / slot_row: per slot the knowledge rows through it,
+ * ascending (rs's lists transposed: rows in order). */
+static enum pm_status slot_rows(const struct dataset *ds, struct invariants *inv,
+				const struct row_slots *rs, size_t rules)
+{
+	size_t ns = inv->slot_off[ds->n_tuples], first = inv->n_qi_rows + inv->n_sa_rows;
+
+	inv->slot_row_off = calloc(ns + 2, sizeof *inv->slot_row_off);
+	inv->slot_row = malloc((rs->n + 1) * sizeof *inv->slot_row);
+	if (!inv->slot_row_off || !inv->slot_row)
+		return PM_ERR_NOMEM;
+	for (size_t e = 0; e < rs->n; e++)
+		inv->slot_row_off[rs->slot[e] + 2]++;
+	for (size_t t = 0; t < ns; t++)
+		inv->slot_row_off[t + 2] += inv->slot_row_off[t + 1];
+	for (size_t r = 0; r < rules; r++)
+		for (size_t e = rs->off[r]; e < rs->off[r + 1]; e++)
+			inv->slot_row[inv->slot_row_off[rs->slot[e] + 1]++] = (uint32_t)(first + r);
+	return PM_OK;
+}
+
+/*
+ * One row per rule, its cells ascending, and the rows through each slot
+ * (slot_rows): a rule takes the cells of each slot (q, s) it matches
+ * whole, so the rows through a cell are its slot's.
+ */
 static enum pm_status build_knowledge_rows(const struct dataset *ds, const struct knowledge *k,
 					   struct invariants *inv, struct row_buf *rb,
-					   uint32_t *tmp, struct pm_error *err)
+					   uint32_t *tmp)
 {
 	struct slot_cells sc = {0};
-	enum pm_status st =
-	    k && k->n ? slot_cells_build(inv, inv->slot_off[ds->n_tuples], &sc) : PM_OK;
+	size_t rules = k ? k->n : 0;
+	struct row_slots rs = {.off = calloc(rules + 1, sizeof *rs.off)};
+	enum pm_status st = !rs.off ? PM_ERR_NOMEM
+			    : rules ? slot_cells_build(inv, inv->slot_off[ds->n_tuples], &sc)
+				    : PM_OK;
 
-	for (size_t r = 0; k && r < k->n && !st; r++) {
+	for (size_t r = 0; r < rules && !st; r++) {
 		const struct rule *rule = &k->rules[r];
+		uint32_t *slots = tmp + 2 * inv->n_cells;
 		uint64_t n_qv;
-		size_t n;
+		size_t n, n_slots;
 		double rhs;
 
-		n = rule_cells(ds, inv, &sc, rule, tmp, &n_qv);
+		n = rule_cells(ds, inv, &sc, rule, tmp, &n_qv, slots, &n_slots);
+		st = row_slots_add(&rs, r, slots, n_slots);
 		sort_cells(tmp, tmp + inv->n_cells, n);
 		/* Mined rules carry the exact count n(Qv and s); user rules c n(Qv),
 		 * an interval (either) lo n(Qv) to hi n(Qv) */
 		rhs = rule->source == RULE_USER || rule->hi > rule->lo ? rule->lo * (double)n_qv
 								       : (double)rule->n_qv_s;
-		st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
+		if (!st)
+			st = row_push(inv, rb, tmp, n, rhs, ROW_KNOWLEDGE, (uint32_t)r);
 		if (!st && rule->hi > rule->lo)
 			inv->hi[rb->n_rows - 1] = rule->hi * (double)n_qv;
 	}
 	inv->n_knowledge_rows = rb->n_rows - inv->n_qi_rows - inv->n_sa_rows;
+	if (!st)
+		st = slot_rows(ds, inv, &rs, rules);
 	free(sc.off);
 	free(sc.cell);
+	free(rs.off);
+	free(rs.slot);
 	return st;
 }
 
-/* The knowledge rows through each bucket, counted (pass 0: kb_off[b + 1])
- * or listed (pass 1, from fill[b]). A row's cells are ascending and a
- * bucket's cells adjacent, so a row's cells in one bucket follow each
- * other: comparing with the entry before finds the distinct pairs
- * without a per-bucket array to look up at every entry. */
-static void bucket_index_pass(struct invariants *inv, int pass, size_t *fill)
+/* touched: the buckets with a knowledge row, ascending, and their flags
+ * (bucket_touched): those with a cell whose slot has a row. */
+static enum pm_status build_touched(const struct dataset *ds, struct invariants *inv)
 {
-	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
-		uint32_t last = UINT32_MAX;
+	size_t nb = ds->n_groups;
 
-		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-			uint32_t b = inv->cell_group[inv->row_cell[e]];
-
-			if (b == last)
-				continue;
-			last = b;
-			if (pass == 0)
-				inv->kb_off[b + 1]++;
-			else
-				inv->kb_row[fill[b]++] = (uint32_t)r;
-		}
-	}
-}
-
-/* kb_off/kb_row: the knowledge rows touching each bucket; touched: the
- * buckets with one. */
-static enum pm_status build_bucket_index(const struct dataset *ds, struct invariants *inv)
-{
-	size_t nb = ds->n_groups, n;
-	size_t *fill = malloc((nb + 1) * sizeof *fill);
-
-	inv->kb_off = calloc(nb + 2, sizeof *inv->kb_off);
-	if (!inv->kb_off || !fill) {
-		free(fill);
-		return PM_ERR_NOMEM;
-	}
-	bucket_index_pass(inv, 0, NULL);
-	for (size_t b = 0; b < nb; b++)
-		inv->kb_off[b + 1] += inv->kb_off[b];
-	n = inv->kb_off[nb];
-	inv->kb_row = malloc((n ? n : 1) * sizeof *inv->kb_row);
+	inv->bucket_touched = calloc(nb + 1, 1);
 	inv->touched = malloc((nb + 1) * sizeof *inv->touched);
-	if (inv->kb_row && inv->touched) {
-		memcpy(fill, inv->kb_off, (nb + 1) * sizeof *fill);
-		for (size_t b = 0; b < nb; b++)
-			if (invariants_touched(inv, b))
-				inv->touched[inv->n_touched++] = (uint32_t)b;
-		bucket_index_pass(inv, 1, fill);
+	if (!inv->bucket_touched || !inv->touched)
+		return PM_ERR_NOMEM;
+	for (size_t b = 0; b < nb; b++) {
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++) {
+			uint32_t t = inv->cell_slot[c];
+
+			if (inv->slot_row_off[t + 1] > inv->slot_row_off[t]) {
+				inv->bucket_touched[b] = 1;
+				break;
+			}
+		}
+		if (inv->bucket_touched[b])
+			inv->touched[inv->n_touched++] = (uint32_t)b;
 	}
-	free(fill);
-	return inv->kb_row && inv->touched ? PM_OK : PM_ERR_NOMEM;
+	return PM_OK;
 }
 
 /* Scratch of build_slots, per SA value: the slot of s in the current
@@ -523,7 +561,7 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 	if (!st)
 		st = build_slots(ds, inv);
 	if (!st)
-		st = build_knowledge_rows(ds, k, inv, &rb, tmp, err);
+		st = build_knowledge_rows(ds, k, inv, &rb, tmp);
 	if (st)
 		goto out;
 	inv->n_rows = rb.n_rows;
@@ -535,7 +573,7 @@ enum pm_status invariants_build(const struct dataset *ds, const struct knowledge
 		st = PM_ERR_NOMEM;
 		goto out;
 	}
-	st = build_bucket_index(ds, inv);
+	st = build_touched(ds, inv);
 	inv->zero_invariants =
 	    (uint64_t)ds->n_tuples * ds->sa_values.n * ds->n_groups - inv->n_cells;
 out:
@@ -561,8 +599,9 @@ void invariants_finish(struct invariants *inv)
 	free(inv->hi);
 	free(inv->row_kind);
 	free(inv->row_ref);
-	free(inv->kb_off);
-	free(inv->kb_row);
+	free(inv->slot_row_off);
+	free(inv->slot_row);
+	free(inv->bucket_touched);
 	free(inv->touched);
 	free(inv->bucket_h);
 	free(inv->qi_row0);

@@ -52,9 +52,14 @@ void solver_result_finish(struct solver_result *r)
  * multiplier (not implied by the invariants and the zeros)? */
 static int coupled(const struct invariants *inv, const uint8_t *implied, size_t b)
 {
-	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
-		if (!implied[inv->kb_row[e]])
-			return 1;
+	for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++) {
+		size_t n;
+		const uint32_t *rows = invariants_cell_rows(inv, c, &n);
+
+		for (size_t e = 0; e < n; e++)
+			if (!implied[rows[e]])
+				return 1;
+	}
 	return 0;
 }
 

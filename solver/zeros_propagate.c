@@ -59,8 +59,12 @@ struct prop {
 	uint8_t *seen;
 	uint32_t *queue;
 	/* what a new zero may change: its bucket's flow, the rows touching
-	 * the bucket (per bucket and per row, set until looked at again) */
-	uint8_t *bucket_dirty, *row_dirty;
+	 * the bucket (per bucket and per row, set until looked at again);
+	 * the buckets with zeros since their rows were marked (fresh, and
+	 * their list) */
+	uint8_t *bucket_dirty, *row_dirty, *fresh;
+	uint32_t *fresh_list;
+	size_t n_fresh;
 	int changed, infeasible;
 };
 
@@ -74,11 +78,35 @@ static void set_zero(struct prop *p, size_t c)
 	p->zero[c] = 1;
 	p->changed = 1;
 	p->bucket_dirty[b] = 1;
-	/* every time: a row of b looked at since the last zero of b must
-	 * look again (step 3 reads every zero of the row's buckets, not
-	 * only those of its own cells) */
-	for (size_t e = inv->kb_off[b]; e < inv->kb_off[b + 1]; e++)
-		p->row_dirty[inv->kb_row[e]] = 1;
+	if (!p->fresh[b]) {
+		p->fresh[b] = 1;
+		p->fresh_list[p->n_fresh++] = (uint32_t)b;
+	}
+}
+
+/*
+ * The rows of the buckets with new zeros marked dirty: a row of b looked
+ * at since the last zero of b must look again (step 3 reads every zero
+ * of the row's buckets, not only those of its own cells). Once per pass,
+ * each bucket's rows once (its cells' slots'), not once per zero.
+ */
+static void mark_fresh(struct prop *p)
+{
+	const struct invariants *inv = p->inv;
+
+	for (size_t k = 0; k < p->n_fresh; k++) {
+		size_t b = p->fresh_list[k];
+
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++) {
+			size_t n;
+			const uint32_t *rows = invariants_cell_rows(inv, c, &n);
+
+			for (size_t e = 0; e < n; e++)
+				p->row_dirty[rows[e]] = 1;
+		}
+		p->fresh[b] = 0;
+	}
+	p->n_fresh = 0;
 }
 
 static enum pm_status prop_init(struct prop *p)
@@ -101,8 +129,10 @@ static enum pm_status prop_init(struct prop *p)
 	p->queue = malloc(nodes * sizeof *p->queue);
 	p->bucket_dirty = malloc(nb + 1);
 	p->row_dirty = malloc(inv->n_rows + 1);
+	p->fresh = calloc(nb + 1, 1);
+	p->fresh_list = malloc((nb + 1) * sizeof *p->fresh_list);
 	if (!p->gb || !p->touched || !p->inrow || !p->pot || !p->seen || !p->queue ||
-	    !p->bucket_dirty || !p->row_dirty)
+	    !p->bucket_dirty || !p->row_dirty || !p->fresh || !p->fresh_list)
 		return PM_ERR_NOMEM;
 	/* the first pass looks at everything */
 	memset(p->bucket_dirty, 1, nb + 1);
@@ -120,6 +150,8 @@ static void prop_finish(struct prop *p)
 	free(p->queue);
 	free(p->bucket_dirty);
 	free(p->row_dirty);
+	free(p->fresh);
+	free(p->fresh_list);
 }
 
 /*
@@ -587,6 +619,7 @@ static enum pm_status propagate(const struct invariants *inv, uint8_t *zero, uin
 		st = flow_init(&w, &p, buckets, n_buckets);
 	for (int dirty = 1; !st && dirty && !p.infeasible;) {
 		p.changed = 0;
+		mark_fresh(&p);
 		for (size_t r = first; r < inv->n_rows && !p.infeasible; r++) {
 			if (resolved[r] || !p.row_dirty[r])
 				continue;

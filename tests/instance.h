@@ -88,9 +88,13 @@ static int instance_make_k(struct instance *in, uint64_t *rng, const struct inst
 	in->y = calloc(in->inv.n_cells + 1, sizeof *in->y);
 	if (!in->zero || !in->implied || !in->coupled || !in->y || !instance_zeros(in, &err))
 		return 0;
-	for (size_t b = 0; b < in->inv.n_groups; b++)
-		for (size_t e = in->inv.kb_off[b]; e < in->inv.kb_off[b + 1]; e++)
-			in->coupled[b] |= !in->implied[in->inv.kb_row[e]];
+	for (size_t c = 0; c < in->inv.n_cells; c++) {
+		size_t n;
+		const uint32_t *rows = invariants_cell_rows(&in->inv, c, &n);
+
+		for (size_t e = 0; e < n; e++)
+			in->coupled[in->inv.cell_group[c]] |= !in->implied[rows[e]];
+	}
 	return 1;
 }
 

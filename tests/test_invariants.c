@@ -36,6 +36,68 @@ static struct dataset *figure1(void)
 }
 
 /* Sum of rhs over rows of a kind. */
+/* The knowledge rows through bucket b, each once, ascending, into out
+ * (n_rows flags of scratch in seen, left clear); returns how many. */
+static size_t bucket_rows(const struct invariants *inv, size_t b, uint8_t *seen, uint32_t *out)
+{
+	size_t m = 0;
+
+	for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++) {
+		size_t n;
+		const uint32_t *rows = invariants_cell_rows(inv, c, &n);
+
+		for (size_t e = 0; e < n; e++)
+			seen[rows[e]] = 1;
+	}
+	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
+		if (seen[r]) {
+			seen[r] = 0;
+			out[m++] = (uint32_t)r;
+		}
+	return m;
+}
+
+/* Every cell's rows (its slot's) against the rows' cells: a knowledge
+ * row holds cell c exactly when it is among c's, and a bucket is
+ * touched exactly when one of its cells has a row. */
+static void check_cell_rows(const struct invariants *inv)
+{
+	size_t first = inv->n_qi_rows + inv->n_sa_rows, entries = 0, through = 0;
+	int ok = 1;
+
+	for (size_t r = first; r < inv->n_rows; r++)
+		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
+			size_t n, hit = 0;
+			const uint32_t *rows = invariants_cell_rows(inv, inv->row_cell[e], &n);
+
+			for (size_t x = 0; x < n; x++)
+				hit += rows[x] == r && (x == 0 || rows[x - 1] < rows[x]);
+			ok &= hit == 1;
+			entries++;
+		}
+	for (size_t c = 0; c < inv->n_cells; c++) {
+		size_t n;
+
+		invariants_cell_rows(inv, c, &n);
+		through += n;
+	}
+	CHECK(ok);
+	CHECK(entries == through); /* and no row through a cell it misses */
+	for (size_t b = 0, t = 0; b < inv->n_groups; b++) {
+		int any = 0;
+
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++) {
+			size_t n;
+
+			invariants_cell_rows(inv, c, &n);
+			any |= n > 0;
+		}
+		CHECK(invariants_touched(inv, b) == any);
+		if (any)
+			CHECK(t < inv->n_touched && inv->touched[t++] == b);
+	}
+}
+
 static double rhs_sum(const struct invariants *inv, enum row_kind kind)
 {
 	double s = 0;
@@ -80,7 +142,7 @@ static void test_layout(const struct dataset *ds)
 			ok &= seen[c] == 1;
 		CHECK(ok);
 	}
-	CHECK(inv.kb_off[3] == 0); /* no knowledge touches any bucket */
+	check_cell_rows(&inv); /* no knowledge touches any bucket */
 	CHECK(inv.n_touched == 0);
 	/* |Q| |S| |B| - cells = 5 * 4 * 3 - 17 */
 	CHECK(inv.zero_invariants == 43);
@@ -123,12 +185,18 @@ static void test_knowledge_rows(const struct dataset *ds)
 	CHECK(inv.row_off[first + 2] - inv.row_off[first + 1] == 4);
 	CHECK_NEAR(inv.rhs[first + 1], 2, 1e-12);
 	CHECK(inv.rhs[first + 2] == 2);
-	/* bucket index: bucket 1 has all three rows, bucket 2 the college
-	 * ones, bucket 3 only the BC rule */
-	CHECK(inv.kb_off[1] - inv.kb_off[0] == 3);
-	CHECK(inv.kb_off[2] - inv.kb_off[1] == 2);
-	CHECK(inv.kb_off[3] - inv.kb_off[2] == 1);
-	CHECK(inv.kb_row[inv.kb_off[2]] == first);
+	/* rows through the buckets: bucket 1 has all three rows, bucket 2
+	 * the college ones, bucket 3 only the BC rule */
+	{
+		uint8_t seen[64] = {0};
+		uint32_t rows[64];
+
+		CHECK(inv.n_rows <= 64);
+		CHECK(bucket_rows(&inv, 0, seen, rows) == 3);
+		CHECK(bucket_rows(&inv, 1, seen, rows) == 2);
+		CHECK(bucket_rows(&inv, 2, seen, rows) == 1 && rows[0] == first);
+	}
+	check_cell_rows(&inv);
 	CHECK(inv.n_touched == 3 && inv.touched[0] == 0 && inv.touched[1] == 1 &&
 	      inv.touched[2] == 2);
 	invariants_finish(&inv);
@@ -203,6 +271,7 @@ static size_t test_random_rows(uint64_t seed, int large)
 		CHECK_NEAR(inv.rhs[row], k.rules[i].lo * (double)n_qv, 1e-12);
 		long_rows += inv.row_off[row + 1] - inv.row_off[row] >= 48;
 	}
+	check_cell_rows(&inv);
 	invariants_finish(&inv);
 	knowledge_finish(&k);
 	dataset_destroy(ds);

@@ -149,7 +149,7 @@ static double closed_buckets(const struct dataset *ds, const struct invariants *
 	for (size_t b = 0; b < ds->n_groups; b++) {
 		double v, v0;
 
-		closed[b] = inv->kb_off[b + 1] == inv->kb_off[b];
+		closed[b] = !invariants_touched(inv, b);
 		metrics_closed_form(ds, inv, b, cf);
 		metrics_closed_bucket(ds, inv, b, cb, NULL, &v0);
 		bad |= memcmp(cf + inv->cell_off[b], cb + inv->cell_off[b],

@@ -38,7 +38,7 @@ static int check_flat(const struct instance *in)
 	int found = 0;
 
 	for (size_t b = 0; coupled && b < in->inv.n_groups; b++)
-		coupled[b] = in->inv.kb_off[b + 1] > in->inv.kb_off[b];
+		coupled[b] = (uint8_t)invariants_touched(&in->inv, b);
 	if (none && coupled && y &&
 	    twolevel_init(&t, in->ds, &in->inv, in->zero, none, coupled, 1, y) == PM_OK &&
 	    (mu = calloc(t.r + 1, sizeof *mu))) {

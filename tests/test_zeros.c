@@ -374,7 +374,7 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 	buckets = malloc((inv->n_groups + 1) * sizeof *buckets);
 	rows = malloc((inv->n_rows + 1) * sizeof *rows);
 	for (size_t b = 0; b < inv->n_groups; b++)
-		if (inv->kb_off[b + 1] > inv->kb_off[b])
+		if (invariants_touched(inv, b))
 			buckets[nb++] = (uint32_t)b;
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
 		if (!f.resolved[r] && inv->row_off[r] < inv->row_off[r + 1])
