@@ -320,8 +320,7 @@ struct row_slots {
 	uint32_t *slot;
 };
 
-static enum pm_status row_slots_add(struct row_slots *rs, size_t r, const uint32_t *slots,
-				    size_t n)
+static enum pm_status row_slots_add(struct row_slots *rs, size_t r, const uint32_t *slots, size_t n)
 {
 	if (rs->n + n > rs->cap) {
 		size_t cap = rs->cap ? rs->cap : 256;
