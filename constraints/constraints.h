@@ -545,7 +545,7 @@ struct invariants {
 	 * the published form): rec_slot[rec_off[q] .. rec_off[q+1])
 	 * ascending, holding n(q,s) = rec_count[] records.
 	 */
-	size_t *occ_off, *slot_off, *rec_off;
+	size_t *occ_off, *slot_off, *rec_off, n_slots;
 	uint32_t *occ_bucket, *occ_cell, *occ_count;
 	uint32_t *slot_sa, *cell_slot, *rec_slot, *rec_count;
 	/*
@@ -554,9 +554,12 @@ struct invariants {
 	 * through a cell are its slot's: slot_row[slot_row_off[t] ..
 	 * slot_row_off[t + 1]) for slot t, ascending. The rows through a
 	 * bucket are its cells' slots' (invariants_cell_rows, cell by cell).
+	 * The other way, knowledge row r's slots in the order of its tuples:
+	 * row_slot[row_slot_off[k] .. row_slot_off[k + 1]) for k = r minus
+	 * the first knowledge row (invariants_row_slots).
 	 */
-	size_t *slot_row_off;
-	uint32_t *slot_row;
+	size_t *slot_row_off, *row_slot_off;
+	uint32_t *slot_row, *row_slot;
 };
 
 /* Builds the system for ds and the equality rules of k (k may be NULL).
@@ -586,6 +589,16 @@ static inline size_t invariants_first_interval(const struct invariants *inv)
 static inline int invariants_touched(const struct invariants *inv, size_t b)
 {
 	return inv->bucket_touched[b];
+}
+
+/* Knowledge row r's slots, *n of them. */
+static inline const uint32_t *invariants_row_slots(const struct invariants *inv, size_t r,
+						   size_t *n)
+{
+	size_t k = r - inv->n_qi_rows - inv->n_sa_rows;
+
+	*n = inv->row_slot_off[k + 1] - inv->row_slot_off[k];
+	return inv->row_slot + inv->row_slot_off[k];
 }
 
 /* The knowledge rows through cell c, *n of them (its slot's). */

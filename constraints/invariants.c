@@ -313,8 +313,9 @@ static enum pm_status build_invariant_rows(const struct dataset *ds, struct inva
 	return st;
 }
 
-/* The knowledge rows' slots, row by row (rows in order): rs_slot at
- * rs_off[row - first knowledge row], transposed by slot_rows. */
+/* The knowledge rows' slots, row by row (rows in order): slot at
+ * off[row - first knowledge row], kept as the invariants' row_slot and
+ * transposed by slot_rows. */
 struct row_slots {
 	size_t n, cap, *off;
 	uint32_t *slot;
@@ -333,7 +334,8 @@ static enum pm_status row_slots_add(struct row_slots *rs, size_t r, const uint32
 		rs->slot = to;
 		rs->cap = cap;
 	}
-	memcpy(rs->slot + rs->n, slots, n * sizeof *slots);
+	if (n)
+		memcpy(rs->slot + rs->n, slots, n * sizeof *slots);
 	rs->n += n;
 	rs->off[r + 1] = rs->n;
 	return PM_OK;
@@ -400,8 +402,8 @@ static enum pm_status build_knowledge_rows(const struct dataset *ds, const struc
 		st = slot_rows(ds, inv, &rs, rules);
 	free(sc.off);
 	free(sc.cell);
-	free(rs.off);
-	free(rs.slot);
+	inv->row_slot_off = rs.off;
+	inv->row_slot = rs.slot;
 	return st;
 }
 
@@ -525,6 +527,7 @@ static enum pm_status build_slots(const struct dataset *ds, struct invariants *i
 		goto out;
 	for (uint32_t q = 0; q < nq; q++)
 		tuple_slots(ds, inv, &w, q);
+	inv->n_slots = inv->slot_off[nq];
 	st = build_records(ds, inv);
 out:
 	free(w.stamp);
@@ -600,6 +603,8 @@ void invariants_finish(struct invariants *inv)
 	free(inv->row_ref);
 	free(inv->slot_row_off);
 	free(inv->slot_row);
+	free(inv->row_slot_off);
+	free(inv->row_slot);
 	free(inv->bucket_touched);
 	free(inv->touched);
 	free(inv->bucket_h);

@@ -61,37 +61,50 @@ static int row_used(const struct invariants *inv, const uint8_t *in, const uint8
 	       in[row_bucket(inv, r)];
 }
 
-/* Links the buckets of every used row (union-find in parent, each set's
- * root its first bucket); a bucket a used row passes through joins the set
- * (in). */
-static void link_rows(const struct invariants *inv, uint8_t *in, const uint8_t *row_out,
-		      uint32_t *parent)
+/* Joins the sets of x and y (the smaller root wins, as root() assumes). */
+static void join(uint32_t *parent, uint32_t x, uint32_t y)
 {
-	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
-		uint32_t first, last = UINT32_MAX, x;
+	x = root(parent, x);
+	y = root(parent, y);
+	if (x < y)
+		parent[y] = x;
+	else
+		parent[x] = y;
+}
+
+/*
+ * Links the buckets of every used row (union-find in parent over the
+ * buckets, then the slots, then the knowledge rows: each set's root its
+ * first bucket); a bucket a used row passes through joins the set (in).
+ * A row takes its slots whole, so a row joins its slots, and a cell with
+ * a used row joins its bucket to its slot: a step per slot of a row and
+ * one per cell, not one per pair of a cell and a row (ten times the
+ * cells on rules of one attribute).
+ */
+static void link_rows(const struct invariants *inv, uint8_t *in, const uint8_t *row_out,
+		      uint32_t *parent, uint8_t *used)
+{
+	size_t nb = inv->n_groups, ns = inv->n_slots, first = inv->n_qi_rows + inv->n_sa_rows;
+
+	memset(used, 0, ns);
+	for (size_t r = first; r < inv->n_rows; r++) {
+		size_t n;
+		const uint32_t *slots;
 
 		if (!row_used(inv, in, row_out, r))
 			continue;
-		first = row_bucket(inv, r);
-		/* x: the root of the row's set so far, kept, not looked up per
-		 * entry (the smaller root wins, as root() assumes) */
-		x = root(parent, first);
-		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-			uint32_t b = inv->cell_group[inv->row_cell[e]], y;
-
-			if (b == last) /* a tuple's cells: one bucket, linked once */
-				continue;
-			last = b;
-			y = root(parent, b);
-			in[b] = 1;
-			if (x < y) {
-				parent[y] = x;
-			} else {
-				parent[x] = y;
-				x = y;
-			}
+		slots = invariants_row_slots(inv, r, &n);
+		for (size_t e = 0; e < n; e++) {
+			join(parent, (uint32_t)(nb + slots[e]), (uint32_t)(nb + ns + r - first));
+			used[slots[e]] = 1;
 		}
 	}
+	for (size_t b = 0; b < nb; b++)
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
+			if (used[inv->cell_slot[c]]) {
+				in[b] = 1;
+				join(parent, (uint32_t)b, (uint32_t)(nb + inv->cell_slot[c]));
+			}
 }
 
 /* Numbers the components (id per root, by their first bucket) and lays
@@ -156,24 +169,25 @@ static enum pm_status lay_out(const struct invariants *inv, const uint8_t *in,
 enum pm_status components_build(const struct invariants *inv, const uint8_t *bucket_in,
 				const uint8_t *row_out, int whole, struct components *cs)
 {
-	size_t nb = inv->n_groups;
-	uint32_t *parent = malloc((nb + 1) * sizeof *parent);
-	uint8_t *in = malloc(nb + 1);
+	size_t nb = inv->n_groups, ns = inv->n_slots, nodes = nb + ns + inv->n_knowledge_rows;
+	uint32_t *parent = malloc((nodes + 1) * sizeof *parent);
+	uint8_t *in = malloc(nb + 1), *used = malloc(ns + 1);
 	enum pm_status st = PM_ERR_NOMEM;
 
 	memset(cs, 0, sizeof *cs);
-	if (!parent || !in)
+	if (!parent || !in || !used)
 		goto out;
 	memcpy(in, bucket_in, nb);
-	for (size_t b = 0; b < nb; b++)
-		parent[b] = (uint32_t)b;
-	link_rows(inv, in, row_out, parent);
+	for (size_t x = 0; x < nodes; x++)
+		parent[x] = (uint32_t)x;
+	link_rows(inv, in, row_out, parent, used);
 	st = lay_out(inv, in, row_out, parent, whole, cs);
 out:
 	if (st)
 		components_finish(cs);
 	free(parent);
 	free(in);
+	free(used);
 	return st;
 }
 

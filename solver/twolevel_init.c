@@ -119,43 +119,38 @@ static uint32_t *map_at(struct slot_map *m, uint32_t s, int add)
 }
 
 /*
- * Per open row its classes, each once (rk_cls at rk_off), the classes
- * numbered from 1 in order of first appearance: one pass over the rows'
- * cells. *cap: the most classes the map allows.
+ * Per open row its classes (rk_cls at rk_off: its slots', each once: a
+ * row's slots are distinct), the classes numbered from 1 in order of
+ * first appearance.
  */
-static enum pm_status class_lists(struct twolevel *t, struct slot_map *m, size_t cap)
+static enum pm_status class_lists(struct twolevel *t, struct slot_map *m)
 {
-	const struct invariants *inv = t->inv;
-	size_t n = 0, room = 0;
-	uint32_t *last = calloc(cap + 1, sizeof *last); /* per class: the row that took it + 1 */
-	enum pm_status ret = PM_ERR_NOMEM;
-
 	t->rk_off = malloc((t->r + 1) * sizeof *t->rk_off);
-	if (!last || !t->rk_off)
-		goto out;
+	if (!t->rk_off)
+		return PM_ERR_NOMEM;
 	t->rk_off[0] = 0;
 	for (size_t k = 0; k < t->r; k++) {
-		size_t r = t->row[k];
+		size_t ns;
 
-		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++) {
-			uint32_t *v = map_at(m, inv->cell_slot[inv->row_cell[e]], 1);
+		invariants_row_slots(t->inv, t->row[k], &ns);
+		t->rk_off[k + 1] = t->rk_off[k] + ns;
+	}
+	t->rk_cls = malloc((t->rk_off[t->r] + 1) * sizeof *t->rk_cls);
+	if (!t->rk_cls)
+		return PM_ERR_NOMEM;
+	for (size_t k = 0; k < t->r; k++) {
+		size_t ns;
+		const uint32_t *slots = invariants_row_slots(t->inv, t->row[k], &ns);
+
+		for (size_t e = 0; e < ns; e++) {
+			uint32_t *v = map_at(m, slots[e], 1);
 
 			if (!*v)
 				*v = (uint32_t)++t->ncls;
-			if (last[*v] == k + 1)
-				continue;
-			last[*v] = (uint32_t)(k + 1);
-			if (n == room &&
-			    intern_reserve((void **)&t->rk_cls, &room, n + 1, sizeof *t->rk_cls))
-				goto out;
-			t->rk_cls[n++] = *v;
+			t->rk_cls[t->rk_off[k] + e] = *v;
 		}
-		t->rk_off[k + 1] = n;
 	}
-	ret = PM_OK;
-out:
-	free(last);
-	return ret;
+	return PM_OK;
 }
 
 /* Per class its rows ascending (cl_row at cl_off, class 0 none): the
@@ -228,11 +223,11 @@ static enum pm_status class_cells(struct twolevel *t, struct slot_map *m)
 static enum pm_status init_classes(struct twolevel *t)
 {
 	struct slot_map m = {0};
-	size_t slots = t->inv->slot_off[t->ds->n_tuples], cells = t->coff[t->nb], sum = 0;
+	size_t slots = t->inv->n_slots, cells = t->coff[t->nb], sum = 0;
 	enum pm_status ret = map_init(&m, slots, cells);
 
 	if (!ret)
-		ret = class_lists(t, &m, m.mask == SIZE_MAX ? slots : m.mask + 1);
+		ret = class_lists(t, &m);
 	if (!ret)
 		ret = class_rows(t);
 	if (!ret)

@@ -176,21 +176,36 @@ static enum pm_status relax_and_propagate(struct zeros *z, size_t max_cells,
 }
 
 /* The buckets through which an open row (not implied, with cells) runs
- * into in (n_groups flags); how many rows are open. */
-static size_t open_buckets(const struct zeros *z, uint8_t *in)
+ * into in (n_groups flags); how many rows are open. A row takes its
+ * slots whole: the buckets of the cells of its slots (a flag per slot,
+ * then a pass over the cells, not one over every pair of a cell and a
+ * row). */
+static enum pm_status open_buckets(const struct zeros *z, uint8_t *in, size_t *open)
 {
 	const struct invariants *inv = z->inv;
-	size_t n = 0;
+	uint8_t *slot = calloc(inv->n_slots + 1, 1);
 
-	memset(in, 0, inv->n_groups);
+	*open = 0;
+	if (!slot)
+		return PM_ERR_NOMEM;
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++) {
+		size_t n;
+		const uint32_t *slots;
+
 		if (z->settled[r] || inv->row_off[r] == inv->row_off[r + 1])
 			continue;
-		n++;
-		for (size_t e = inv->row_off[r]; e < inv->row_off[r + 1]; e++)
-			in[inv->cell_group[inv->row_cell[e]]] = 1;
+		++*open;
+		slots = invariants_row_slots(inv, r, &n);
+		for (size_t e = 0; e < n; e++)
+			slot[slots[e]] = 1;
 	}
-	return n;
+	for (size_t b = 0; b < inv->n_groups; b++) {
+		in[b] = 0;
+		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1] && !in[b]; c++)
+			in[b] = slot[inv->cell_slot[c]];
+	}
+	free(slot);
+	return PM_OK;
 }
 
 /* z->open: the components that open rows link (the implied rows, sums of
@@ -198,10 +213,13 @@ static size_t open_buckets(const struct zeros *z, uint8_t *in)
 static enum pm_status open_components(struct zeros *z)
 {
 	uint8_t *in = malloc(z->inv->n_groups + 1);
+	size_t open = 0;
 	enum pm_status st = in ? PM_OK : PM_ERR_NOMEM;
 
 	components_finish(&z->open);
-	if (!st && open_buckets(z, in))
+	if (!st)
+		st = open_buckets(z, in, &open);
+	if (!st && open)
 		st = components_build(z->inv, in, z->settled, 0, &z->open);
 	free(in);
 	return st;
