@@ -140,7 +140,66 @@ static enum pm_status unreachable_intervals(struct zeros *z, struct pm_error *er
 	return PM_OK;
 }
 
-/* ZEROS_CHEAP: the rows with right-hand side 0, then propagation. */
+/* Knowledge row r's slots hashed, for duplicate_rows. */
+static uint64_t slots_hash(const struct invariants *inv, size_t r)
+{
+	size_t n;
+	const uint32_t *t = invariants_row_slots(inv, r, &n);
+	uint64_t key = n;
+
+	for (size_t e = 0; e < n; e++)
+		key = (key ^ t[e]) * UINT64_C(0x100000001b3);
+	return key;
+}
+
+/* Whether knowledge rows a and b take the same slots (the same cells). */
+static int same_slots(const struct invariants *inv, size_t a, size_t b)
+{
+	size_t na, nb;
+	const uint32_t *ta = invariants_row_slots(inv, a, &na),
+		       *tb = invariants_row_slots(inv, b, &nb);
+
+	return na == nb && !memcmp(ta, tb, na * sizeof *ta);
+}
+
+/*
+ * An equality row with the same cells and right-hand side as an earlier
+ * one is the same constraint: settled (it needs no multiplier; as an
+ * open row its multiplier and the earlier one's could move in opposite
+ * directions without end, a null direction of H). Mined rules give
+ * such pairs wherever Top-K+ and Top-K- share a rule: thousands of the
+ * 10,000 rows of rules of one attribute at K+ = K- = 5000. A row's slots
+ * say its cells (it takes them whole), in the order of its tuples.
+ */
+static enum pm_status duplicate_rows(struct zeros *z)
+{
+	const struct invariants *inv = z->inv;
+	size_t first = inv->n_qi_rows + inv->n_sa_rows, cap = 16;
+	uint32_t *slot;
+
+	while (cap < 2 * inv->n_knowledge_rows + 2)
+		cap *= 2;
+	if (!(slot = calloc(cap, sizeof *slot))) /* row + 1, 0 empty */
+		return PM_ERR_NOMEM;
+	for (size_t r = first; r < inv->n_rows; r++) {
+		size_t i;
+
+		if (z->settled[r] || invariants_interval(inv, r))
+			continue;
+		for (i = slots_hash(inv, r) & (cap - 1); slot[i]; i = (i + 1) & (cap - 1))
+			if (inv->rhs[slot[i] - 1] == inv->rhs[r] && same_slots(inv, slot[i] - 1, r))
+				break;
+		if (slot[i])
+			z->settled[r] = 1;
+		else
+			slot[i] = (uint32_t)(r + 1);
+	}
+	free(slot);
+	return PM_OK;
+}
+
+/* ZEROS_CHEAP: the rows with right-hand side 0, duplicates, then
+ * propagation. */
 static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *err)
 {
 	enum pm_status st;
@@ -149,6 +208,8 @@ static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *e
 	st = empty_rows(z, err);
 	if (!st)
 		st = unreachable_intervals(z, err);
+	if (!st)
+		st = duplicate_rows(z);
 	return st ? st : zeros_propagate(z->inv, z->zero, z->settled, infeasible);
 }
 

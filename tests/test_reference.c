@@ -652,13 +652,14 @@ static struct dataset *skewed_table(uint64_t *rng, size_t n, size_t noise, size_
  * The last chance (solver/README.md): a probe whose failure would lead to
  * the exact zero decision runs to its end, and a converged one is the
  * answer even where cells still shrink. On these two tables (found by a
- * seed search over skewed_table, two-level method) it leaves 4 and 7 of
- * the forced zeros unfound, each below the tolerance: the answer must
- * still agree with the reference's, whose zeros are exact.
+ * seed search over skewed_table, two-level method, duplicate rules
+ * settled) it leaves 34 and 4 of the forced zeros unfound, each below
+ * the tolerance: the answer must still agree with the reference's, whose
+ * zeros are exact.
  */
 static void test_last_chance(void)
 {
-	static const uint64_t seeds[] = {254, 1670};
+	static const uint64_t seeds[] = {524, 786};
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(*seeds); i++) {
 		uint64_t rng = seeds[i] * 7919 + 17;
 		size_t n_attrs = rng_in(&rng, 2, 3), noise = rng_in(&rng, 2, 60);

@@ -552,6 +552,67 @@ static void test_hand_cases(void)
 	dataset_destroy(ds);
 }
 
+/*
+ * A rule given twice is one constraint: the second row settled (implied:
+ * no multiplier), the first kept; a rule on other cells, or on the same
+ * cells as an interval, is not a duplicate. The solve's answer is the one
+ * of the rule given once.
+ */
+static void test_duplicates(void)
+{
+	struct dataset *ds = one_bucket();
+	const char *attr = "a", *x = "x";
+	struct knowledge k, once;
+	struct invariants inv;
+	struct solver_options o;
+	struct solver_result r1, r2;
+	struct pm_error err = {0};
+	struct zeros z;
+	size_t first;
+
+	knowledge_init(&k);
+	knowledge_init(&once);
+	solver_options_init(&o);
+	CHECK(knowledge_add_user(&once, ds, &attr, &x, 1, "s", 1, 0.75, 0, 0, 0, 0, "rules",
+				 &err) == PM_OK);
+	for (int i = 0; i < 2; i++)
+		CHECK(knowledge_add_user(&k, ds, &attr, &x, 1, "s", 1, 0.75, 0, 0, 0, 0, "rules",
+					 &err) == PM_OK);
+	CHECK(knowledge_add_user(&k, ds, &attr, &x, 1, "t", 1, 0.25, 0, 0, 0, 0, "rules", &err) ==
+	      PM_OK);
+	CHECK(knowledge_add_user(&k, ds, &attr, &x, 1, "s", 0, 0, 1, 0.6, 1, 0.9, "rules", &err) ==
+	      PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	first = inv.n_qi_rows + inv.n_sa_rows;
+	CHECK(inv.n_knowledge_rows == 4);
+	CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
+	CHECK(zeros_deepen(&z, ZEROS_CHEAP, NULL, &o, &err) == PM_OK);
+	CHECK(!z.implied[first] && z.implied[first + 1] && !z.implied[first + 2] &&
+	      !z.implied[first + 3]);
+	zeros_finish(&z);
+	invariants_finish(&inv);
+	knowledge_finish(&k);
+	/* the same answer as the rule once (the two alone) */
+	knowledge_init(&k);
+	for (int i = 0; i < 2; i++)
+		CHECK(knowledge_add_user(&k, ds, &attr, &x, 1, "s", 1, 0.75, 0, 0, 0, 0, "rules",
+					 &err) == PM_OK);
+	CHECK(invariants_build(ds, &k, &inv, &err) == PM_OK);
+	CHECK(solver_run(ds, &k, &inv, &o, &r1, &err) == PM_OK);
+	invariants_finish(&inv);
+	CHECK(invariants_build(ds, &once, &inv, &err) == PM_OK);
+	CHECK(solver_run(ds, &once, &inv, &o, &r2, &err) == PM_OK);
+	invariants_finish(&inv);
+	CHECK(r1.status == SOLVER_CONVERGED && r2.status == SOLVER_CONVERGED);
+	CHECK_NEAR(r1.estimation_accuracy, r2.estimation_accuracy, 1e-12);
+	CHECK_NEAR(r1.entropy, r2.entropy, 1e-12);
+	solver_result_finish(&r1);
+	solver_result_finish(&r2);
+	knowledge_finish(&k);
+	knowledge_finish(&once);
+	dataset_destroy(ds);
+}
+
 /* zeros_propagate stops at a fixpoint: run again on its own result (every
  * row and bucket looked at afresh) it adds no zero and resolves no row,
  * however many passes its own run needed. */
@@ -816,6 +877,7 @@ int main(void)
 	test_csum();
 	test_lp_solve();
 	test_hand_cases();
+	test_duplicates();
 	test_lp_too_large();
 	test_lp_intervals();
 	for (uint64_t seed = 1; seed <= 300; seed++)
