@@ -612,6 +612,14 @@ static inline void twolevel_shape(const struct twolevel *t, size_t k, size_t *of
 	*g = t->ds->bq_off[b + 1] - t->ds->bq_off[b];
 	*h = t->ds->bs_off[b + 1] - t->ds->bs_off[b];
 }
+/* The open rows through local cell c, *n of them: its class's. */
+static inline const uint32_t *twolevel_cell_rows(const struct twolevel *t, size_t c, size_t *n)
+{
+	uint32_t v = t->cls[c];
+
+	*n = t->cl_off[v + 1] - t->cl_off[v];
+	return t->cl_row + t->cl_off[v];
+}
 /* The coupled buckets [*lo, *hi) of part p, balanced by cells. */
 void twolevel_range(const struct twolevel *t, int p, int parts, size_t *lo, size_t *hi);
 

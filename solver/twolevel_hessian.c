@@ -114,15 +114,6 @@ static void bucket_apply(struct twolevel *t, struct twolevel_part *pt, size_t k,
 			u[i * h + j] -= y[i * h + j] * (s->da[i] + s->db[j]);
 }
 
-/* The open rows through local cell c, *n of them: its class's. */
-static inline const uint32_t *cell_rows(const struct twolevel *t, size_t c, size_t *n)
-{
-	uint32_t v = t->cls[c];
-
-	*n = t->cl_off[v + 1] - t->cl_off[v];
-	return t->cl_row + t->cl_off[v];
-}
-
 /*
  * Per bucket: w (per cell, the sum of v over its open rows: its class's,
  * cv) and u added to the cell's class (cacc): a lookup per cell, where a
@@ -197,7 +188,7 @@ static size_t bucket_rows(struct twolevel *t, struct twolevel_part *pt, size_t k
 	pt->tick++;
 	for (size_t c = 0; c < g * h; c++) {
 		size_t nr, i = c / h;
-		const uint32_t *rows = cell_rows(t, off + c, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, off + c, &nr);
 		const double *ri = rt + i * h, *rj = rt + (g + c % h) * h;
 		double v = t->y[off + c];
 
@@ -235,7 +226,7 @@ static double diag_slow(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 	twolevel_shape(t, k, &off, &g, &h);
 	for (size_t d = 0; d < g * h; d++) {
 		size_t nr;
-		const uint32_t *rows = cell_rows(t, off + d, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, off + d, &nr);
 
 		pt->t[d] = 0;
 		for (size_t e = 0; e < nr; e++)
@@ -286,7 +277,7 @@ static void diag_part(void *ctx, int p, int parts)
 		pt->tick++; /* too large for the scratch (or no row): row by row */
 		for (size_t c = 0; c < g * h; c++) {
 			size_t nr;
-			const uint32_t *rows = cell_rows(t, off + c, &nr);
+			const uint32_t *rows = twolevel_cell_rows(t, off + c, &nr);
 
 			for (size_t e = 0; e < nr; e++)
 				if (pt->stamp[rows[e]] != pt->tick) {

@@ -14,15 +14,6 @@
 
 #include "solver_internal.h"
 
-/* The open rows through local cell c, *n of them: its class's. */
-static inline const uint32_t *cell_rows(const struct twolevel *t, size_t c, size_t *n)
-{
-	uint32_t v = t->cls[c];
-
-	*n = t->cl_off[v + 1] - t->cl_off[v];
-	return t->cl_row + t->cl_off[v];
-}
-
 enum pm_status twolevel_patterns_create(const struct twolevel *t, size_t rows, size_t entries,
 					size_t g, struct twolevel_patterns **out)
 {
@@ -78,7 +69,7 @@ size_t twolevel_bucket_rows(const struct twolevel *t, struct twolevel_part *pt, 
 	*entries = 0;
 	for (size_t c = off; c < off + g * h; c++) {
 		size_t nr;
-		const uint32_t *rows = cell_rows(t, c, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, c, &nr);
 
 		*entries += nr;
 		for (size_t e = 0; e < nr; e++)
@@ -114,7 +105,7 @@ static void sorted_rows(const struct twolevel *t, size_t k, struct twolevel_patt
 	p->at[0] = 0;
 	for (size_t c = 0; c < g * h; c++) {
 		size_t nr;
-		const uint32_t *rows = cell_rows(t, off + c, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, off + c, &nr);
 
 		for (size_t e = 0; e < nr; e++) {
 			size_t w = rows[e] >> 6;
@@ -150,7 +141,7 @@ static void row_patterns(const struct twolevel *t, struct twolevel_part *pt,
 	pt->tick++; /* stamps by pattern, here */
 	for (size_t c = i * h; c < i * h + h; c++) {
 		size_t nr;
-		const uint32_t *rows = cell_rows(t, off + c, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, off + c, &nr);
 
 		for (size_t e = 0; e < nr; e++) {
 			uint16_t v = p->pat[pt->loc[rows[e]]];
@@ -183,7 +174,7 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 	memset(lo, 0, (p->n + 2) * sizeof *lo);
 	for (size_t c = off; c < off + g * h; c++) {
 		size_t nr;
-		const uint32_t *rows = cell_rows(t, c, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, c, &nr);
 
 		for (size_t e = 0; e < nr; e++)
 			lo[pt->loc[rows[e]] + 2]++;
@@ -192,7 +183,7 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 		lo[l + 2] += lo[l + 1];
 	for (size_t c = off; c < off + g * h; c++) { /* cells in order */
 		size_t nr;
-		const uint32_t *rows = cell_rows(t, c, &nr);
+		const uint32_t *rows = twolevel_cell_rows(t, c, &nr);
 
 		for (size_t e = 0; e < nr; e++)
 			p->cells[lo[pt->loc[rows[e]] + 1]++] = (uint32_t)(c - off);
