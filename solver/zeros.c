@@ -159,7 +159,7 @@ static int same_slots(const struct invariants *inv, size_t a, size_t b)
 	const uint32_t *ta = invariants_row_slots(inv, a, &na),
 		       *tb = invariants_row_slots(inv, b, &nb);
 
-	return na == nb && !memcmp(ta, tb, na * sizeof *ta);
+	return na == nb && (!na || !memcmp(ta, tb, na * sizeof *ta));
 }
 
 /*
