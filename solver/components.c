@@ -75,14 +75,15 @@ static void join(uint32_t *parent, uint32_t x, uint32_t y)
 /*
  * Links the buckets of every used row (union-find in parent over the
  * buckets, then the slots, then the knowledge rows: each set's root its
- * first bucket); a bucket a used row passes through joins the set (in).
+ * first bucket; rused: which rows, by the buckets first given); a bucket
+ * a used row passes through joins the set (in).
  * A row takes its slots whole, so a row joins its slots, and a cell with
  * a used row joins its bucket to its slot: a step per slot of a row and
  * one per cell, not one per pair of a cell and a row (ten times the
  * cells on rules of one attribute).
  */
 static void link_rows(const struct invariants *inv, uint8_t *in, const uint8_t *row_out,
-		      uint32_t *parent, uint8_t *used)
+		      uint32_t *parent, uint8_t *used, uint8_t *rused)
 {
 	size_t nb = inv->n_groups, ns = inv->n_slots, first = inv->n_qi_rows + inv->n_sa_rows;
 
@@ -91,7 +92,7 @@ static void link_rows(const struct invariants *inv, uint8_t *in, const uint8_t *
 		size_t n;
 		const uint32_t *slots;
 
-		if (!row_used(inv, in, row_out, r))
+		if (!(rused[r - first] = (uint8_t)row_used(inv, in, row_out, r)))
 			continue;
 		slots = invariants_row_slots(inv, r, &n);
 		for (size_t e = 0; e < n; e++) {
@@ -109,11 +110,10 @@ static void link_rows(const struct invariants *inv, uint8_t *in, const uint8_t *
 
 /* Numbers the components (id per root, by their first bucket) and lays
  * out their buckets and rows, ascending. */
-static enum pm_status lay_out(const struct invariants *inv, const uint8_t *in,
-			      const uint8_t *row_out, uint32_t *parent, int whole,
-			      struct components *cs)
+static enum pm_status lay_out(const struct invariants *inv, const uint8_t *in, const uint8_t *rused,
+			      uint32_t *parent, int whole, struct components *cs)
 {
-	size_t nb = inv->n_groups, nr = 0, n_in = 0;
+	size_t nb = inv->n_groups, nr = 0, n_in = 0, first = inv->n_qi_rows + inv->n_sa_rows;
 	uint32_t *id = parent; /* the numbers overwrite the roots, in order */
 
 	for (size_t b = 0; b < nb; b++) {
@@ -122,8 +122,8 @@ static enum pm_status lay_out(const struct invariants *inv, const uint8_t *in,
 		n_in++;
 		parent[b] = root(parent, (uint32_t)b);
 	}
-	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
-		nr += (size_t)row_used(inv, in, row_out, r);
+	for (size_t r = first; r < inv->n_rows; r++)
+		nr += rused[r - first];
 	/* parent[b] is now b's root, a bucket at or before b: numbering the
 	 * buckets in order, a root's number is in place before any later
 	 * bucket of its set reads it, and no bucket's root is read after its
@@ -145,7 +145,7 @@ static enum pm_status lay_out(const struct invariants *inv, const uint8_t *in,
 		if (in[b])
 			cs->b_off[id[b] + 2]++;
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
-		if (row_used(inv, in, row_out, r))
+		if (rused[r - first])
 			cs->r_off[id[row_bucket(inv, r)] + 2]++;
 	for (size_t i = 0; i < cs->n; i++) {
 		cs->b_off[i + 2] += cs->b_off[i + 1];
@@ -161,7 +161,7 @@ static enum pm_status lay_out(const struct invariants *inv, const uint8_t *in,
 		if (in[b])
 			cs->pos[b] -= (uint32_t)cs->b_off[id[b]];
 	for (size_t r = inv->n_qi_rows + inv->n_sa_rows; r < inv->n_rows; r++)
-		if (row_used(inv, in, row_out, r))
+		if (rused[r - first])
 			cs->row[cs->r_off[id[row_bucket(inv, r)] + 1]++] = (uint32_t)r;
 	return PM_OK;
 }
@@ -171,23 +171,25 @@ enum pm_status components_build(const struct invariants *inv, const uint8_t *buc
 {
 	size_t nb = inv->n_groups, ns = inv->n_slots, nodes = nb + ns + inv->n_knowledge_rows;
 	uint32_t *parent = malloc((nodes + 1) * sizeof *parent);
-	uint8_t *in = malloc(nb + 1), *used = malloc(ns + 1);
+	uint8_t *in = malloc(nb + 1), *used = malloc(ns + 1),
+		*rused = malloc(inv->n_knowledge_rows + 1);
 	enum pm_status st = PM_ERR_NOMEM;
 
 	memset(cs, 0, sizeof *cs);
-	if (!parent || !in || !used)
+	if (!parent || !in || !used || !rused)
 		goto out;
 	memcpy(in, bucket_in, nb);
 	for (size_t x = 0; x < nodes; x++)
 		parent[x] = (uint32_t)x;
-	link_rows(inv, in, row_out, parent, used);
-	st = lay_out(inv, in, row_out, parent, whole, cs);
+	link_rows(inv, in, row_out, parent, used, rused);
+	st = lay_out(inv, in, rused, parent, whole, cs);
 out:
 	if (st)
 		components_finish(cs);
 	free(parent);
 	free(in);
 	free(used);
+	free(rused);
 	return st;
 }
 
