@@ -41,7 +41,8 @@
  * The cost model, in multiply-adds of the factorization: forming H costs
  * about DENSE_PAIR of them per pair of open rows sharing a bucket (the
  * pass over the pairs, R, the scatter), a product H v about DENSE_CELL
- * per coupled cell and per entry of ck, and CG takes about DENSE_CG
+ * per coupled cell and per pair of a cell and an open row (cg_budget),
+ * and CG takes about DENSE_CG
  * products per Newton step on well-conditioned problems; on
  * ill-conditioned ones, with many open rows, far more, which is why
  * newton.c forms H (or its blocks) once the directions took more than
@@ -566,15 +567,21 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	       z->inc <= DENSE_SCRATCH && z->n <= UINT16_MAX && z->cells <= UINT16_MAX;
 }
 
-/* The CG products that cost as much as forming and factoring H whole,
- * or only its blocks (the cost model of DENSE_PAIR, DENSE_CELL: a
- * product is a pass over the cells, and the classes' rows): forming
- * beats CG on products when the directions take more (DENSE_CG of them
- * per direction, as a rule). */
+/*
+ * The CG products that cost as much as forming and factoring H whole,
+ * or only its blocks (the cost model of DENSE_PAIR, DENSE_CELL):
+ * forming beats CG on products when the directions take more (DENSE_CG
+ * of them per direction, as a rule). A product is a pass over the cells
+ * (the rows by class), but each direction on Jacobi also takes diag(H),
+ * a pass over every pair of a cell and an open row: charged to the
+ * products as those pairs. Charged the cells alone, the budgets grow
+ * several times, H comes later where it is needed, and those problems
+ * take more steps.
+ */
 static long cg_budget(const struct twolevel *t, const struct form_sizes *z, int blocks)
 {
 	double cells = (double)t->coff[t->nb], factor = 0;
-	double entries = (double)t->rk_off[t->r];
+	double entries = (double)t->n_entries;
 
 	/* factored by panels on the pool (newton.c): half */
 	for (size_t b = 0; b < (blocks ? t->nblk : 1); b++) {
