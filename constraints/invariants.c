@@ -110,21 +110,38 @@ struct slot_cells {
 	uint32_t *cell;
 };
 
-/* Counting sort of the cells by slot (ascending cells stay ascending). */
+/*
+ * Lists grouped by key, by a counting sort: n lists of items with keys
+ * below n_keys (list i: items key[off[i] .. off[i + 1]); off NULL: one
+ * item each, key[i]) give per key the lists that hold it, ascending:
+ * out[out_off[k] .. out_off[k + 1]) are base + i. Both arrays malloc'd
+ * into *out_off (n_keys + 1) and *out, the caller's to free, also after
+ * a failure.
+ */
+static enum pm_status group_by_key(const size_t *off, const uint32_t *key, size_t n, size_t n_keys,
+				   uint32_t base, size_t **out_off, uint32_t **out)
+{
+	size_t items = off ? off[n] : n;
+
+	*out_off = calloc(n_keys + 2, sizeof **out_off);
+	*out = malloc((items + 1) * sizeof **out);
+	if (!*out_off || !*out)
+		return PM_ERR_NOMEM;
+	for (size_t e = 0; e < items; e++)
+		(*out_off)[key[e] + 2]++;
+	for (size_t k = 0; k < n_keys; k++)
+		(*out_off)[k + 2] += (*out_off)[k + 1];
+	for (size_t i = 0; i < n; i++)
+		for (size_t e = off ? off[i] : i; e < (off ? off[i + 1] : i + 1); e++)
+			(*out)[(*out_off)[key[e] + 1]++] = (uint32_t)(base + i);
+	return PM_OK;
+}
+
+/* The cells of each slot, ascending. */
 static enum pm_status slot_cells_build(const struct invariants *inv, size_t n_slots,
 				       struct slot_cells *sc)
 {
-	sc->off = calloc(n_slots + 2, sizeof *sc->off);
-	sc->cell = malloc((inv->n_cells + 1) * sizeof *sc->cell);
-	if (!sc->off || !sc->cell)
-		return PM_ERR_NOMEM;
-	for (size_t c = 0; c < inv->n_cells; c++)
-		sc->off[inv->cell_slot[c] + 2]++;
-	for (size_t t = 0; t < n_slots; t++)
-		sc->off[t + 2] += sc->off[t + 1];
-	for (size_t c = 0; c < inv->n_cells; c++)
-		sc->cell[sc->off[inv->cell_slot[c] + 1]++] = (uint32_t)c;
-	return PM_OK;
+	return group_by_key(NULL, inv->cell_slot, inv->n_cells, n_slots, 0, &sc->off, &sc->cell);
 }
 
 /* Slot of SA value s in tuple q (its slots ascend by value), or -1. */
@@ -346,20 +363,9 @@ static enum pm_status row_slots_add(struct row_slots *rs, size_t r, const uint32
 static enum pm_status slot_rows(const struct dataset *ds, struct invariants *inv,
 				const struct row_slots *rs, size_t rules)
 {
-	size_t ns = inv->slot_off[ds->n_tuples], first = inv->n_qi_rows + inv->n_sa_rows;
-
-	inv->slot_row_off = calloc(ns + 2, sizeof *inv->slot_row_off);
-	inv->slot_row = malloc((rs->n + 1) * sizeof *inv->slot_row);
-	if (!inv->slot_row_off || !inv->slot_row)
-		return PM_ERR_NOMEM;
-	for (size_t e = 0; e < rs->n; e++)
-		inv->slot_row_off[rs->slot[e] + 2]++;
-	for (size_t t = 0; t < ns; t++)
-		inv->slot_row_off[t + 2] += inv->slot_row_off[t + 1];
-	for (size_t r = 0; r < rules; r++)
-		for (size_t e = rs->off[r]; e < rs->off[r + 1]; e++)
-			inv->slot_row[inv->slot_row_off[rs->slot[e] + 1]++] = (uint32_t)(first + r);
-	return PM_OK;
+	return group_by_key(rs->off, rs->slot, rules, inv->slot_off[ds->n_tuples],
+			    (uint32_t)(inv->n_qi_rows + inv->n_sa_rows), &inv->slot_row_off,
+			    &inv->slot_row);
 }
 
 /*
