@@ -41,6 +41,6 @@ tm = open(sys.argv[1]).read()
 w = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", tm).group(1)
 wall = sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":"))))
 rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1)) / 1024
-print(f"{wall:.1f} {rss:.0f}")
+print(f"{wall:.2f} {rss:.0f}")
 PY
 }

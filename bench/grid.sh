@@ -81,16 +81,16 @@ for cell in "${cells[@]}"; do
 	for r in $(seq "$runs"); do
 		/usr/bin/time -v -o "$work/$r.time" "$bin" solve "$work/$input.json" "$work/k.json" \
 			--time-limit "$limit" >"$work/$r.json" 2>"$work/$r.err" || true
+		bench_time_fields "$work/$r.time" >"$work/$r.wall"
 	done
 	python3 - "$work" "$runs" "$input" "$t" "$k" <<'PY'
-import json, re, statistics, sys
+import json, statistics, sys
 work, runs, inp, t, k = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
 res, wall, rss = [], [], []
 for r in range(1, runs + 1):
-    tm = open(f"{work}/{r}.time").read()
-    w = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", tm).group(1)
-    wall.append(sum(float(x) * 60 ** i for i, x in enumerate(reversed(w.split(":")))))
-    rss.append(int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1)) / 1024)
+    w, m = open(f"{work}/{r}.wall").read().split()  # bench_time_fields
+    wall.append(float(w))
+    rss.append(float(m))
     try:
         res.append(json.load(open(f"{work}/{r}.json")))
     except ValueError:
