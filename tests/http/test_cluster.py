@@ -63,6 +63,15 @@ def node_running(clients):
     return None
 
 
+def cluster(pg, make_server, spec, name, n):
+    """n nodes on a fresh database `name` of pg, and a client of each."""
+    database, _ = pg
+    uri = database(name)
+    nodes = [make_server(FAST + ["--database", uri], name="%s%d" % (name, k))
+             for k in range(n)]
+    return nodes, [Client(node, spec) for node in nodes]
+
+
 def requests(n):
     """n distinct analysis requests, cheap ones."""
     return [{"knowledge": {"mine": {"positive": 1 + i % 25, "negative": 1 + (i * 7) % 25,
@@ -70,10 +79,7 @@ def requests(n):
 
 
 def test_three_nodes_kill_9(pg, make_server, spec):
-    database, _ = pg
-    uri = database("cluster")
-    nodes = [make_server(FAST + ["--database", uri], name="node%d" % k) for k in range(3)]
-    clients = [Client(n, spec) for n in nodes]
+    nodes, clients = cluster(pg, make_server, spec, "cluster", 3)
     ds = clients[0].upload(synthetic(40))
     slow_ds = clients[0].upload(synthetic(400))
     # the slow one first, alone in the queue: the node that claims it is
@@ -136,10 +142,8 @@ def test_three_nodes_kill_9(pg, make_server, spec):
 
 
 def test_postgres_restart(pg, make_server, spec):
-    database, d = pg
-    uri = database("restart")
-    nodes = [make_server(FAST + ["--database", uri], name="rnode%d" % k) for k in range(2)]
-    clients = [Client(n, spec) for n in nodes]
+    _, d = pg
+    _, clients = cluster(pg, make_server, spec, "restart", 2)
     ds = clients[0].upload(synthetic(200))
     req = {"knowledge": {"mine": {"positive": 30, "negative": 30, "qi_attributes": 2}},
            "solver": {"method": "full-dual"}}
@@ -160,10 +164,7 @@ def test_postgres_restart(pg, make_server, spec):
 
 
 def test_cancel_reaches_the_running_node(pg, make_server, spec):
-    database, _ = pg
-    uri = database("cancel")
-    nodes = [make_server(FAST + ["--database", uri], name="cnode%d" % k) for k in range(2)]
-    clients = [Client(n, spec) for n in nodes]
+    _, clients = cluster(pg, make_server, spec, "cancel", 2)
     ds = clients[0].upload(synthetic(400))
     slow = clients[0].analyse(ds["id"], {
         "knowledge": {"mine": {"positive": 100, "negative": 100, "qi_attributes": 2}},
