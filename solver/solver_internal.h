@@ -430,6 +430,11 @@ struct twolevel_patterns {
 	uint32_t *rows, *rp_n, *first, *cells;
 	uint16_t *pat, *rpat, *rcell;
 	uint64_t *key, *pkey, *bits;
+	/* the patterns by key: open addressing (mask + 1 slots), a slot
+	 * in use in this bucket when its gen is the bucket's */
+	uint16_t *slot;
+	uint32_t *gen, now;
+	size_t mask;
 };
 
 /* Per part of the thread pool: scratch and partial results. */
@@ -521,11 +526,11 @@ struct twolevel {
 	long block_budget; /* ... before forming its blocks costs less */
 	/* H's blocks: the open rows are ordered by their first cell's SA
 	 * value, and runs of one value (at most TWOLEVEL_BLOCK_ROWS rows)
-	 * are blocks blk_off[b] .. blk_off[b + 1]; blk_of: each row's.
-	 * With more open rows than one H may have (blocked), only the
-	 * blocks are formed: block-Jacobi for CG */
+	 * are blocks blk_off[b] .. blk_off[b + 1]; blk_of: each row's,
+	 * blk_val: each block's value. With more open rows than one H may
+	 * have (blocked), only the blocks are formed: block-Jacobi for CG */
 	size_t nblk, *blk_off, *blk_pk; /* blk_pk: each block's in hfix */
-	uint32_t *blk_of;
+	uint32_t *blk_of, *blk_val;
 	int blocked, whole_ok; /* blocked: the pass forms the blocks only */
 	double hscale;	       /* H's fixed point (fixed_scale) */
 	int clamp_all;	       /* tests: every pair through the clamped conversion */

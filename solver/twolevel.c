@@ -93,6 +93,7 @@ void twolevel_finish(struct twolevel *t)
 	free(t->row);
 	free(t->blk_off);
 	free(t->blk_of);
+	free(t->blk_val);
 	free(t->blk_pk);
 	free(t->rhs);
 	free(t->half);

@@ -301,15 +301,16 @@ void twolevel_hessian_diag(struct twolevel *t, double *out)
 /*
  * lm = -X X^T (both triangles: the scatter reads either) for the np rows
  * of X, given by columns (xt: h columns of np, np a multiple of 4, lm of
- * stride np): rows l, l + 1 in blocks of four columns, each a vector of
- * four sums over the h columns in order (the same order for an entry as
- * for its mirror, so lm is exactly symmetric), stored along the rows and
- * down the columns l, l + 1.
+ * stride np), at least its entries among rows a .. b: rows l, l + 1 in
+ * blocks of four columns, each a vector of four sums over the h columns
+ * in order (the same order for an entry as for its mirror, so lm is
+ * exactly symmetric, and the same whatever a and b), stored along the
+ * rows and down the columns l, l + 1.
  */
-INLINE void gram_width(const double *xt, size_t np, double *lm, size_t h)
+INLINE void gram_width(const double *xt, size_t np, double *lm, size_t a, size_t b, size_t h)
 {
-	for (size_t l = 0; l < np; l += 2)
-		for (size_t m = 0; m <= l; m += 4) {
+	for (size_t l = a & ~(size_t)1; l < b; l += 2)
+		for (size_t m = a & ~(size_t)3; m <= l; m += 4) {
 			v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0};
 
 			UNROLL
@@ -332,22 +333,24 @@ INLINE void gram_width(const double *xt, size_t np, double *lm, size_t h)
 		}
 }
 
-VEC_CLONES static void gram(const double *xt, size_t np, double *lm, size_t h)
+VEC_CLONES static void gram(const double *xt, size_t np, double *lm, size_t a, size_t b, size_t h)
 {
-	BY_WIDTH(gram_width, h, xt, np, lm);
+	BY_WIDTH(gram_width, h, xt, np, lm, a, b);
 }
 
 /*
  * Bucket row i's terms of lm (y, dqi of the bucket; the row's patterns
- * from pt->pat's at[i] with their cells): a pattern has one cell in a row at most (a
- * knowledge row's cells are of one SA value), so p_l[i] is that cell's
- * y, and lm[l][m] gets -dqi p_l[i] p_m[i] (the first g entries' part of
- * the Gram matrix) from each pair of the row's patterns, and a_l^T Y a_m
- * from each pair through one cell: every cell is in one bucket row, so
- * the row's pairs are all of them. Into both triangles, as gram().
+ * from pt->pat's at[i] with their cells, by cell): a pattern has one
+ * cell in a row at most (a knowledge row's cells are of one SA value),
+ * so p_l[i] is that cell's y, and lm[l][m] gets -dqi p_l[i] p_m[i] (the
+ * first g entries' part of the Gram matrix) from each pair of the row's
+ * patterns, and a_l^T Y a_m from each pair through one cell: every cell
+ * is in one bucket row, so the row's pairs are all of them. Into both
+ * triangles, as gram(). With one_value, the pairs through one cell
+ * only: the row's of one SA value, all that H's blocks take.
  */
 static void gram_p(struct twolevel_part *pt, size_t i, const double *y, double dqi, size_t np,
-		   double *lm)
+		   double *lm, int one_value)
 {
 	size_t n = pt->pat->rp_n[i];
 	const uint16_t *pat = pt->pat->rpat + pt->pat->at[i],
@@ -355,10 +358,11 @@ static void gram_p(struct twolevel_part *pt, size_t i, const double *y, double d
 
 	for (size_t a = 0; a < n; a++)
 		pt->pv[a] = y[cell[a]];
-	for (size_t a = 0; a < n; a++) {
+	for (size_t a = 0, run = 0; a < n; a++) {
 		double ya = pt->pv[a], v = dqi * ya, *la = lm + pat[a] * np;
 
-		for (size_t b = 0; b < a; b++) {
+		run = a > 0 && cell[a] == cell[a - 1] ? run : a; /* the cell's first */
+		for (size_t b = one_value ? run : 0; b < a; b++) {
 			double d = (cell[b] == cell[a] ? ya : 0) - v * pt->pv[b];
 
 			la[pat[b]] += d;
@@ -412,6 +416,31 @@ INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, const double *
 }
 
 /*
+ * The Gram part of lm that the pass needs: all of it for H whole; for
+ * its blocks (rows of one SA value), each run of the patterns of one
+ * value (numbered in order of their first rows, which are ordered by
+ * value: init_blocks) by itself. Rows of five values in a bucket are a
+ * fifth of its pairs within values.
+ */
+static void gram_groups(const struct twolevel *t, const struct twolevel_part *pt, const double *x,
+			size_t np, double *lm, size_t h)
+{
+	const struct twolevel_patterns *p = pt->pat;
+
+	if (!t->blocked) {
+		gram(x, np, lm, 0, np, h);
+		return;
+	}
+	for (size_t a = 0, b; a < p->np; a = b) {
+		uint32_t v = t->blk_val[t->blk_of[p->rows[p->first[a]]]];
+
+		for (b = a + 1; b < p->np && t->blk_val[t->blk_of[p->rows[p->first[b]]]] == v; b++)
+			;
+		gram(x, np, lm, a, b, h);
+	}
+}
+
+/*
  * Bucket k's share of H, formed. With z_l = E^T Y a_l = (p_l, q_l) (a_l
  * the cells of its open row l: row and column sums of y over them, in
  * M's range) and R a square root of M^+ (schur_root),
@@ -451,11 +480,11 @@ INLINE void bucket_form(struct twolevel *t, struct twolevel_part *pt, size_t k, 
 				xl[j * np] += yc * (ri[j] + rj[j]);
 		}
 	}
-	gram(x, np, lm, h);
-	for (size_t p = 0; p < np; p++) /* the Gram part's largest entry */
+	gram_groups(t, pt, x, np, lm, h);
+	for (size_t p = 0; p < pt->pat->np; p++) /* the Gram part's largest entry */
 		top = !(-lm[p * np + p] <= top) ? -lm[p * np + p] : top;
 	for (size_t i = 0; i < g; i++)
-		gram_p(pt, i, y, t->fac[t->foff[k] + i], np, lm);
+		gram_p(pt, i, y, t->fac[t->foff[k] + i], np, lm, t->blocked);
 	if ((top + 2 * t->inv->bucket_n[t->bk[k]]) * t->hscale < FIXED_MAX && !t->clamp_all)
 		scatter(t, pt, lm, np, 0);
 	else

@@ -273,7 +273,8 @@ static enum pm_status init_blocks(struct twolevel *t, const uint32_t *rows, size
 	at = calloc(keys + 1, sizeof *at);
 	t->blk_off = malloc((nr + keys + 2) * sizeof *t->blk_off);
 	t->blk_of = malloc((nr + 1) * sizeof *t->blk_of);
-	if (!at || !t->blk_off || !t->blk_of) {
+	t->blk_val = malloc((nr + 1) * sizeof *t->blk_val);
+	if (!at || !t->blk_off || !t->blk_of || !t->blk_val) {
 		free(at);
 		return PM_ERR_NOMEM;
 	}
@@ -291,6 +292,7 @@ static enum pm_status init_blocks(struct twolevel *t, const uint32_t *rows, size
 			      k - t->blk_off[t->nblk] >= TWOLEVEL_BLOCK_ROWS))
 			t->blk_off[++t->nblk] = k;
 		t->blk_of[k] = (uint32_t)t->nblk;
+		t->blk_val[t->nblk] = row_key(inv, t->row[k]);
 	}
 	t->blk_off[++t->nblk] = nr;
 	if (!nr)
