@@ -80,6 +80,9 @@ struct newton {
 	/* the last step left more than half the violation, with at most
 	 * half the variables moving (past Newton's first steps) */
 	int slow;
+	/* for products_left: the violation left by the last step (1 if it
+	 * was damped), the target, and eta of the last direction */
+	double ratio, target, eta_last;
 };
 
 static double dot(const double *a, const double *b, size_t n)
@@ -463,6 +466,29 @@ static size_t moving(const struct newton *nw)
 }
 
 /*
+ * The products that the directions left to the target may take with the
+ * factor at hand (INFINITY: not known), all that a new factor could save.
+ * A full step that left less than LINEAR_RATE of the violation is past
+ * Newton's first steps: from here on each step shrinks it at least as
+ * much (quadratic convergence, more), which bounds the steps left. The
+ * last direction took its products for the e-folds of CG's residual that
+ * its eta asked; eta's e-folds at most double a step. So near the
+ * optimum a factor whose price the directions have paid is kept where
+ * the step or two left could not pay for a new one: a new factor of H's
+ * blocks, unlike one of H whole, does not even spare them their CG.
+ */
+static double products_left(const struct newton *nw, double eta, double viol)
+{
+	double steps;
+
+	if (!(nw->ratio < LINEAR_RATE) || nw->products <= 0 || !(nw->eta_last < 1) ||
+	    !(viol > nw->target))
+		return INFINITY;
+	steps = ceil(log(nw->target / viol) / log(nw->ratio));
+	return (double)nw->products / -log(nw->eta_last) * -log(eta) * (pow(2, steps) - 1);
+}
+
+/*
  * The Newton direction. With a factor of H made at this point it is
  * exact: d = H^+ (-g), no product needed. With an older one, or H's
  * blocks only (block-Jacobi), PCG; should an old factor's curvature
@@ -479,13 +505,15 @@ static int direction(struct newton *nw, const double *x, double eta, int max_it,
 {
 	const struct newton_problem *p = nw->p;
 	size_t n = p->n;
-	int fresh = nw->dense && (!nw->factored || nw->spent > p->cg_budget || held_changed(nw)),
+	int fresh =
+		nw->dense &&
+		(!nw->factored || held_changed(nw) ||
+		 (nw->spent > p->cg_budget && products_left(nw, eta, viol) > (double)p->cg_budget)),
 	    ret = 0;
 
 	/* diag(H) at this point: Jacobi's (with a factor, only its
 	 * fallback's, made there when needed) and the L1 shift's; a pass
-	 * over every pair of a cell and a row, a sixth of the time a
-	 * direction on the blocks takes at ten million records */
+	 * over every pair of a cell and a row, dearer than a product */
 	if (fresh)
 		factor_at(nw, next_blocks(nw));
 	else if (!nw->dense || p->l1)
@@ -517,6 +545,7 @@ static int direction(struct newton *nw, const double *x, double eta, int max_it,
 				  ? nw->nf
 				  : next_blocks(nw));
 	}
+	nw->eta_last = eta;
 	if (!(dot(nw->d, nw->pg, n) < 0)) {
 		if (!fresh && nw->dense && !p->l1)
 			p->diag(p->ctx, nw->diag);
@@ -674,6 +703,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	size_t last = SIZE_MAX, now; /* variables moving (moving()) */
 	double past[STALL_STEPS];    /* the violation of the last STALL_STEPS steps */
 
+	nw->target = target;
 	evaluate(nw, x, x, nw->g, NULL, &viol);
 	g0 = sqrt(dot(nw->pg, nw->pg, p->n));
 	while (viol > target && st->iterations < o->max_iterations) {
@@ -695,6 +725,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		}
 		st->iterations++;
 		fulls = full ? fulls + 1 : 0;
+		nw->ratio = full ? viol / before : 1;
 		now = p->stop ? moving(nw) : 0;
 		narrowing = now < last && (2 * now > p->n || 2 * now < last);
 		last = now;
@@ -737,6 +768,7 @@ enum pm_status newton_create(const struct newton_problem *p, struct newton **out
 	nw->pg = p->l1 ? all + 10 * n : nw->g;
 	nw->orth = p->l1 ? calloc(n, sizeof *nw->orth) : NULL;
 	nw->fheld = p->l1 ? calloc(n, sizeof *nw->fheld) : NULL;
+	nw->ratio = nw->eta_last = 1;
 	nw->nb = nw->nf = p->n_blocks > 1 ? p->n_blocks : 1;
 	nw->sq = malloc((nw->nb + 1) * sizeof *nw->sq);
 	if (!nw->sq || (p->l1 && (!nw->orth || !nw->fheld))) {

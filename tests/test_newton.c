@@ -7,8 +7,9 @@
  * convex with its minimum at x*: with H formed and n above the size of a
  * panel of the factorization (serial and on two parts), with H products
  * alone (CG), and with CG until a direction costs more products than the
- * problem's budget, then H formed. Each must reach x* to 1e-8. Then a
- * singular H whose null pivot comes out as noise: the row found
+ * problem's budget, then H formed. Each must reach x* to 1e-8; a factor
+ * of the blocks is made anew only where the steps left can pay for it.
+ * Then a singular H whose null pivot comes out as noise: the row found
  * dependent at the first factorization never moves.
  */
 #include <stdint.h>
@@ -220,6 +221,42 @@ static double run(struct quad *q, const double *xs, enum forming how, struct par
 	for (int i = 0; i < N; i++)
 		worst = fmax(worst, fabs(x[i] - xs[i]));
 	return worst;
+}
+
+/*
+ * A factor of H's blocks made anew only where the steps left can pay for
+ * it (newton.c's products_left). With a price of 20 products, the old
+ * factor's directions pass it only a step or two before the target:
+ * there a new factor, which would leave CG to do (blocks), costs more
+ * than those steps' products, and the first factor serves to the end.
+ * With a price of 12 they pass it earlier, with more steps left to pay,
+ * and the factor is made anew. Both reach x*.
+ */
+static void test_renewal(struct quad *q, const double *xs, struct parallel *pool)
+{
+	static const struct {
+		long price;
+		int hessians;
+	} cases[] = {{20, 1}, {12, 2}};
+
+	for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+		struct newton_problem p = quad_problem(q, BLOCKED, pool);
+		struct solver_options o;
+		struct maxent_stats st = {0};
+		int stalled = 0;
+		double x[N], worst = 0;
+
+		p.cg_budget = cases[c].price;
+		hessians = 0;
+		solver_options_init(&o);
+		memset(x, 0, sizeof x);
+		CHECK(minimize(&p, &o, 1e-11, x, &st, &stalled) == PM_OK);
+		CHECK(!stalled && st.max_violation <= 1e-11);
+		for (int i = 0; i < N; i++)
+			worst = fmax(worst, fabs(x[i] - xs[i]));
+		CHECK(worst <= 1e-8);
+		CHECK(hessians == cases[c].hessians);
+	}
 }
 
 /*
@@ -1059,6 +1096,7 @@ int main(void)
 	whole_after_blocks = 0;
 	CHECK(run(&q, xs, TIERED, pool) <= 1e-8);
 	CHECK(whole_after_blocks == 2);
+	test_renewal(&q, xs, pool);
 	parallel_destroy(pool);
 	test_dependent();
 	test_breakdown();
