@@ -561,11 +561,58 @@ static size_t row_entries(const struct twolevel *t, size_t off, size_t h, size_t
 	return n;
 }
 
-/* The sizes; returns whether H can be formed at all: few open rows, each
- * bucket's scratch within DENSE_SCRATCH, and its patterns and cells
- * numbered in 16 bits. */
+static void grow(size_t *a, size_t b)
+{
+	*a = b > *a ? b : *a;
+}
+
+/* Bucket k's sizes taken into z (part pt's scratch counts its rows). */
+static void bucket_sizes(struct twolevel *t, struct twolevel_part *pt, size_t k,
+			 struct form_sizes *z)
+{
+	size_t off, g, h, entries, n = twolevel_bucket_rows(t, pt, k, &entries);
+	size_t np = n + 3;
+
+	twolevel_shape(t, k, &off, &g, &h);
+	grow(&z->x, np * h);
+	grow(&z->lm, np * np);
+	grow(&z->rt, (g + h) * h);
+	grow(&z->n, np);
+	grow(&z->g, g);
+	grow(&z->cells, g * h);
+	grow(&z->entries, entries);
+	for (size_t i = 0; i < g; i++)
+		grow(&z->inc, row_entries(t, off, h, i));
+	z->pairs += 0.5 * (double)n * (double)(n + 1);
+}
+
+struct sizes_ctx {
+	struct twolevel *t;
+	struct form_sizes *z; /* per part */
+};
+
+/* Part p's buckets, into its sizes (pairs: a sum of integers, exact in
+ * any order). */
+static void sizes_part(void *ctx, int p, int parts)
+{
+	struct sizes_ctx *c = ctx;
+	struct form_sizes *z = &c->z[p];
+	size_t lo, hi;
+
+	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1, .g = 1};
+	twolevel_range(c->t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++)
+		bucket_sizes(c->t, &c->t->part[p], k, z);
+}
+
+/* The sizes (a pass over the buckets on the pool, or on this thread if
+ * the parts' sizes find no memory); returns whether H can be formed at
+ * all: few open rows, each bucket's scratch within DENSE_SCRATCH, and
+ * its patterns and cells numbered in 16 bits. */
 static int form_sizes(struct twolevel *t, struct form_sizes *z)
 {
+	struct form_sizes *zs = calloc((size_t)t->parts, sizeof *zs);
+	struct sizes_ctx c = {t, zs ? zs : z};
 	int fits;
 
 	/* sized for H whole where it may be formed, else for its blocks */
@@ -573,25 +620,20 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	t->blocked = !t->whole_ok;
 	fits = entries_of(t, 1) <= (size_t)DENSE_ROWS * DENSE_ROWS;
 	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1, .g = 1};
-	for (size_t k = 0; fits && k < t->nb; k++) {
-		size_t off, g, h, entries, n = twolevel_bucket_rows(t, &t->part[0], k, &entries);
-		size_t np = n + 3;
-
-		twolevel_shape(t, k, &off, &g, &h);
-		z->x = np * h > z->x ? np * h : z->x;
-		z->lm = np * np > z->lm ? np * np : z->lm;
-		z->rt = (g + h) * h > z->rt ? (g + h) * h : z->rt;
-		z->n = np > z->n ? np : z->n;
-		z->g = g > z->g ? g : z->g;
-		z->cells = g * h > z->cells ? g * h : z->cells;
-		z->entries = entries > z->entries ? entries : z->entries;
-		for (size_t i = 0; i < g; i++) {
-			size_t inc = row_entries(t, off, h, i);
-
-			z->inc = inc > z->inc ? inc : z->inc;
-		}
-		z->pairs += 0.5 * (double)n * (double)(n + 1);
+	if (fits)
+		parallel_run(zs ? t->pool : NULL, sizes_part, &c);
+	for (int p = 0; fits && zs && p < t->parts; p++) {
+		grow(&z->x, zs[p].x);
+		grow(&z->lm, zs[p].lm);
+		grow(&z->rt, zs[p].rt);
+		grow(&z->inc, zs[p].inc);
+		grow(&z->n, zs[p].n);
+		grow(&z->entries, zs[p].entries);
+		grow(&z->g, zs[p].g);
+		grow(&z->cells, zs[p].cells);
+		z->pairs += zs[p].pairs;
 	}
+	free(zs);
 	return fits && z->x <= DENSE_SCRATCH && z->lm <= DENSE_SCRATCH && z->rt <= DENSE_SCRATCH &&
 	       z->inc <= DENSE_SCRATCH && z->n <= UINT16_MAX && z->cells <= UINT16_MAX;
 }

@@ -428,15 +428,49 @@ static int warm_bucket(struct twolevel *t, const double *start, size_t k)
 	return 1;
 }
 
+struct start_ctx {
+	struct twolevel *t;
+	const uint8_t *zero;
+	const double *start;
+};
+
+/* Part p's buckets of init_start: their zeros, base point and y. */
+static void start_part(void *ctx, int p, int parts)
+{
+	struct start_ctx *c = ctx;
+	struct twolevel *t = c->t;
+	size_t lo, hi;
+
+	twolevel_range(t, p, parts, &lo, &hi);
+	for (size_t k = lo; k < hi; k++) {
+		size_t off, g, h, b = t->bk[k];
+
+		twolevel_shape(t, k, &off, &g, &h);
+		memcpy(t->zero + off, c->zero + t->inv->cell_off[b], g * h);
+		/* a warm start holds the invariants only to the earlier
+		 * solve's tolerance: the first G scales it */
+		t->exact[k] = 0;
+		if (!(c->start && warm_bucket(t, c->start, k))) {
+			metrics_closed_cells(t->ds, b, t->y0 + off);
+			/* else the first G solves it */
+			t->exact[k] = !memchr(t->zero + off, 1, g * h);
+			for (size_t i = off; i < off + g * h; i++)
+				t->y0[i] = t->zero[i] ? 0 : t->y0[i];
+		}
+		memcpy(t->y + off, t->y0 + off, g * h * sizeof *t->y);
+	}
+}
+
 /* Start: μ = 0 and every coupled bucket's closed form less its zeros (the
  * local copy), or start's point there (warm_bucket): the base point,
  * exact for the closed form of buckets without zeros; the first
- * evaluation scales the others. */
+ * evaluation scales the others. On the pool: the first pass over every
+ * cell, which also faults their pages in. */
 static enum pm_status init_start(struct twolevel *t, const uint8_t *zero, const double *start)
 {
-	const struct invariants *inv = t->inv;
 	size_t cells = t->coff[t->nb];
 	double widest = 1;
+	struct start_ctx c = {t, zero, start};
 
 	t->y0 = malloc((cells + 1) * sizeof *t->y0);
 	t->y = malloc((cells + 1) * sizeof *t->y);
@@ -444,23 +478,9 @@ static enum pm_status init_start(struct twolevel *t, const uint8_t *zero, const 
 	t->exact = malloc(t->nb + 1);
 	if (!t->y0 || !t->y || !t->zero || !t->exact)
 		return PM_ERR_NOMEM;
-	for (size_t k = 0; k < t->nb; k++) {
-		size_t off, g, h, b = t->bk[k];
-
-		twolevel_shape(t, k, &off, &g, &h);
-		memcpy(t->zero + off, zero + inv->cell_off[b], g * h);
-		widest = fmax(widest, t->ds->group_size[b]);
-		/* a warm start holds the invariants only to the earlier
-		 * solve's tolerance: the first G scales it */
-		t->exact[k] = 0;
-		if (start && warm_bucket(t, start, k))
-			continue;
-		metrics_closed_cells(t->ds, b, t->y0 + off);
-		t->exact[k] = !memchr(t->zero + off, 1, g * h); /* else the first G solves it */
-		for (size_t c = off; c < off + g * h; c++)
-			t->y0[c] = t->zero[c] ? 0 : t->y0[c];
-	}
-	memcpy(t->y, t->y0, cells * sizeof *t->y);
+	parallel_run(t->pool, start_part, &c);
+	for (size_t k = 0; k < t->nb; k++)
+		widest = fmax(widest, t->ds->group_size[t->bk[k]]);
 	/* as tight as rounding allows: function and gradient must agree */
 	t->inner_target = fmax(1e-13, 1e-15 * widest);
 	return PM_OK;

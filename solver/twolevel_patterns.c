@@ -200,9 +200,9 @@ static void cell_lists(const struct twolevel *t, struct twolevel_part *pt, size_
 /*
  * Local row l's pattern: that of an earlier row with the same cells,
  * looked up by its key (against each pattern's first row), else a new
- * one, numbered next (*np). A bucket has a hundred open rows and half as
- * many patterns on rules of one attribute: a scan of the patterns per
- * row was a third of finding them.
+ * one, numbered next (*np): a step per row, where a scan of the
+ * patterns so far took one per pattern (a hundred open rows in a bucket
+ * and half as many patterns, on rules of one attribute).
  */
 static uint16_t pattern_of(struct twolevel_patterns *p, size_t l, size_t *np)
 {
