@@ -10,7 +10,8 @@
 # the largest peak RSS. The CSV and the dataset JSON (about 0.4 and 1.8 GB
 # at 10M) live in the work directory, removed at exit. At 10M on 2 cores
 # the whole script takes about 5 minutes; anatomize runs without the
-# memory limit and peaks near 15 GB. The table is in bench/README.md.
+# memory limit (its peak on its comment line, about 3.6 GB). The table
+# is in bench/README.md.
 #   bench/big.sh [T ...]        (default: 1 2 all)
 #   env: RECORDS (10000000), K (5000), RUNS (1), TIME_LIMIT (300 s per
 #        solve), MEM_LIMIT_GB (16: each solve's address space, ulimit -v,
