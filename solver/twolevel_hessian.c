@@ -419,8 +419,8 @@ INLINE void scatter(struct twolevel *t, struct twolevel_part *pt, const double *
  * The Gram part of lm that the pass needs: all of it for H whole; for
  * its blocks (rows of one SA value), each run of the patterns of one
  * value (numbered in order of their first rows, which are ordered by
- * value: init_blocks) by itself. Rows of five values in a bucket are a
- * fifth of its pairs within values.
+ * value: init_blocks) by itself: in a bucket of five values, about a
+ * fifth of the pairs.
  */
 static void gram_groups(const struct twolevel *t, const struct twolevel_part *pt, const double *x,
 			size_t np, double *lm, size_t h)
@@ -561,6 +561,10 @@ static size_t row_entries(const struct twolevel *t, size_t off, size_t h, size_t
 	return n;
 }
 
+/* The sizes of no bucket: scratch of one entry each. */
+static const struct form_sizes sizes_none = {
+    .x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1, .g = 1};
+
 static void grow(size_t *a, size_t b)
 {
 	*a = b > *a ? b : *a;
@@ -599,7 +603,7 @@ static void sizes_part(void *ctx, int p, int parts)
 	struct form_sizes *z = &c->z[p];
 	size_t lo, hi;
 
-	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1, .g = 1};
+	*z = sizes_none;
 	twolevel_range(c->t, p, parts, &lo, &hi);
 	for (size_t k = lo; k < hi; k++)
 		bucket_sizes(c->t, &c->t->part[p], k, z);
@@ -619,7 +623,7 @@ static int form_sizes(struct twolevel *t, struct form_sizes *z)
 	t->whole_ok = t->r <= DENSE_ROWS;
 	t->blocked = !t->whole_ok;
 	fits = entries_of(t, 1) <= (size_t)DENSE_ROWS * DENSE_ROWS;
-	*z = (struct form_sizes){.x = 1, .lm = 1, .rt = 1, .inc = 1, .n = 1, .entries = 1, .g = 1};
+	*z = sizes_none;
 	if (fits)
 		parallel_run(zs ? t->pool : NULL, sizes_part, &c);
 	for (int p = 0; fits && zs && p < t->parts; p++) {
