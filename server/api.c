@@ -220,8 +220,8 @@ void api_job_start(struct http_server *h, const struct http_request *r,
 		return;
 	}
 	k->respond(h, res, 202, &row);
-	if ((res->location = malloc(48)))
-		snprintf(res->location, 48, "%s%s", k->path, id);
+	if ((res->location = malloc(strlen(k->path) + sizeof id)))
+		snprintf(res->location, strlen(k->path) + sizeof id, "%s%s", k->path, id);
 	store_row_finish(&row);
 }
 
