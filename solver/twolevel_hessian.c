@@ -695,26 +695,9 @@ static void fixed_scale(struct twolevel *t)
 	t->hscale = ldexp(1, 61 - e);
 }
 
-enum pm_status twolevel_hessian_init(struct twolevel *t)
+/* H formed from now on, with the scratch the sizes z ask. */
+static enum pm_status enable(struct twolevel *t, const struct form_sizes *z)
 {
-	struct form_sizes z;
-
-	t->formable = form_sizes(t, &z);
-	t->cg_budget = t->formable ? cg_budget(t, &z, !t->whole_ok) : LONG_MAX;
-	t->block_budget = t->formable ? cg_budget(t, &z, 1) : LONG_MAX;
-	if (!t->formable || t->cg_budget > DENSE_CG)
-		return PM_OK;
-	return twolevel_hessian_enable(t);
-}
-
-enum pm_status twolevel_hessian_enable(struct twolevel *t)
-{
-	struct form_sizes z;
-
-	if (t->dense)
-		return PM_OK;
-	if (!form_sizes(t, &z))
-		return PM_ERR_INTERNAL;
 	t->dense = 1;
 	t->blk_pk = malloc((t->nblk + 1) * sizeof *t->blk_pk);
 	if (!t->blk_pk)
@@ -727,12 +710,35 @@ enum pm_status twolevel_hessian_enable(struct twolevel *t)
 		struct twolevel_part *pt = &t->part[p];
 
 		pt->hfix = malloc((entries_of(t, 0) + 1) * sizeof *pt->hfix);
-		pt->dx = malloc(z.x * sizeof *pt->dx);
-		pt->dl = malloc(z.lm * sizeof *pt->dl);
-		pt->pv = malloc(z.inc * sizeof *pt->pv);
+		pt->dx = malloc(z->x * sizeof *pt->dx);
+		pt->dl = malloc(z->lm * sizeof *pt->dl);
+		pt->pv = malloc(z->inc * sizeof *pt->pv);
 		if (!pt->hfix || !pt->dx || !pt->dl || !pt->pv ||
-		    twolevel_patterns_create(t, z.n, z.entries, z.g, &pt->pat))
+		    twolevel_patterns_create(t, z->n, z->entries, z->g, &pt->pat))
 			return PM_ERR_NOMEM;
 	}
 	return PM_OK;
+}
+
+enum pm_status twolevel_hessian_init(struct twolevel *t)
+{
+	struct form_sizes z;
+
+	t->formable = form_sizes(t, &z);
+	t->cg_budget = t->formable ? cg_budget(t, &z, !t->whole_ok) : LONG_MAX;
+	t->block_budget = t->formable ? cg_budget(t, &z, 1) : LONG_MAX;
+	if (!t->formable || t->cg_budget > DENSE_CG)
+		return PM_OK;
+	return enable(t, &z); /* the sizes at hand: not a second pass */
+}
+
+enum pm_status twolevel_hessian_enable(struct twolevel *t)
+{
+	struct form_sizes z;
+
+	if (t->dense)
+		return PM_OK;
+	if (!form_sizes(t, &z))
+		return PM_ERR_INTERNAL;
+	return enable(t, &z);
 }
