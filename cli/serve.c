@@ -26,6 +26,10 @@ const char serve_usage[] =
     "                       several nodes, in place of SQLite in --data-dir\n"
     "                       (default: $PMAXENT_DATABASE if set)\n"
     "  --workers N          analysis worker threads (default: the CPUs it may use)\n"
+    "  --worker-memory MB   memory each solve's worker process may add to what it\n"
+    "                       shares with the service; over it the solve fails\n"
+    "                       naming the limit (default: 3/4 of the machine's\n"
+    "                       memory over --workers, at least 1024)\n"
     "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
     "  --dataset-cache MB   datasets kept read for the next analysis, counted by\n"
     "                       about the memory of their arrays (default 1024; 0: none)\n"
@@ -66,6 +70,7 @@ const struct option serve_options[] = {
     {"data-dir", required_argument, NULL, OPT_BASE + OPT_DATA_DIR},
     {"database", required_argument, NULL, OPT_BASE + OPT_DATABASE},
     {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
+    {"worker-memory", required_argument, NULL, OPT_BASE + OPT_WORKER_MEMORY},
     {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
     {"dataset-cache", required_argument, NULL, OPT_BASE + OPT_DATASET_CACHE},
     {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
@@ -177,13 +182,15 @@ static int serve_limits(const struct cmd *c, const struct args *a, struct http_o
 
 static int serve_flags(const struct cmd *c, const struct args *a, struct http_options *o)
 {
-	size_t port;
+	size_t port, memory = 0;
 	int rc;
 
 	http_options_init(o);
 	port = o->port;
 	if ((rc = serve_number(c, a, OPT_PORT, "--port", 0, 65535, &port)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_WORKERS, "--workers", 1, 1024, &o->workers)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_WORKER_MEMORY, "--worker-memory", 16, 1LL << 30,
+			       &memory)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_QUEUE, "--queue", 1, 1000000, &o->queue_capacity)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_DATASET_CACHE, "--dataset-cache", 0, (size_t)1 << 30,
 			       &o->dataset_cache_mb)) >= 0 ||
@@ -196,6 +203,7 @@ static int serve_flags(const struct cmd *c, const struct args *a, struct http_op
 	    (rc = serve_limits(c, a, o)) >= 0)
 		return rc;
 	o->port = (unsigned)port;
+	o->worker_memory = memory << 20;
 	if (a->opt[OPT_LISTEN])
 		o->listen = a->opt[OPT_LISTEN];
 	if (a->opt[OPT_DATA_DIR])

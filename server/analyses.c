@@ -429,7 +429,6 @@ out:
 struct sync_solve {
 	struct http_server *h;
 	int fd;		   /* the client's socket */
-	double next_check; /* pipeline_now() of the next look at it */
 	int gone;	   /* the client went away */
 };
 
@@ -451,21 +450,33 @@ static int client_gone(int fd)
 }
 
 /* Stops the solve when the service stops or the client has gone (looked
- * at every 20 ms at most). */
-static int stop_requested(void *ctx, const struct solver_progress *p)
+ * at by the parent every 20 ms while the worker process solves). */
+static int stop_requested(void *ctx)
 {
 	struct sync_solve *s = ctx;
-	double now;
 
-	(void)p;
 	if (__atomic_load_n(&s->h->stopping, __ATOMIC_RELAXED))
 		return 1;
-	now = pipeline_now();
-	if (now >= s->next_check) {
-		s->next_check = now + 0.02;
-		s->gone = client_gone(s->fd);
-	}
+	s->gone = client_gone(s->fd);
 	return s->gone;
+}
+
+/* What the worker process of a synchronous solve runs. */
+struct sync_work {
+	const struct dataset *ds;
+	const json_t *knowledge, *solver;
+	struct solver_options base;
+	double load;
+};
+
+static enum pm_status sync_body(void *arg, struct isolate_child *c, json_t **out,
+				struct pm_error *err)
+{
+	struct sync_work *w = arg;
+
+	w->base.progress = isolate_progress;
+	w->base.progress_ctx = c;
+	return pipeline_run_dataset(w->ds, w->knowledge, w->solver, &w->base, w->load, out, err);
 }
 
 /* At most sync_max solves at once on the connection threads; the others
@@ -488,25 +499,34 @@ static void sync_leave(struct http_server *h)
 	pthread_mutex_unlock(&h->sync_mu);
 }
 
-/* Runs the validated request; the response is the result or the problem. */
+/* Runs the validated request in a worker process (isolate.c); the
+ * response is the result or the problem. */
 static void solve_run(struct http_server *h, const struct http_request *r, const struct dataset *ds,
 		      const json_t *req, double t0, struct http_response *res)
 {
 	const json_t *know = json_object_get(req, "knowledge");
-	json_t *solver = merged_solver(know, json_object_get(req, "solver")), *result = NULL;
+	json_t *solver = merged_solver(know, json_object_get(req, "solver"));
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CONNECTION_FD);
-	struct sync_solve ss = {h, ci ? ci->connect_fd : -1, 0, 0};
-	struct solver_options base;
+	struct sync_solve ss = {h, ci ? ci->connect_fd : -1, 0};
+	struct sync_work w = {.ds = ds, .knowledge = know, .solver = solver};
+	struct isolate_options io = {.memory = h->o.worker_memory,
+				     .cancelled = stop_requested,
+				     .ctx = &ss};
 	struct pm_error err = {0};
 	enum pm_status st;
+	double seconds = 0;
+	char *text = NULL, *grown;
+	size_t len = 0;
 
-	solver_options_init(&base);
-	base.progress = stop_requested;
-	base.progress_ctx = &ss;
-	base.time_limit = h->o.solve_time_limit; /* the default, and the most it gets */
-	base.stall = h->o.test_stall;
-	st = pipeline_run_dataset(ds, know, solver, &base, pipeline_now() - t0, &result, &err);
+	solver_options_init(&w.base);
+	w.base.time_limit = h->o.solve_time_limit; /* the default, and the most it gets */
+	w.base.stall = h->o.test_stall;
+	w.load = pipeline_now() - t0;
+	io.deadline = h->o.solve_time_limit + h->o.test_stall + 30;
+	if (h->o.test_crash && ds->name && !strcmp(ds->name, h->o.test_crash))
+		io.test_signal = h->o.test_signal;
+	st = isolate_run(sync_body, &w, &io, &text, &len, &seconds, &err);
 	if (st == PM_ERR_CANCELLED) {
 		/* a client that went away reads nothing: the answer is for the log */
 		http_problem(res, 503, NULL, "%s",
@@ -517,11 +537,16 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 	} else if (st) {
 		codec_request_field(&err);
 		http_problem_err(res, &err);
+	} else if (!(grown = realloc(text, len + 2))) {
+		http_oom(res);
 	} else {
-		metrics_solve(h->metrics, json_real_value(json_object_get(result, "seconds")));
-		http_json(res, 200, json_incref(result));
+		text = NULL;
+		grown[len] = '\n'; /* as http_json writes it */
+		grown[len + 1] = '\0';
+		metrics_solve(h->metrics, seconds);
+		http_take(res, 200, "application/json", grown, len + 1);
 	}
-	json_decref(result);
+	free(text);
 	json_decref(solver);
 }
 

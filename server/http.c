@@ -658,6 +658,9 @@ static enum pm_status start_jobs(struct http_server *h, struct pm_error *err)
 				  .max_attempts = h->o.max_attempts,
 				  .time_limit = h->o.analysis_time_limit,
 				  .stall = h->o.test_stall,
+				  .worker_memory = h->o.worker_memory,
+				  .test_crash = h->o.test_crash,
+				  .test_signal = h->o.test_signal,
 				  .lease = h->o.lease,
 				  .heartbeat = h->o.heartbeat};
 
@@ -684,6 +687,8 @@ static enum pm_status configure(struct http_server *h, const struct http_options
 	h->o.listen = h->listen;
 	h->o.data_dir = h->data_dir;
 	h->o.workers = o->workers ? o->workers : 1;
+	if (!o->worker_memory)
+		h->o.worker_memory = isolate_default_memory(h->o.workers);
 	h->sync_max = h->o.workers;
 	if ((st = parse_listen(h->listen, o->port, ss, v6, err)))
 		return st;

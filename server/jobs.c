@@ -33,7 +33,6 @@ struct slot {
 	int attempt;
 	int busy, cancel, alone;
 	struct jobs_progress p;
-	struct solver_pool *pool; /* this worker's solver threads, or NULL */
 };
 
 struct jobs {
@@ -55,18 +54,6 @@ struct jobs {
 	uint64_t claims, takeovers, expiries, dropped;
 	double solve_seconds;
 };
-
-static int on_progress(void *ctx, const struct solver_progress *p)
-{
-	struct slot *s = ctx;
-	int cancel;
-
-	pthread_mutex_lock(&s->owner->mu);
-	s->p.now = *p;
-	cancel = s->cancel;
-	pthread_mutex_unlock(&s->owner->mu);
-	return cancel;
-}
 
 /* The problem document (RFC 9457) of a failed analysis, typed like the
  * HTTP layer's problems (urn:pmaxent:problem:<slug>). */
@@ -128,36 +115,92 @@ static enum pm_status load(struct jobs *j, const struct store_row *job, const st
 	return st;
 }
 
-/* The solver options of a job on the slot s: its progress and cancel
- * flag, the service's time limit (the default, and the most a request
- * gets: checked when it was posted). */
-static void slot_options(struct jobs *j, struct slot *s, struct solver_options *o)
+/* The solver options of a job: the service's time limit (the default,
+ * and the most a request gets: checked when it was posted). Progress
+ * goes through the worker process's pipe (isolate.c). */
+static void job_options(struct jobs *j, struct solver_options *o)
 {
 	solver_options_init(o);
-	o->progress = on_progress;
-	o->progress_ctx = s;
-	o->pool = s->pool;
 	o->time_limit = j->o.time_limit;
 	o->stall = j->o.stall;
 }
 
-/* Loads the analysis request and its dataset, and runs the pipeline. */
-static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
-				   json_t **result, struct pm_error *err)
+/* In the parent, for isolate_run: the slot's progress and cancel flag. */
+static int slot_progress(void *ctx, const struct solver_progress *p)
 {
-	const struct dataset *ds = NULL;
-	json_t *req = NULL;
+	struct slot *s = ctx;
+
+	pthread_mutex_lock(&s->owner->mu);
+	s->p.now = *p;
+	pthread_mutex_unlock(&s->owner->mu);
+	return 0;
+}
+
+static int slot_cancelled(void *ctx)
+{
+	struct slot *s = ctx;
+	int cancel;
+
+	pthread_mutex_lock(&s->owner->mu);
+	cancel = s->cancel;
+	pthread_mutex_unlock(&s->owner->mu);
+	return cancel;
+}
+
+/* The worker process of a job on slot s: its memory, a deadline a minute
+ * past the time limit (the solver stops itself at the limit; this is for
+ * a child that does not), and the tests' crash. */
+static void isolate_options_of(struct jobs *j, struct slot *s, const struct dataset *ds,
+			       struct isolate_options *io)
+{
+	*io = (struct isolate_options){.memory = j->o.worker_memory,
+				       .progress = slot_progress,
+				       .cancelled = slot_cancelled,
+				       .ctx = s};
+	if (j->o.time_limit > 0)
+		io->deadline = j->o.time_limit + j->o.stall + 60;
+	if (j->o.test_crash && ds && ds->name && !strcmp(ds->name, j->o.test_crash))
+		io->test_signal = j->o.test_signal;
+}
+
+/* What an analysis's worker process runs. */
+struct analysis_work {
+	const struct dataset *ds;
+	const json_t *knowledge, *solver;
 	struct solver_options o;
-	enum pm_status st = load(j, an, &ds, &req, err);
+};
+
+static enum pm_status analysis_body(void *arg, struct isolate_child *c, json_t **out,
+				    struct pm_error *err)
+{
+	struct analysis_work *w = arg;
+
+	w->o.progress = isolate_progress;
+	w->o.progress_ctx = c;
+	return pipeline_run_dataset(w->ds, w->knowledge, w->solver, &w->o, 0, out, err);
+}
+
+/* Loads the analysis request and its dataset, and runs the pipeline in a
+ * worker process; *result is its text. */
+static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
+				   char **result, double *seconds, struct pm_error *err)
+{
+	struct analysis_work w = {0};
+	struct isolate_options io;
+	json_t *req = NULL;
+	size_t len;
+	enum pm_status st = load(j, an, &w.ds, &req, err);
 
 	if (st)
 		goto out;
-	slot_options(j, s, &o);
-	st = pipeline_run_dataset(ds, json_object_get(req, "knowledge"),
-				  json_object_get(req, "solver"), &o, 0, result, err);
+	job_options(j, &w.o);
+	w.knowledge = json_object_get(req, "knowledge");
+	w.solver = json_object_get(req, "solver");
+	isolate_options_of(j, s, w.ds, &io);
+	st = isolate_run(analysis_body, &w, &io, result, &len, seconds, err);
 	codec_request_field(err);
 out:
-	store_dataset_release(j->store, ds);
+	store_dataset_release(j->store, w.ds);
 	json_decref(req);
 	return st;
 }
@@ -169,79 +212,121 @@ struct sweep_ctx {
 	json_t *points; /* every point, null until solved */
 };
 
-/* Stores the points so far; nonzero (cancels the sweep) when it is no
- * longer running: cancelled, deleted, or the service stopping. */
-static int on_point(void *ctx, size_t at, const json_t *p)
+/* In the parent: stores the points so far; nonzero (the sweep stops)
+ * when it is no longer running: cancelled, deleted, or the service
+ * stopping. */
+static int on_point(void *ctx, size_t at, const char *json, size_t n)
 {
 	struct sweep_ctx *c = ctx;
 	struct pm_error ignored = {0};
+	json_t *p = json_loadb(json, n, 0, NULL);
 	char *text;
 	int stop;
 
-	if (json_array_set(c->points, at, (json_t *)p))
+	if (!p || json_array_set_new(c->points, at, p))
 		return 1;
 	text = json_dumps(c->points, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	stop = !text ||
 	       store_sweep_points(c->j->store, c->s->id, c->j->node, c->s->attempt, text, &ignored);
 	free(text);
-	pthread_mutex_lock(&c->j->mu);
-	stop |= c->s->cancel;
-	pthread_mutex_unlock(&c->j->mu);
-	return stop;
+	return stop || slot_cancelled(c->s);
 }
 
-/* Loads the sweep request and its dataset, and runs the sweep; *result
- * is the points. */
-static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct store_row *sw,
-				json_t **result, struct pm_error *err)
-{
-	const struct dataset *ds = NULL;
-	struct sweep_request q = {0};
+/* What a sweep's worker process runs: each point goes up the pipe. */
+struct sweep_work {
+	const struct dataset *ds;
+	const struct sweep_request *q;
 	struct solver_options o;
-	struct sweep_ctx c = {j, s, json_array()};
-	struct sweep_hooks hooks = {on_point, &c};
-	json_t *req = NULL, *out = NULL;
-	enum pm_status st = load(j, sw, &ds, &req, err);
+};
 
-	slot_options(j, s, &o);
-	if (!st && !(st = codec_sweep_request(req, ds, &q, err)) &&
-	    !(st = codec_solver_options(json_object_get(req, "solver"), &o, err)) &&
-	    !(st = codec_report_options(json_object_get(req, "report"), &o.privacy, err))) {
+static int sweep_progress(void *ctx, const struct solver_progress *p)
+{
+	return slot_progress(((struct sweep_ctx *)ctx)->s, p);
+}
+
+static int sweep_cancelled(void *ctx)
+{
+	return slot_cancelled(((struct sweep_ctx *)ctx)->s);
+}
+
+static int child_point(void *ctx, size_t at, const json_t *point)
+{
+	return isolate_point(ctx, at, point);
+}
+
+static enum pm_status sweep_body(void *arg, struct isolate_child *c, json_t **out,
+				 struct pm_error *err)
+{
+	struct sweep_work *w = arg;
+	struct sweep_hooks hooks = {child_point, c};
+	json_t *doc = NULL;
+	enum pm_status st;
+
+	w->o.progress = isolate_progress;
+	w->o.progress_ctx = c;
+	st = sweep_run(w->ds, w->q, &w->o, &hooks, &doc, err);
+	if (!st)
+		*out = json_incref(json_object_get(doc, "points"));
+	json_decref(doc);
+	return st;
+}
+
+/* Loads the sweep request and its dataset, and runs the sweep in a worker
+ * process; *result is the points' text. */
+static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct store_row *sw,
+				char **result, struct pm_error *err)
+{
+	struct sweep_request q = {0};
+	struct sweep_work w = {.q = &q};
+	struct sweep_ctx c = {j, s, json_array()};
+	struct isolate_options io;
+	json_t *req = NULL;
+	size_t len;
+	enum pm_status st = load(j, sw, &w.ds, &req, err);
+
+	job_options(j, &w.o);
+	if (!st && !(st = codec_sweep_request(req, w.ds, &q, err)) &&
+	    !(st = codec_solver_options(json_object_get(req, "solver"), &w.o, err)) &&
+	    !(st = codec_report_options(json_object_get(req, "report"), &w.o.privacy, err))) {
 		size_t n = q.n_kinds * (q.n_t ? q.n_t : 1) * q.n_k;
 
 		for (size_t i = 0; c.points && i < n; i++)
 			json_array_append_new(c.points, json_null());
-		st = sweep_run(ds, &q, &o, &hooks, &out, err);
+		isolate_options_of(j, s, w.ds, &io);
+		io.point = on_point;
+		io.progress = sweep_progress;
+		io.cancelled = sweep_cancelled;
+		io.ctx = &c;
+		if (io.deadline > 0) /* the time limit is each point's */
+			io.deadline = (double)n * (j->o.time_limit + j->o.stall) + 60;
+		st = isolate_run(sweep_body, &w, &io, result, &len, NULL, err);
 	}
-	if (!st)
-		*result = json_incref(json_object_get(out, "points"));
-	json_decref(out);
 	json_decref(c.points);
 	json_decref(req);
 	sweep_request_finish(&q);
-	store_dataset_release(j->store, ds);
+	store_dataset_release(j->store, w.ds);
 	return st;
 }
 
 /* Records how the run ended, if this attempt still owns the job (a
  * DELETE may have cancelled it meanwhile, or its lease ran out and
  * another node took it: then the outcome is dropped). */
-static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *result,
-		   struct pm_error *err)
+static void finish(struct jobs *j, struct slot *s, enum pm_status st, const char *result,
+		   double seconds, struct pm_error *err)
 {
 	struct pm_error ignored = {0};
-	char *text = NULL;
-	const char *to = "failed";
+	char *problem = NULL;
+	const char *to = "failed", *text = NULL;
 
 	if (st == PM_OK) {
-		text = json_dumps(result, JSON_COMPACT | JSON_REAL_PRECISION(17));
+		text = result;
 		to = "succeeded";
 	} else if (st == PM_ERR_CANCELLED) {
 		pthread_mutex_lock(&j->mu);
 		to = j->stopping ? "queued" : "cancelled"; /* shutdown: run again later */
 		pthread_mutex_unlock(&j->mu);
 	} else {
-		text = problem_text(err);
+		text = problem = problem_text(err);
 	}
 	if (store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored)) {
 		pthread_mutex_lock(&j->mu);
@@ -253,26 +338,29 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, json_t *re
 		if (st == PM_OK) {
 			j->succeeded++;
 			j->solves++;
-			j->solve_seconds += json_real_value(json_object_get(result, "seconds"));
+			j->solve_seconds += seconds;
 		} else if (st != PM_ERR_CANCELLED) {
 			j->failed++; /* a cancel was counted where it was asked */
 		}
 		pthread_mutex_unlock(&j->mu);
 	}
-	free(text);
+	free(problem);
 }
 
 static void process(struct jobs *j, struct slot *s)
 {
 	struct store_row an = {0};
 	struct pm_error err = {0};
-	json_t *result = NULL;
+	char *result = NULL;
+	double seconds = 0;
 	enum pm_status st = get_job(j, s->id, &an, &err);
 
-	if (!st)
-		st = (is_sweep(s->id) ? run_sweep : run_analysis)(j, s, &an, &result, &err);
-	finish(j, s, st, result, &err);
-	json_decref(result);
+	if (!st && is_sweep(s->id))
+		st = run_sweep(j, s, &an, &result, &err);
+	else if (!st)
+		st = run_analysis(j, s, &an, &result, &seconds, &err);
+	finish(j, s, st, result, seconds, &err);
+	free(result);
 	store_row_finish(&an);
 }
 
@@ -334,9 +422,6 @@ static void *worker(void *arg)
 	struct slot *s = arg;
 	struct jobs *j = s->owner;
 
-	/* kept for every job this worker runs (NULL if they cannot start:
-	 * each solve then starts its own) */
-	solver_pool_create(0, &s->pool);
 	pthread_mutex_lock(&j->mu);
 	while (!j->stopping) {
 		pthread_mutex_unlock(&j->mu);
@@ -356,7 +441,6 @@ static void *worker(void *arg)
 			wait_for(j, &j->cv, j->o.poll);
 	}
 	pthread_mutex_unlock(&j->mu);
-	solver_pool_destroy(s->pool);
 	return NULL;
 }
 

@@ -359,6 +359,63 @@ enum pm_status store_sweep_unfinished(struct store *s, const char *dataset_id, c
 enum pm_status store_sweep_interrupted(struct store *s, const char *id, int max_crashes,
 				       const char *problem, int *crashes, struct pm_error *err);
 
+/* ---- isolate.c ---------------------------------------------------------- */
+
+/*
+ * A solve run in a child process, so that a crash, an abort or running out
+ * of memory in it ends that solve alone (isolate.c says how). The body
+ * runs in the child on memory the parent gave it (a parsed dataset, a
+ * request), reporting through the child handle; it must not touch the
+ * store or anything another thread of the parent may lock.
+ */
+struct isolate_child;
+/* The body: *out is its result (new reference) when it returns PM_OK. */
+typedef enum pm_status (*isolate_body)(void *arg, struct isolate_child *c, json_t **out,
+				       struct pm_error *err);
+
+struct isolate_options {
+	/* bytes of data the child may add to what it inherits (RLIMIT_DATA;
+	 * 0: no limit; not enforced under AddressSanitizer) */
+	size_t memory;
+	/* seconds after which the child is killed (0: none): a backstop
+	 * above the solver's own time limit */
+	double deadline;
+	/* In the parent, each may be NULL: the child's progress and sweep
+	 * points (JSON text of n bytes) as they come, and a cancel flag
+	 * polled every 20 ms; nonzero from any of them kills the child
+	 * (PM_ERR_CANCELLED). */
+	int (*progress)(void *ctx, const struct solver_progress *p);
+	int (*point)(void *ctx, size_t at, const char *json, size_t n);
+	int (*cancelled)(void *ctx);
+	void *ctx;
+	/* tests only: the child raises this signal before the body runs */
+	int test_signal;
+};
+
+/*
+ * Runs body(arg) in a child process. PM_OK: *text is the result as
+ * compact JSON text with exact reals (caller frees; *len its length),
+ * *seconds (may be NULL) its top-level "seconds" (0 without one).
+ * Otherwise err holds the body's own error, or why the child died: the
+ * signal (PM_ERR_INTERNAL), the deadline (PM_ERR_INTERNAL), the memory
+ * limit (PM_ERR_NOMEM, naming it); PM_ERR_CANCELLED when a callback asked;
+ * PM_ERR_BUSY when no process could be made.
+ */
+enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_options *o,
+			   char **text, size_t *len, double *seconds, struct pm_error *err);
+/* In the child: a solver progress callback (solver_options.progress with
+ * the child as its ctx), relaying each change of phase or iterations. */
+int isolate_progress(void *ctx, const struct solver_progress *p);
+/* In the child: a sweep point solved (index at); nonzero when the parent
+ * is gone. */
+int isolate_point(struct isolate_child *c, size_t at, const json_t *point);
+/* Whether isolate_options.memory is enforced in this build (not under
+ * AddressSanitizer, whose shadow memory counts as data). */
+int isolate_memory_limited(void);
+/* The default memory of a worker: three quarters of the machine's memory
+ * shared among workers, at least 1 GiB. */
+size_t isolate_default_memory(size_t workers);
+
 /* ---- jobs.c ------------------------------------------------------------- */
 
 /*
@@ -407,6 +464,13 @@ struct jobs_options {
 	double time_limit;
 	/* tests only: solver_options.stall of every solve */
 	double stall;
+	/* bytes each job's worker process may add (isolate_options.memory;
+	 * 0: no limit) */
+	size_t worker_memory;
+	/* tests only: a job on a dataset named test_crash has its worker
+	 * process raise test_signal before it solves */
+	const char *test_crash;
+	int test_signal;
 	/* seconds: a claim's lease (default JOBS_LEASE), its renewal
 	 * (JOBS_HEARTBEAT), an idle worker's look at the queue (JOBS_POLL) */
 	double lease, heartbeat, poll;
@@ -471,6 +535,13 @@ struct http_options {
 	/* tests only: each solve stalls this long at its first progress
 	 * check (solver_options.stall), so that it is slow on purpose */
 	double test_stall;
+	/* bytes a solve's worker process may add to what it shares with the
+	 * service (isolate.c; default isolate_default_memory(workers)) */
+	size_t worker_memory;
+	/* tests only: solves of a dataset named test_crash have their worker
+	 * process raise test_signal (jobs_options) */
+	const char *test_crash;
+	int test_signal;
 };
 
 void http_options_init(struct http_options *o);

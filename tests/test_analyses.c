@@ -287,6 +287,60 @@ static void test_dataset_cache(size_t mb, double hits, double misses)
 	free(dir);
 }
 
+/* A solve that crashes its worker process (the tests' hook: a dataset
+ * named "crash-me" raises SIGSEGV in it) ends failed with the signal
+ * named, as an analysis and as POST /v1/solve; an analysis running beside
+ * it finishes, and the service goes on answering. */
+static void test_worker_crash(void)
+{
+	char *dir = temp_dir(), *small = data_file("codec_small.json"), body[8192], *crash;
+	struct http_options o;
+	struct http_server *h;
+	unsigned port;
+	char *ds, *bad, *slow, *dead;
+	struct resp r;
+	json_t *doc = json_loads(small, 0, NULL);
+
+	json_object_set_new(doc, "name", json_string("crash-me"));
+	crash = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	http_options_init(&o);
+	o.workers = 2;
+	o.test_stall = 2.0;
+	o.test_crash = "crash-me";
+	o.test_signal = SIGSEGV;
+	h = start_with(dir, &o);
+	port = http_port(h);
+	ds = upload(port, small);
+	bad = upload(port, crash);
+	snprintf(body, sizeof body, "{\"knowledge\": %s}", iterates);
+	slow = analyse(port, ds, body);
+	dead = analyse(port, bad, body);
+	r = wait_done(port, dead);
+	CHECK_STR(jstr(r.json, "status"), "failed");
+	CHECK_CONTAINS(jstr(json_object_get(r.json, "problem"), "detail"), "signal 11 (SIGSEGV)");
+	resp_free(&r);
+	snprintf(body, sizeof body, "/v1/analyses/%s", slow);
+	r = get(port, body); /* the stall holds it for two seconds */
+	CHECK_STR(jstr(r.json, "status"), "running");
+	resp_free(&r);
+	r = wait_done(port, slow);
+	CHECK_STR(jstr(r.json, "status"), "succeeded");
+	resp_free(&r);
+	snprintf(body, sizeof body, "{\"dataset\": %s}", crash);
+	r = post_json(port, "/v1/solve", body);
+	check_problem(&r, 500, NULL, "signal 11 (SIGSEGV)");
+	resp_free(&r);
+	snprintf(body, sizeof body, "{\"dataset\": %s}", small);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200 && jstr(r.json, "status"));
+	resp_free(&r);
+	http_stop(h);
+	free(ds), free(bad), free(slow), free(dead), free(crash), free(small);
+	rm_tree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -296,5 +350,6 @@ int main(void)
 	test_analysis_limits();
 	test_client_gone();
 	test_mining_limit();
+	test_worker_crash();
 	return check_done();
 }

@@ -1,0 +1,420 @@
+/*
+ * A solve in a process of its own (issue 36): the service forks a child
+ * for each analysis, sweep and synchronous solve, so that whatever goes
+ * wrong in one (a crash, an abort in a library, running out of memory)
+ * ends that child alone, as a PostgreSQL backend or an nginx worker does.
+ *
+ * The child is forked from a threaded process and shares its memory
+ * copy-on-write: the parsed dataset is read where the parent's cache holds
+ * it, and nothing is copied. The child touches nothing the parent's other
+ * threads may hold a lock on (the store, the HTTP daemon): it runs the
+ * body, which computes on memory it was given, and reports through one
+ * pipe: progress, sweep points, then the result text or the error. Its
+ * other file descriptors are closed, its signals are the defaults, it
+ * dies with the thread that forked it (PR_SET_PDEATHSIG), and its data
+ * segment is capped (RLIMIT_DATA) at what it inherited plus the worker's
+ * memory. The parent reads the pipe, relays what it reads, kills the
+ * child on a cancel or past the deadline, and names how it died.
+ */
+#define _GNU_SOURCE /* close_range, pipe2, sigabbrev_np */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "server.h"
+
+/* The messages of the pipe: a type byte, a 64-bit length, the payload. */
+enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_RESULT, MSG_ERROR };
+
+/* How often the parent looks at its cancel flag and the deadline. */
+#define POLL_MS 20
+
+struct isolate_child {
+	int fd;
+	struct solver_progress last; /* the last progress sent */
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMORY_LIMITED 0 /* the sanitizer's shadow memory is data too */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define MEMORY_LIMITED 0
+#else
+#define MEMORY_LIMITED 1
+#endif
+#else
+#define MEMORY_LIMITED 1
+#endif
+
+int isolate_memory_limited(void)
+{
+	return MEMORY_LIMITED;
+}
+
+size_t isolate_default_memory(size_t workers)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+	size_t total = pages > 0 && size > 0 ? (size_t)pages * (size_t)size : (size_t)4 << 30;
+	size_t share = total / 4 * 3 / (workers ? workers : 1);
+
+	return share < ((size_t)1 << 30) ? (size_t)1 << 30 : share;
+}
+
+/* ---- the child's side ------------------------------------------------------ */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* One message of two parts (b may be NULL). */
+static int send_msg(int fd, enum msg type, const void *a, size_t an, const void *b, size_t bn)
+{
+	unsigned char head[9];
+	uint64_t len = an + bn;
+
+	head[0] = (unsigned char)type;
+	memcpy(head + 1, &len, sizeof len);
+	if (write_all(fd, head, sizeof head) || write_all(fd, a, an))
+		return -1;
+	return b ? write_all(fd, b, bn) : 0;
+}
+
+int isolate_progress(void *ctx, const struct solver_progress *p)
+{
+	struct isolate_child *c = ctx;
+
+	/* the solver also calls between iterations, to poll for a cancel,
+	 * which the parent delivers by killing this process */
+	if (p->phase == c->last.phase && p->iterations == c->last.iterations)
+		return 0;
+	c->last = *p;
+	/* a parent that is gone killed this process already (PDEATHSIG) */
+	return send_msg(c->fd, MSG_PROGRESS, p, sizeof *p, NULL, 0) ? 1 : 0;
+}
+
+int isolate_point(struct isolate_child *c, size_t at, const json_t *point)
+{
+	uint64_t at64 = at;
+	char *text = json_dumps(point, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	int rc = !text || send_msg(c->fd, MSG_POINT, &at64, sizeof at64, text, strlen(text));
+
+	free(text);
+	return rc;
+}
+
+/* The end of a body: its result text or its error, then the exit. */
+static void child_finish(struct isolate_child *c, enum pm_status st, json_t *out,
+			 const struct pm_error *err)
+{
+	if (st == PM_OK) {
+		char *text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
+		double seconds = json_number_value(json_object_get(out, "seconds"));
+
+		if (!text)
+			_exit(3);
+		if (send_msg(c->fd, MSG_RESULT, &seconds, sizeof seconds, text, strlen(text)))
+			_exit(4);
+	} else {
+		int32_t s = st;
+
+		if (send_msg(c->fd, MSG_ERROR, &s, sizeof s, err, sizeof *err))
+			_exit(4);
+	}
+	_exit(0);
+}
+
+/* What the child inherits and must not keep: the parent's descriptors
+ * (sockets, the database), signal handlers and mask; and no more data
+ * than its limit. fd is the pipe's write end, which becomes 3. */
+static void child_setup(int fd, size_t memory, int *out_fd)
+{
+	sigset_t all;
+	struct rlimit rl;
+	static const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2};
+
+	for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (fd != 3 && dup2(fd, 3) < 0)
+		_exit(5);
+	close_range(4, ~0U, 0);
+	*out_fd = 3;
+	if (MEMORY_LIMITED && memory && !getrlimit(RLIMIT_DATA, &rl)) {
+		size_t have = 0;
+		FILE *f = fopen("/proc/self/statm", "r");
+		unsigned long vsz, rss, shared, text, lib, data;
+
+		if (f && fscanf(f, "%lu %lu %lu %lu %lu %lu", &vsz, &rss, &shared, &text, &lib,
+				&data) == 6)
+			have = (size_t)data * (size_t)sysconf(_SC_PAGESIZE);
+		if (f)
+			fclose(f);
+		rl.rlim_cur = (rlim_t)(have + memory);
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_cur > rl.rlim_max)
+			rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_DATA, &rl);
+	}
+}
+
+static void child_main(int fd, const struct isolate_options *o, isolate_body body, void *arg)
+{
+	struct isolate_child c = {.fd = -1, .last = {SOLVER_PHASE_SETUP, 0, 0}};
+	struct pm_error err = {0};
+	json_t *out = NULL;
+	enum pm_status st;
+
+	child_setup(fd, o->memory, &c.fd);
+	if (o->test_signal)
+		raise(o->test_signal);
+	st = body(arg, &c, &out, &err);
+	child_finish(&c, st, out, &err);
+}
+
+/* ---- the parent's side ------------------------------------------------------ */
+
+/* What the parent has read of the pipe so far. */
+struct reader {
+	char *buf;
+	size_t len, cap;
+	int oom;
+	/* the end the child reported */
+	int done;
+	enum pm_status st;
+	struct pm_error err;
+	char *text; /* the result, taken out of buf */
+	size_t text_len;
+	double seconds; /* its "seconds" */
+};
+
+static int reader_fill(struct reader *r, int fd)
+{
+	if (r->cap - r->len < 65536) {
+		size_t cap = r->cap ? 2 * r->cap : 1 << 17;
+		char *b = realloc(r->buf, cap);
+
+		if (!b) {
+			r->oom = 1;
+			return -1;
+		}
+		r->buf = b;
+		r->cap = cap;
+	}
+	for (;;) {
+		ssize_t n = read(fd, r->buf + r->len, r->cap - r->len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n > 0)
+			r->len += (size_t)n;
+		return n > 0 ? 1 : n == 0 ? 0 : -1;
+	}
+}
+
+/* Relays one whole message at the start of r's buffer; 0 when there is
+ * none yet, 1 when one was taken, -1 when the relay asks to stop. */
+static int reader_take(struct reader *r, const struct isolate_options *o)
+{
+	uint64_t len;
+	const char *p;
+	int stop = 0;
+
+	if (r->len < 9)
+		return 0;
+	memcpy(&len, r->buf + 1, sizeof len);
+	if (r->len - 9 < len)
+		return 0;
+	p = r->buf + 9;
+	switch (r->buf[0]) {
+	case MSG_PROGRESS:
+		if (len == sizeof(struct solver_progress) && o->progress) {
+			struct solver_progress sp;
+
+			memcpy(&sp, p, sizeof sp);
+			stop = o->progress(o->ctx, &sp);
+		}
+		break;
+	case MSG_POINT:
+		if (len >= 8 && o->point) {
+			uint64_t at;
+
+			memcpy(&at, p, sizeof at);
+			stop = o->point(o->ctx, (size_t)at, p + 8, (size_t)len - 8);
+		}
+		break;
+	case MSG_RESULT:
+		if (len < sizeof r->seconds)
+			break;
+		memcpy(&r->seconds, p, sizeof r->seconds);
+		if ((r->text = malloc(len - sizeof r->seconds + 1))) {
+			r->text_len = len - sizeof r->seconds;
+			memcpy(r->text, p + sizeof r->seconds, r->text_len);
+			r->text[r->text_len] = 0;
+			r->done = 1;
+			r->st = PM_OK;
+		} else {
+			r->oom = 1;
+		}
+		break;
+	case MSG_ERROR:
+		if (len == sizeof(int32_t) + sizeof r->err) {
+			int32_t s;
+
+			memcpy(&s, p, sizeof s);
+			memcpy(&r->err, p + sizeof s, sizeof r->err);
+			r->err.message[sizeof r->err.message - 1] = 0;
+			r->err.field[sizeof r->err.field - 1] = 0;
+			r->st = (enum pm_status)s;
+			r->done = 1;
+		}
+		break;
+	}
+	memmove(r->buf, p + len, r->len - 9 - len);
+	r->len -= 9 + len;
+	return stop ? -1 : 1;
+}
+
+/* How a child that sent no end died, as a message naming the signal or
+ * the limit. */
+static void death_error(int status, int killed_for_time, const struct isolate_options *o,
+			struct pm_error *err)
+{
+	if (killed_for_time) {
+		error_set(err, PM_ERR_INTERNAL, "",
+			  "the solve's worker process was stopped after %.0f s, past its time limit",
+			  o->deadline);
+	} else if (WIFSIGNALED(status)) {
+		int sig = WTERMSIG(status);
+		const char *name = sigabbrev_np(sig);
+
+		error_set(err, PM_ERR_INTERNAL, "",
+			  "the solve's worker process died of signal %d (SIG%s)%s", sig,
+			  name ? name : "?",
+			  sig == SIGKILL ? ": killed, likely for memory (the kernel's OOM killer)"
+					 : "");
+	} else {
+		error_set(err, PM_ERR_INTERNAL, "",
+			  "the solve's worker process exited with status %d without an answer",
+			  WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	}
+}
+
+/* A child out of memory under its limit says so itself (the body's
+ * PM_ERR_NOMEM); the message then names the limit. */
+static void name_memory_limit(const struct isolate_options *o, struct pm_error *err)
+{
+	if (err->status != PM_ERR_NOMEM || !o->memory || !MEMORY_LIMITED)
+		return;
+	error_set(err, PM_ERR_NOMEM, "",
+		  "the solve ran out of memory: its worker may use at most %zu MiB "
+		  "(pmaxent serve --worker-memory)",
+		  o->memory >> 20);
+}
+
+/* Reads the child's pipe until it closes; *why: 1 cancelled, 2 past the
+ * deadline, 3 out of memory here, 0 it ended by itself. */
+static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, struct reader *r,
+			int *why)
+{
+	double t0 = pipeline_now();
+
+	*why = 0;
+	for (;;) {
+		struct pollfd p = {fd, POLLIN, 0};
+		int n = poll(&p, 1, POLL_MS), got = 0, t;
+
+		if (n > 0) {
+			got = reader_fill(r, fd);
+			while ((t = reader_take(r, o)) > 0)
+				;
+			if (t < 0)
+				*why = 1;
+			if (r->oom)
+				*why = 3;
+		}
+		if (!*why && o->cancelled && o->cancelled(o->ctx))
+			*why = 1;
+		if (!*why && o->deadline > 0 && pipeline_now() - t0 > o->deadline)
+			*why = 2;
+		if (*why) {
+			kill(pid, SIGKILL);
+			return;
+		}
+		if (n > 0 && got <= 0 && !(got < 0 && errno == EAGAIN))
+			return; /* EOF: the child exited (or closed the pipe) */
+	}
+}
+
+enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_options *o,
+			   char **text, size_t *len, double *seconds, struct pm_error *err)
+{
+	struct reader r = {0};
+	int fds[2], status = 0, why;
+	enum pm_status st;
+	pid_t pid;
+
+	*text = NULL;
+	*len = 0;
+	if (pipe2(fds, O_CLOEXEC))
+		return error_set(err, PM_ERR_INTERNAL, "", "cannot make a pipe: %s",
+				 strerror(errno));
+	if ((pid = fork()) < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return error_set(err, PM_ERR_BUSY, "", "cannot start a worker process: %s",
+				 strerror(errno));
+	}
+	if (pid == 0)
+		child_main(fds[1], o, body, arg); /* does not return */
+	close(fds[1]);
+	parent_loop(fds[0], pid, o, &r, &why);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (why == 1) {
+		st = error_set(err, PM_ERR_CANCELLED, "", "cancelled");
+	} else if (why == 3) {
+		st = error_set(err, PM_ERR_NOMEM, "", "out of memory reading a worker's answer");
+	} else if (r.done && r.st == PM_OK) {
+		*text = r.text;
+		*len = r.text_len;
+		if (seconds)
+			*seconds = r.seconds;
+		r.text = NULL;
+		st = PM_OK;
+	} else if (r.done) {
+		*err = r.err;
+		err->status = r.st;
+		name_memory_limit(o, err);
+		st = err->status;
+	} else {
+		death_error(status, why == 2, o, err);
+		st = err->status;
+	}
+	free(r.text);
+	free(r.buf);
+	return st;
+}

@@ -1,0 +1,216 @@
+/*
+ * Worker processes (server/isolate.c): a body's result and error come
+ * back exactly; progress and points are relayed; a crash, an abort, a
+ * memory limit, a hang past the deadline and a cancel each end that one
+ * child with the reason named, and the test process goes on.
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "server.h"
+
+/* A result of n bytes of text in an array, after a progress and two points. */
+static enum pm_status body_ok(void *arg, struct isolate_child *c, json_t **out,
+			      struct pm_error *err)
+{
+	size_t n = *(size_t *)arg;
+	char *big = malloc(n + 1);
+	struct solver_progress p = {SOLVER_PHASE_ITERATE, 7, 0.25};
+	json_t *pt = json_pack("{s:i}", "k", 5);
+
+	(void)err;
+	memset(big, 'x', n);
+	big[n] = 0;
+	isolate_progress(c, &p);
+	isolate_point(c, 1, pt);
+	isolate_point(c, 0, pt);
+	json_decref(pt);
+	*out = json_pack("{s:f, s:s, s:f}", "seconds", 1.5, "big", big, "third", 1.0 / 3);
+	free(big);
+	return PM_OK;
+}
+
+static enum pm_status body_error(void *arg, struct isolate_child *c, json_t **out,
+				 struct pm_error *err)
+{
+	(void)arg, (void)c, (void)out;
+	return error_set(err, PM_ERR_INCONSISTENT, "rules[3]", "no distribution satisfies %s",
+			 "them");
+}
+
+static enum pm_status body_abort(void *arg, struct isolate_child *c, json_t **out,
+				 struct pm_error *err)
+{
+	(void)arg, (void)c, (void)out, (void)err;
+	abort();
+}
+
+static enum pm_status body_segv(void *arg, struct isolate_child *c, json_t **out,
+				struct pm_error *err)
+{
+	(void)c, (void)out, (void)err;
+	raise(SIGSEGV);
+	return *(volatile int *)arg ? PM_OK : PM_ERR_INTERNAL;
+}
+
+/* Allocates and touches memory until malloc fails, as the solver does
+ * when out of memory: PM_ERR_NOMEM. */
+static enum pm_status body_hog(void *arg, struct isolate_child *c, json_t **out,
+			       struct pm_error *err)
+{
+	size_t chunk = (size_t)16 << 20;
+
+	(void)arg, (void)c, (void)out;
+	for (size_t total = 0; total < ((size_t)64 << 30); total += chunk) {
+		char *p = malloc(chunk);
+
+		if (!p)
+			return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+		memset(p, 1, chunk); /* never freed: the child exits */
+	}
+	return PM_OK;
+}
+
+static enum pm_status body_hang(void *arg, struct isolate_child *c, json_t **out,
+				struct pm_error *err)
+{
+	(void)arg, (void)c, (void)out, (void)err;
+	for (;;)
+		pause();
+	return PM_ERR_INTERNAL; /* not reached */
+}
+
+struct seen {
+	int progress, points, cancel_after;
+	size_t first_at;
+	double violation;
+};
+
+static int on_progress(void *ctx, const struct solver_progress *p)
+{
+	struct seen *s = ctx;
+
+	s->progress++;
+	s->violation = p->max_violation;
+	return 0;
+}
+
+static int on_point(void *ctx, size_t at, const char *json, size_t n)
+{
+	struct seen *s = ctx;
+
+	if (!s->points++)
+		s->first_at = at;
+	CHECK(n == strlen("{\"k\":5}") && !memcmp(json, "{\"k\":5}", n));
+	return 0;
+}
+
+static int on_cancel(void *ctx)
+{
+	struct seen *s = ctx;
+
+	return ++s->progress > s->cancel_after;
+}
+
+static void test_result(void)
+{
+	size_t n = (size_t)3 << 20; /* larger than a pipe holds */
+	struct seen s = {0};
+	struct isolate_options o = {.progress = on_progress, .point = on_point, .ctx = &s};
+	struct pm_error err = {0};
+	char *text = NULL;
+	size_t len = 0;
+	double seconds = 0;
+	json_t *j;
+
+	CHECK(isolate_run(body_ok, &n, &o, &text, &len, &seconds, &err) == PM_OK);
+	CHECK(text && len == strlen(text));
+	j = text ? json_loads(text, 0, NULL) : NULL;
+	CHECK(j && strlen(json_string_value(json_object_get(j, "big"))) == n);
+	/* reals come back exact */
+	CHECK(j && json_real_value(json_object_get(j, "third")) == 1.0 / 3);
+	CHECK(seconds == 1.5);
+	CHECK(s.progress == 1 && s.violation == 0.25);
+	CHECK(s.points == 2 && s.first_at == 1);
+	json_decref(j);
+	free(text);
+}
+
+static void test_error(void)
+{
+	struct isolate_options o = {0};
+	struct pm_error err = {0};
+	char *text = NULL;
+	size_t len;
+
+	CHECK(isolate_run(body_error, NULL, &o, &text, &len, NULL, &err) == PM_ERR_INCONSISTENT);
+	CHECK(err.status == PM_ERR_INCONSISTENT && !text);
+	CHECK_STR(err.field, "rules[3]");
+	CHECK_STR(err.message, "no distribution satisfies them");
+}
+
+/* A death is named by its signal, and the next child runs as before. */
+static void test_crashes(void)
+{
+	struct isolate_options o = {0};
+	struct pm_error err = {0};
+	char *text = NULL;
+	size_t len, n = 10;
+	int one = 1;
+
+	CHECK(isolate_run(body_abort, NULL, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "signal 6 (SIGABRT)");
+	CHECK(isolate_run(body_segv, &one, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "signal 11 (SIGSEGV)");
+	o.test_signal = SIGBUS; /* the tests' hook, before the body */
+	CHECK(isolate_run(body_ok, &n, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "SIGBUS");
+	o.test_signal = 0;
+	CHECK(isolate_run(body_ok, &n, &o, &text, &len, NULL, &err) == PM_OK);
+	free(text);
+}
+
+static void test_memory(void)
+{
+	struct isolate_options o = {.memory = (size_t)256 << 20};
+	struct pm_error err = {0};
+	char *text = NULL;
+	size_t len;
+
+	if (!isolate_memory_limited()) {
+		printf("memory limit not enforced in this build (sanitizer): skipped\n");
+		return;
+	}
+	CHECK(isolate_run(body_hog, NULL, &o, &text, &len, NULL, &err) == PM_ERR_NOMEM);
+	CHECK_CONTAINS(err.message, "at most 256 MiB");
+	CHECK_CONTAINS(err.message, "--worker-memory");
+}
+
+static void test_deadline_and_cancel(void)
+{
+	struct seen s = {.cancel_after = 5};
+	struct isolate_options o = {.deadline = 0.3};
+	struct pm_error err = {0};
+	char *text = NULL;
+	size_t len;
+	double t0 = pipeline_now();
+
+	CHECK(isolate_run(body_hang, NULL, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "past its time limit");
+	CHECK(pipeline_now() - t0 < 5);
+	o = (struct isolate_options){.cancelled = on_cancel, .ctx = &s};
+	t0 = pipeline_now();
+	CHECK(isolate_run(body_hang, NULL, &o, &text, &len, NULL, &err) == PM_ERR_CANCELLED);
+	CHECK(pipeline_now() - t0 < 5);
+}
+
+int main(void)
+{
+	test_result();
+	test_error();
+	test_crashes();
+	test_memory();
+	test_deadline_and_cancel();
+	return check_done();
+}
