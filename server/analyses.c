@@ -514,10 +514,9 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 				     .cancelled = stop_requested,
 				     .ctx = &ss};
 	struct pm_error err = {0};
+	struct isolate_answer a = {0};
 	enum pm_status st;
-	double seconds = 0;
-	char *text = NULL, *grown;
-	size_t len = 0;
+	char *grown;
 
 	solver_options_init(&w.base);
 	w.base.time_limit = h->o.solve_time_limit; /* the default, and the most it gets */
@@ -526,7 +525,7 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 	io.deadline = h->o.solve_time_limit + h->o.test_stall + 30;
 	if (h->o.test_crash && ds->name && !strcmp(ds->name, h->o.test_crash))
 		io.test_signal = h->o.test_signal;
-	st = isolate_run(sync_body, &w, &io, &text, &len, &seconds, &err);
+	st = isolate_run(sync_body, &w, &io, &a, &err);
 	if (st == PM_ERR_CANCELLED) {
 		/* a client that went away reads nothing: the answer is for the log */
 		http_problem(res, 503, NULL, "%s",
@@ -537,16 +536,16 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 	} else if (st) {
 		codec_request_field(&err);
 		http_problem_err(res, &err);
-	} else if (!(grown = realloc(text, len + 2))) {
+	} else if (!(grown = realloc(a.text, a.len + 2))) {
 		http_oom(res);
 	} else {
-		text = NULL;
-		grown[len] = '\n'; /* as http_json writes it */
-		grown[len + 1] = '\0';
-		metrics_solve(h->metrics, seconds);
-		http_take(res, 200, "application/json", grown, len + 1);
+		a.text = NULL;
+		grown[a.len] = '\n'; /* as http_json writes it */
+		grown[a.len + 1] = '\0';
+		metrics_solve(h->metrics, a.seconds);
+		http_take(res, 200, "application/json", grown, a.len + 1);
 	}
-	free(text);
+	isolate_answer_finish(&a);
 	json_decref(solver);
 }
 

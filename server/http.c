@@ -214,11 +214,7 @@ static enum pm_status load_tokens(struct http_server *h, const char *path, struc
 /* FNV-1a 64: a strong validator for the exact body bytes. */
 static void etag_of(const char *body, size_t len, char *out, size_t size)
 {
-	uint64_t x = 0xcbf29ce484222325u;
-
-	for (size_t i = 0; i < len; i++)
-		x = (x ^ (unsigned char)body[i]) * 0x100000001b3u;
-	snprintf(out, size, "\"%016" PRIx64 "\"", x);
+	snprintf(out, size, "\"%016" PRIx64 "\"", pm_hash(PM_HASH_INIT, body, len));
 }
 
 /* Whether If-None-Match lists etag (or "*"); weak tags compare too. */

@@ -593,3 +593,12 @@ void http_put(struct http_text_buf *t, const char *s, size_t n)
 	memcpy(t->s + t->len, s, n);
 	t->len += n;
 }
+
+uint64_t pm_hash(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ c[i]) * 0x100000001b3u;
+	return h;
+}

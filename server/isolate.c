@@ -33,7 +33,7 @@
 #include "server.h"
 
 /* The messages of the pipe: a type byte, a 64-bit length, the payload. */
-enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_RESULT, MSG_ERROR };
+enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_SUMMARY, MSG_RESULT, MSG_ERROR };
 
 /* How often the parent looks at its cancel flag and the deadline. */
 #define POLL_MS 20
@@ -124,10 +124,29 @@ int isolate_point(struct isolate_child *c, size_t at, const json_t *point)
 	return rc;
 }
 
-/* The end of a body: its result text or its error, then the exit. */
-static void child_finish(struct isolate_child *c, enum pm_status st, json_t *out,
-			 const struct pm_error *err)
+/* The result without the keys of drop (NULL-terminated), as a message. */
+static int send_summary(int fd, const json_t *out, const char *const *drop)
 {
+	json_t *sum = json_copy((json_t *)out);
+	char *text;
+	int rc;
+
+	for (size_t i = 0; sum && drop[i]; i++)
+		json_object_del(sum, drop[i]);
+	text = sum ? json_dumps(sum, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+	rc = !text || send_msg(fd, MSG_SUMMARY, text, strlen(text), NULL, 0);
+	json_decref(sum);
+	free(text);
+	return rc;
+}
+
+/* The end of a body: its result text (and summary) or its error, then
+ * the exit. */
+static void child_finish(struct isolate_child *c, enum pm_status st, json_t *out,
+			 const struct pm_error *err, const char *const *drop)
+{
+	if (st == PM_OK && drop && json_is_object(out) && send_summary(c->fd, out, drop))
+		_exit(4);
 	if (st == PM_OK) {
 		char *text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
 		double seconds = json_number_value(json_object_get(out, "seconds"));
@@ -191,7 +210,7 @@ static void child_main(int fd, const struct isolate_options *o, isolate_body bod
 	if (o->test_signal)
 		raise(o->test_signal);
 	st = body(arg, &c, &out, &err);
-	child_finish(&c, st, out, &err);
+	child_finish(&c, st, out, &err, o->summary_drop);
 }
 
 /* ---- the parent's side ------------------------------------------------------ */
@@ -205,9 +224,7 @@ struct reader {
 	int done;
 	enum pm_status st;
 	struct pm_error err;
-	char *text; /* the result, taken out of buf */
-	size_t text_len;
-	double seconds; /* its "seconds" */
+	struct isolate_answer a; /* the result, taken out of buf */
 };
 
 static int reader_fill(struct reader *r, int fd)
@@ -265,14 +282,23 @@ static int reader_take(struct reader *r, const struct isolate_options *o)
 			stop = o->point(o->ctx, (size_t)at, p + 8, (size_t)len - 8);
 		}
 		break;
+	case MSG_SUMMARY:
+		free(r->a.summary);
+		if ((r->a.summary = malloc(len + 1))) {
+			memcpy(r->a.summary, p, len);
+			r->a.summary[len] = 0;
+		} else {
+			r->oom = 1;
+		}
+		break;
 	case MSG_RESULT:
-		if (len < sizeof r->seconds)
+		if (len < sizeof r->a.seconds)
 			break;
-		memcpy(&r->seconds, p, sizeof r->seconds);
-		if ((r->text = malloc(len - sizeof r->seconds + 1))) {
-			r->text_len = len - sizeof r->seconds;
-			memcpy(r->text, p + sizeof r->seconds, r->text_len);
-			r->text[r->text_len] = 0;
+		memcpy(&r->a.seconds, p, sizeof r->a.seconds);
+		if ((r->a.text = malloc(len - sizeof r->a.seconds + 1))) {
+			r->a.len = len - sizeof r->a.seconds;
+			memcpy(r->a.text, p + sizeof r->a.seconds, r->a.len);
+			r->a.text[r->a.len] = 0;
 			r->done = 1;
 			r->st = PM_OK;
 		} else {
@@ -368,16 +394,24 @@ static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, stru
 	}
 }
 
+void isolate_answer_finish(struct isolate_answer *a)
+{
+	if (!a)
+		return;
+	free(a->text);
+	free(a->summary);
+	memset(a, 0, sizeof *a);
+}
+
 enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_options *o,
-			   char **text, size_t *len, double *seconds, struct pm_error *err)
+			   struct isolate_answer *out, struct pm_error *err)
 {
 	struct reader r = {0};
 	int fds[2], status = 0, why;
 	enum pm_status st;
 	pid_t pid;
 
-	*text = NULL;
-	*len = 0;
+	memset(out, 0, sizeof *out);
 	if (pipe2(fds, O_CLOEXEC))
 		return error_set(err, PM_ERR_INTERNAL, "", "cannot make a pipe: %s",
 				 strerror(errno));
@@ -399,11 +433,8 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 	} else if (why == 3) {
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory reading a worker's answer");
 	} else if (r.done && r.st == PM_OK) {
-		*text = r.text;
-		*len = r.text_len;
-		if (seconds)
-			*seconds = r.seconds;
-		r.text = NULL;
+		*out = r.a;
+		memset(&r.a, 0, sizeof r.a);
 		st = PM_OK;
 	} else if (r.done) {
 		*err = r.err;
@@ -414,7 +445,7 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 		death_error(status, why == 2, o, err);
 		st = err->status;
 	}
-	free(r.text);
+	isolate_answer_finish(&r.a);
 	free(r.buf);
 	return st;
 }

@@ -183,12 +183,13 @@ static enum pm_status analysis_body(void *arg, struct isolate_child *c, json_t *
 /* Loads the analysis request and its dataset, and runs the pipeline in a
  * worker process; *result is its text. */
 static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
-				   char **result, double *seconds, struct pm_error *err)
+				   struct isolate_answer *a, struct pm_error *err)
 {
+	/* what ?view=summary leaves out of a result (SPEC section 6) */
+	static const char *const drop[] = {"posterior", "rules", "statements", "risk", NULL};
 	struct analysis_work w = {0};
 	struct isolate_options io;
 	json_t *req = NULL;
-	size_t len;
 	enum pm_status st = load(j, an, &w.ds, &req, err);
 
 	if (st)
@@ -197,7 +198,8 @@ static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct 
 	w.knowledge = json_object_get(req, "knowledge");
 	w.solver = json_object_get(req, "solver");
 	isolate_options_of(j, s, w.ds, &io);
-	st = isolate_run(analysis_body, &w, &io, result, &len, seconds, err);
+	io.summary_drop = drop;
+	st = isolate_run(analysis_body, &w, &io, a, err);
 	codec_request_field(err);
 out:
 	store_dataset_release(j->store, w.ds);
@@ -274,14 +276,13 @@ static enum pm_status sweep_body(void *arg, struct isolate_child *c, json_t **ou
 /* Loads the sweep request and its dataset, and runs the sweep in a worker
  * process; *result is the points' text. */
 static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct store_row *sw,
-				char **result, struct pm_error *err)
+				struct isolate_answer *a, struct pm_error *err)
 {
 	struct sweep_request q = {0};
 	struct sweep_work w = {.q = &q};
 	struct sweep_ctx c = {j, s, json_array()};
 	struct isolate_options io;
 	json_t *req = NULL;
-	size_t len;
 	enum pm_status st = load(j, sw, &w.ds, &req, err);
 
 	job_options(j, &w.o);
@@ -299,7 +300,7 @@ static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct sto
 		io.ctx = &c;
 		if (io.deadline > 0) /* the time limit is each point's */
 			io.deadline = (double)n * (j->o.time_limit + j->o.stall) + 60;
-		st = isolate_run(sweep_body, &w, &io, result, &len, NULL, err);
+		st = isolate_run(sweep_body, &w, &io, a, err);
 	}
 	json_decref(c.points);
 	json_decref(req);
@@ -311,15 +312,16 @@ static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct sto
 /* Records how the run ended, if this attempt still owns the job (a
  * DELETE may have cancelled it meanwhile, or its lease ran out and
  * another node took it: then the outcome is dropped). */
-static void finish(struct jobs *j, struct slot *s, enum pm_status st, const char *result,
-		   double seconds, struct pm_error *err)
+static void finish(struct jobs *j, struct slot *s, enum pm_status st,
+		   const struct isolate_answer *a, struct pm_error *err)
 {
 	struct pm_error ignored = {0};
 	char *problem = NULL;
 	const char *to = "failed", *text = NULL;
+	enum pm_status stored;
 
 	if (st == PM_OK) {
-		text = result;
+		text = a->text;
 		to = "succeeded";
 	} else if (st == PM_ERR_CANCELLED) {
 		pthread_mutex_lock(&j->mu);
@@ -328,7 +330,12 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, const char
 	} else {
 		text = problem = problem_text(err);
 	}
-	if (store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored)) {
+	if (st == PM_OK && !is_sweep(s->id))
+		stored = store_analysis_succeed(j->store, s->id, j->node, s->attempt, a->text, a->len,
+						a->summary, &ignored);
+	else
+		stored = store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored);
+	if (stored) {
 		pthread_mutex_lock(&j->mu);
 		/* a result (not a cancel's end) of a job no longer this attempt's */
 		j->dropped += ignored.status == PM_ERR_CONFLICT && st != PM_ERR_CANCELLED;
@@ -338,7 +345,7 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st, const char
 		if (st == PM_OK) {
 			j->succeeded++;
 			j->solves++;
-			j->solve_seconds += seconds;
+			j->solve_seconds += a->seconds;
 		} else if (st != PM_ERR_CANCELLED) {
 			j->failed++; /* a cancel was counted where it was asked */
 		}
@@ -351,16 +358,13 @@ static void process(struct jobs *j, struct slot *s)
 {
 	struct store_row an = {0};
 	struct pm_error err = {0};
-	char *result = NULL;
-	double seconds = 0;
+	struct isolate_answer a = {0};
 	enum pm_status st = get_job(j, s->id, &an, &err);
 
-	if (!st && is_sweep(s->id))
-		st = run_sweep(j, s, &an, &result, &err);
-	else if (!st)
-		st = run_analysis(j, s, &an, &result, &seconds, &err);
-	finish(j, s, st, result, seconds, &err);
-	free(result);
+	if (!st)
+		st = (is_sweep(s->id) ? run_sweep : run_analysis)(j, s, &an, &a, &err);
+	finish(j, s, st, &a, &err);
+	isolate_answer_finish(&a);
 	store_row_finish(&an);
 }
 

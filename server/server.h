@@ -133,6 +133,11 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 /* Monotonic clock in seconds. */
 double pipeline_now(void);
 
+/* FNV-1a (64 bits) of n bytes, going on from h (PM_HASH_INIT to start):
+ * the ETags of responses and the tags of stored results (http_util.c). */
+#define PM_HASH_INIT 0xcbf29ce484222325u
+uint64_t pm_hash(uint64_t h, const void *p, size_t n);
+
 /* ---- datadir.c ---------------------------------------------------------- */
 
 /* Creates the data directory dir (mkdir -p, 0700) and takes its lock
@@ -326,6 +331,51 @@ enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct 
 /* The same for the sweeps. */
 enum pm_status store_sweep_counts(struct store *s, int64_t counts[5], struct pm_error *err);
 
+/* ---- store_results.c ---------------------------------------------------- */
+
+/*
+ * An analysis's result is stored in chunks of STORE_RESULT_CHUNK bytes,
+ * with its length, its tag (store_text_tag of the text) and its summary
+ * on the row, so that a GET streams it, a 304 reads the row alone and a
+ * summary never reads the chunks. store_analysis_get still gives the
+ * whole text.
+ */
+#define STORE_RESULT_CHUNK ((size_t)1 << 20)
+#define STORE_TAG_SIZE	   17 /* 16 hex digits and the NUL */
+/* The tag of a text: its FNV-1a hash (pm_hash) in hex. */
+void store_text_tag(const char *text, size_t len, char out[STORE_TAG_SIZE]);
+/* The end of an attempt that succeeded: store_job_finish to "succeeded"
+ * with the result text[0 .. len) in chunks and summary (JSON text; may be
+ * NULL) on the row. PM_ERR_CONFLICT when the attempt no longer owns it. */
+enum pm_status store_analysis_succeed(struct store *s, const char *id, const char *owner,
+				      int attempt, const char *text, size_t len,
+				      const char *summary, struct pm_error *err);
+/* What the row says of its result (store_analysis_head). */
+struct store_result {
+	int64_t len;		       /* bytes; -1: none in chunks */
+	char tag[STORE_TAG_SIZE];      /* "" without */
+	char *summary;		       /* JSON text, owned; NULL without */
+	int64_t request_len;	       /* bytes of the request text */
+	int legacy;		       /* the result is in the row (schema < 6) */
+};
+void store_result_finish(struct store_result *m);
+/* The analysis without its request and result (row's request and result
+ * NULL; both the caller's, store_row_finish and store_result_finish),
+ * and what it says of them. */
+enum pm_status store_analysis_head(struct store *s, const char *id, const char *tenant,
+				   struct store_row *row, struct store_result *meta,
+				   struct pm_error *err);
+/* Chunk seq (from 0) of the analysis's result, and its request text:
+ * *out NUL-terminated, the caller's; *len its bytes. */
+enum pm_status store_result_chunk(struct store *s, const char *id, int64_t seq, char **out,
+				  size_t *len, struct pm_error *err);
+enum pm_status store_analysis_request(struct store *s, const char *id, char **out, size_t *len,
+				      struct pm_error *err);
+/* The whole result of len bytes (from store_analysis_head), read chunk by
+ * chunk into *out (caller frees). */
+enum pm_status store_result_text(struct store *s, const char *id, int64_t len, char **out,
+				 struct pm_error *err);
+
 /* ---- store_sweeps.c ----------------------------------------------------- */
 
 /*
@@ -388,21 +438,33 @@ struct isolate_options {
 	int (*point)(void *ctx, size_t at, const char *json, size_t n);
 	int (*cancelled)(void *ctx);
 	void *ctx;
+	/* top-level keys (NULL-terminated) the answer's summary leaves out;
+	 * NULL: no summary */
+	const char *const *summary_drop;
 	/* tests only: the child raises this signal before the body runs */
 	int test_signal;
 };
 
+/* What a body answered, as compact JSON text with exact reals. */
+struct isolate_answer {
+	char *text; /* the result (NUL-terminated), len bytes */
+	size_t len;
+	char *summary;	/* the result without summary_drop's keys, or NULL */
+	double seconds; /* its top-level "seconds" (0 without) */
+};
+/* Frees what a holds; NULL is a no-op. */
+void isolate_answer_finish(struct isolate_answer *a);
+
 /*
- * Runs body(arg) in a child process. PM_OK: *text is the result as
- * compact JSON text with exact reals (caller frees; *len its length),
- * *seconds (may be NULL) its top-level "seconds" (0 without one).
+ * Runs body(arg) in a child process. PM_OK: *out is its answer (the
+ * caller's: isolate_answer_finish).
  * Otherwise err holds the body's own error, or why the child died: the
  * signal (PM_ERR_INTERNAL), the deadline (PM_ERR_INTERNAL), the memory
  * limit (PM_ERR_NOMEM, naming it); PM_ERR_CANCELLED when a callback asked;
  * PM_ERR_BUSY when no process could be made.
  */
 enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_options *o,
-			   char **text, size_t *len, double *seconds, struct pm_error *err);
+			   struct isolate_answer *out, struct pm_error *err);
 /* In the child: a solver progress callback (solver_options.progress with
  * the child as its ctx), relaying each change of phase or iterations. */
 int isolate_progress(void *ctx, const struct solver_progress *p);

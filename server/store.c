@@ -39,9 +39,10 @@ static const char *const SQL[Q_DS_INSERT] = {
     [Q_AN_GET] = "SELECT seq, id, tenant, dataset_id, status, request, result, problem,"
 		 " attempts, created, updated, crashes, progress FROM analyses"
 		 " WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = CAST(?2 AS TEXT))",
-    /* Results can be megabytes (the posterior), so a page of them could
-     * exhaust memory: lists leave result NULL, store_analysis_get has it. */
-    [Q_AN_LIST] = "SELECT seq, id, tenant, dataset_id, status, request, NULL, problem,"
+    /* Results and requests can be megabytes (the posterior, statements),
+     * so a page of them could exhaust memory: lists leave them NULL,
+     * store_analysis_get has them. */
+    [Q_AN_LIST] = "SELECT seq, id, tenant, dataset_id, status, NULL, NULL, problem,"
 		  " attempts, created, updated, crashes, progress FROM analyses"
 		  " WHERE dataset_id = ?1 AND tenant = ?2 AND seq > ?3 ORDER BY seq LIMIT ?4",
     /* result is set only by succeeded and problem only by failed, so
@@ -90,8 +91,12 @@ static const char *query_sql(enum query q, int *n_params)
 		*n_params = store_sweep_params[q - Q_SW_INSERT];
 		return store_sweep_sql[q - Q_SW_INSERT];
 	}
-	*n_params = store_jobs_params[q - Q_AN_CLAIM];
-	return store_jobs_sql[q - Q_AN_CLAIM];
+	if (q < Q_RS_SUCCEED) {
+		*n_params = store_jobs_params[q - Q_AN_CLAIM];
+		return store_jobs_sql[q - Q_AN_CLAIM];
+	}
+	*n_params = store_result_params[q - Q_RS_SUCCEED];
+	return store_result_sql[q - Q_RS_SUCCEED];
 }
 
 /* The cached statement for q, with no bindings. */
@@ -228,7 +233,7 @@ static int64_t col_int(struct store *s, struct db_stmt *st, int i)
 	return s->db->ops->col_int64(st, i);
 }
 
-static int read_analysis(struct store *s, struct db_stmt *st, struct store_row *r)
+int store_read_analysis(struct store *s, struct db_stmt *st, struct store_row *r)
 {
 	memset(r, 0, sizeof *r);
 	r->seq = col_int(s, st, 0);
@@ -432,7 +437,7 @@ enum pm_status store_get_row(struct store *s, enum query q, const char *what, co
 	store_bind_str(s, st, 2, tenant);
 	if (q == Q_DS_GET)
 		store_bind_int(s, st, 3, with_body != 0);
-	ret = fetch_all(s, st, q == Q_DS_GET ? store_read_dataset : read_analysis, &rows, &n, err);
+	ret = fetch_all(s, st, q == Q_DS_GET ? store_read_dataset : store_read_analysis, &rows, &n, err);
 	if (!ret && n == 0)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", what, id);
 	else if (!ret)
@@ -474,7 +479,7 @@ enum pm_status store_list_rows(struct store *s, enum query q, const char *datase
 	store_bind_str(s, st, first, tenant);
 	store_bind_int(s, st, first + 1, after);
 	store_bind_int(s, st, first + 2, limit_of(limit));
-	ret = fetch_all(s, st, q == Q_DS_LIST ? store_read_dataset : read_analysis, rows, n, err);
+	ret = fetch_all(s, st, q == Q_DS_LIST ? store_read_dataset : store_read_analysis, rows, n, err);
 out:
 	ret = store_tx_end(s, ret, err);
 	if (ret) {
@@ -555,7 +560,14 @@ enum pm_status store_job_get(struct store *s, const struct store_jobs *t, const 
 enum pm_status store_analysis_get(struct store *s, const char *id, const char *tenant,
 				  struct store_row *out, struct pm_error *err)
 {
-	return store_job_get(s, &ANALYSES, id, tenant, out, err);
+	enum pm_status ret = store_job_get(s, &ANALYSES, id, tenant, out, err);
+
+	/* a result stored in chunks (store_results.c) */
+	if (!ret && !out->result && !strcmp(out->status, "succeeded"))
+		ret = store_result_load(s, id, &out->result, err);
+	if (ret)
+		store_row_finish(out);
+	return ret;
 }
 
 enum pm_status store_analysis_list(struct store *s, const char *dataset_id, const char *tenant,

@@ -70,6 +70,12 @@ enum query {
 	Q_AN_REAP,
 	Q_SW_REAP,
 	Q_QUEUED,
+	/* store_results.c (store_result_sql): results in chunks */
+	Q_RS_SUCCEED,
+	Q_RS_CHUNK_PUT,
+	Q_RS_CHUNK_GET,
+	Q_RS_HEAD,
+	Q_RS_REQUEST,
 	Q_COUNT
 };
 
@@ -103,8 +109,11 @@ extern const int store_dataset_params[Q_SW_INSERT - Q_DS_INSERT];
 extern const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT];
 extern const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT];
 /* The same of Q_AN_CLAIM .. Q_QUEUED (store_jobs.c). */
-extern const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM];
-extern const int store_jobs_params[Q_COUNT - Q_AN_CLAIM];
+extern const char *const store_jobs_sql[Q_RS_SUCCEED - Q_AN_CLAIM];
+extern const int store_jobs_params[Q_RS_SUCCEED - Q_AN_CLAIM];
+/* The same of Q_RS_SUCCEED .. Q_RS_REQUEST (store_results.c). */
+extern const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED];
+extern const int store_result_params[Q_COUNT - Q_RS_SUCCEED];
 /* The cached statement of q (store.c); bind, step (store_step), then
  * store_release. */
 enum pm_status store_prep(struct store *s, enum query q, struct db_stmt **st, struct pm_error *err);
@@ -138,6 +147,12 @@ enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t
 
 /* Reads one result row into a store_row; 0 or -1 out of memory. */
 typedef int (*store_row_reader)(struct store *s, struct db_stmt *st, struct store_row *r);
+/* An analysis row of Q_AN_GET, Q_AN_LIST or Q_RS_HEAD (store.c). */
+int store_read_analysis(struct store *s, struct db_stmt *st, struct store_row *r);
+/* The result text of a succeeded analysis stored in chunks (*out NULL
+ * when it is in the row, stored before schema version 6; caller frees). */
+enum pm_status store_result_load(struct store *s, const char *id, char **out,
+				 struct pm_error *err);
 /* A dataset row of Q_DS_GET or Q_DS_LIST (store_datasets.c). */
 int store_read_dataset(struct store *s, struct db_stmt *st, struct store_row *r);
 /* Text column i copied into *dst (NULL stays NULL); -1 out of memory. */

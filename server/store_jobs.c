@@ -47,7 +47,7 @@
 	" WHERE status = 'running' AND (?4 = 1 OR lease_until IS NULL OR lease_until < now_ms())"  \
 	" RETURNING id, status"
 
-const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM] = {
+const char *const store_jobs_sql[Q_RS_SUCCEED - Q_AN_CLAIM] = {
     [Q_AN_CLAIM - Q_AN_CLAIM] = CLAIM("analyses", ""),
     /* a sweep's run starts over: no points */
     [Q_SW_CLAIM - Q_AN_CLAIM] = CLAIM("sweeps", ", points = NULL"),
@@ -64,7 +64,7 @@ const char *const store_jobs_sql[Q_COUNT - Q_AN_CLAIM] = {
 			      " + (SELECT count(*) FROM sweeps WHERE status = 'queued')",
 };
 
-const int store_jobs_params[Q_COUNT - Q_AN_CLAIM] = {
+const int store_jobs_params[Q_RS_SUCCEED - Q_AN_CLAIM] = {
     [Q_AN_CLAIM - Q_AN_CLAIM] = 4, [Q_SW_CLAIM - Q_AN_CLAIM] = 4,  [Q_AN_BEAT - Q_AN_CLAIM] = 5,
     [Q_SW_BEAT - Q_AN_CLAIM] = 5,  [Q_AN_FINISH - Q_AN_CLAIM] = 6, [Q_SW_FINISH - Q_AN_CLAIM] = 6,
     [Q_AN_REAP - Q_AN_CLAIM] = 4,  [Q_SW_REAP - Q_AN_CLAIM] = 4,   [Q_QUEUED - Q_AN_CLAIM] = 0,

@@ -7,7 +7,7 @@
 
 /* Bumped whenever the schema changes; open refuses newer databases and
  * migrates older ones (schema). */
-#define STORE_SCHEMA_VERSION 5
+#define STORE_SCHEMA_VERSION 6
 
 /* The first tables (schema version 2), SEQ the key's type. */
 #define SCHEMA(SEQ)                                                                                \
@@ -55,6 +55,17 @@
 	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
 	" seq INTEGER NOT NULL, data " BLOB " NOT NULL, PRIMARY KEY(dataset_id, seq));"
 
+/* 5 -> 6: an analysis's result in chunks, with its length, tag and
+ * summary on the row (store_results.c); result_len NULL is a result
+ * stored before, in the result column. */
+#define RESULTS(BLOB)                                                                              \
+	"ALTER TABLE analyses ADD COLUMN result_len BIGINT;"                                       \
+	"ALTER TABLE analyses ADD COLUMN result_tag TEXT;"                                          \
+	"ALTER TABLE analyses ADD COLUMN result_summary TEXT;"                                     \
+	"CREATE TABLE IF NOT EXISTS result_chunks("                                                \
+	" analysis_id TEXT NOT NULL REFERENCES analyses(id) ON DELETE CASCADE,"                    \
+	" seq INTEGER NOT NULL, data " BLOB " NOT NULL, PRIMARY KEY(analysis_id, seq));"
+
 /* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's
  * identity column. */
 #define SEQ_SQLITE   "INTEGER PRIMARY KEY AUTOINCREMENT"
@@ -76,6 +87,7 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 	    /* 3 -> 4: leases (now_ms() is db_sqlite.c's) */
 	    LEASES,
 	    CHUNKS("BLOB"),
+	    RESULTS("BLOB"),
 	},
     /* PostgreSQL came at version 3: a new database only */
     [DB_POSTGRES] =
@@ -87,6 +99,7 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 		   " AS 'SELECT CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)"
 		   " AS BIGINT)';",
 	    CHUNKS("BYTEA"),
+	    RESULTS("BYTEA"),
 	},
 };
 

@@ -118,34 +118,37 @@ static void test_result(void)
 	size_t n = (size_t)3 << 20; /* larger than a pipe holds */
 	struct seen s = {0};
 	struct isolate_options o = {.progress = on_progress, .point = on_point, .ctx = &s};
+	static const char *const drop[] = {"big", NULL};
 	struct pm_error err = {0};
-	char *text = NULL;
-	size_t len = 0;
-	double seconds = 0;
+	struct isolate_answer a;
 	json_t *j;
 
-	CHECK(isolate_run(body_ok, &n, &o, &text, &len, &seconds, &err) == PM_OK);
-	CHECK(text && len == strlen(text));
-	j = text ? json_loads(text, 0, NULL) : NULL;
+	o.summary_drop = drop;
+	CHECK(isolate_run(body_ok, &n, &o, &a, &err) == PM_OK);
+	CHECK(a.text && a.len == strlen(a.text));
+	j = a.text ? json_loads(a.text, 0, NULL) : NULL;
 	CHECK(j && strlen(json_string_value(json_object_get(j, "big"))) == n);
 	/* reals come back exact */
 	CHECK(j && json_real_value(json_object_get(j, "third")) == 1.0 / 3);
-	CHECK(seconds == 1.5);
+	CHECK(a.seconds == 1.5);
+	CHECK_STR(a.summary, "{\"seconds\":1.5,\"third\":0.33333333333333331}");
 	CHECK(s.progress == 1 && s.violation == 0.25);
 	CHECK(s.points == 2 && s.first_at == 1);
 	json_decref(j);
-	free(text);
+	isolate_answer_finish(&a);
+	o.summary_drop = NULL;
+	CHECK(isolate_run(body_ok, &n, &o, &a, &err) == PM_OK && !a.summary);
+	isolate_answer_finish(&a);
 }
 
 static void test_error(void)
 {
 	struct isolate_options o = {0};
 	struct pm_error err = {0};
-	char *text = NULL;
-	size_t len;
+	struct isolate_answer a;
 
-	CHECK(isolate_run(body_error, NULL, &o, &text, &len, NULL, &err) == PM_ERR_INCONSISTENT);
-	CHECK(err.status == PM_ERR_INCONSISTENT && !text);
+	CHECK(isolate_run(body_error, NULL, &o, &a, &err) == PM_ERR_INCONSISTENT);
+	CHECK(err.status == PM_ERR_INCONSISTENT && !a.text);
 	CHECK_STR(err.field, "rules[3]");
 	CHECK_STR(err.message, "no distribution satisfies them");
 }
@@ -155,34 +158,33 @@ static void test_crashes(void)
 {
 	struct isolate_options o = {0};
 	struct pm_error err = {0};
-	char *text = NULL;
-	size_t len, n = 10;
+	struct isolate_answer a;
+	size_t n = 10;
 	int one = 1;
 
-	CHECK(isolate_run(body_abort, NULL, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK(isolate_run(body_abort, NULL, &o, &a, &err) == PM_ERR_INTERNAL);
 	CHECK_CONTAINS(err.message, "signal 6 (SIGABRT)");
-	CHECK(isolate_run(body_segv, &one, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK(isolate_run(body_segv, &one, &o, &a, &err) == PM_ERR_INTERNAL);
 	CHECK_CONTAINS(err.message, "signal 11 (SIGSEGV)");
 	o.test_signal = SIGBUS; /* the tests' hook, before the body */
-	CHECK(isolate_run(body_ok, &n, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK(isolate_run(body_ok, &n, &o, &a, &err) == PM_ERR_INTERNAL);
 	CHECK_CONTAINS(err.message, "SIGBUS");
 	o.test_signal = 0;
-	CHECK(isolate_run(body_ok, &n, &o, &text, &len, NULL, &err) == PM_OK);
-	free(text);
+	CHECK(isolate_run(body_ok, &n, &o, &a, &err) == PM_OK);
+	isolate_answer_finish(&a);
 }
 
 static void test_memory(void)
 {
 	struct isolate_options o = {.memory = (size_t)256 << 20};
 	struct pm_error err = {0};
-	char *text = NULL;
-	size_t len;
+	struct isolate_answer a;
 
 	if (!isolate_memory_limited()) {
 		printf("memory limit not enforced in this build (sanitizer): skipped\n");
 		return;
 	}
-	CHECK(isolate_run(body_hog, NULL, &o, &text, &len, NULL, &err) == PM_ERR_NOMEM);
+	CHECK(isolate_run(body_hog, NULL, &o, &a, &err) == PM_ERR_NOMEM);
 	CHECK_CONTAINS(err.message, "at most 256 MiB");
 	CHECK_CONTAINS(err.message, "--worker-memory");
 }
@@ -192,16 +194,15 @@ static void test_deadline_and_cancel(void)
 	struct seen s = {.cancel_after = 5};
 	struct isolate_options o = {.deadline = 0.3};
 	struct pm_error err = {0};
-	char *text = NULL;
-	size_t len;
+	struct isolate_answer a;
 	double t0 = pipeline_now();
 
-	CHECK(isolate_run(body_hang, NULL, &o, &text, &len, NULL, &err) == PM_ERR_INTERNAL);
+	CHECK(isolate_run(body_hang, NULL, &o, &a, &err) == PM_ERR_INTERNAL);
 	CHECK_CONTAINS(err.message, "past its time limit");
 	CHECK(pipeline_now() - t0 < 5);
 	o = (struct isolate_options){.cancelled = on_cancel, .ctx = &s};
 	t0 = pipeline_now();
-	CHECK(isolate_run(body_hang, NULL, &o, &text, &len, NULL, &err) == PM_ERR_CANCELLED);
+	CHECK(isolate_run(body_hang, NULL, &o, &a, &err) == PM_ERR_CANCELLED);
 	CHECK(pipeline_now() - t0 < 5);
 }
 

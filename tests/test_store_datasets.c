@@ -192,13 +192,17 @@ static void test_upgrade(struct store **sp)
 
 	CHECK(store_dataset_insert(*sp, "ds_v4", "t1", "{\"v\":4}", text, &err) == PM_OK);
 	store_close(*sp);
-	CHECK(raw_sql("DROP TABLE dataset_chunks; ALTER TABLE datasets DROP COLUMN chunks") == 0);
+	/* back to version 4: without what versions 5 and 6 added */
+	CHECK(raw_sql("DROP TABLE result_chunks; ALTER TABLE analyses DROP COLUMN result_len;"
+		      "ALTER TABLE analyses DROP COLUMN result_tag;"
+		      "ALTER TABLE analyses DROP COLUMN result_summary;"
+		      "DROP TABLE dataset_chunks; ALTER TABLE datasets DROP COLUMN chunks") == 0);
 	CHECK(raw_sql(is_pg() ? "UPDATE pmaxent_schema SET version = 4; SELECT max(version) "
 				"FROM pmaxent_schema"
 			      : "PRAGMA user_version = 4; PRAGMA user_version") == 4);
 	*sp = open_store();
 	CHECK(raw_sql(is_pg() ? "SELECT max(version) FROM pmaxent_schema"
-			      : "PRAGMA user_version") == 5);
+			      : "PRAGMA user_version") == 6);
 	CHECK(store_dataset_parsed(*sp, "ds_v4", "t1", &back, &err) == PM_OK);
 	again = back ? text_of(back) : NULL;
 	CHECK(text && again && !strcmp(text, again));

@@ -228,6 +228,56 @@ static void test_nodes(const char *where, struct store *s)
 	CHECK(total == 201 && n_seen == 201 && dup == 0);
 }
 
+/* A result stored in chunks (store_results.c): only by the attempt that
+ * owns the job; its head (length, tag, summary) without the text; its
+ * chunks, which make the whole text again (bytes, not characters:
+ * UTF-8 in it); store_analysis_get's text; gone with the analysis. */
+static void test_results(struct store *s)
+{
+	size_t n = 2 * STORE_RESULT_CHUNK + STORE_RESULT_CHUNK / 2 + 3, len, got = 0;
+	char *text = malloc(n + 1), *part, tag[STORE_TAG_SIZE];
+	struct store_claim c;
+	struct store_row r = {0};
+	struct store_result m = {0};
+	struct pm_error err = {0};
+	int found, k;
+
+	for (size_t i = 0; i < n; i++)
+		text[i] = "ab\xc3\xa9{}"[i % 6];
+	text[n] = 0;
+	queue_n(s, "res", 1);
+	CHECK(store_job_claim(s, 0, "node1", 60000, 0, &c, &found, &err) == PM_OK && found);
+	CHECK_STR(c.id, "an_res_000");
+	CHECK(store_analysis_succeed(s, c.id, "node1", c.attempt + 1, text, n, "{}", &err) ==
+	      PM_ERR_CONFLICT);
+	CHECK(store_analysis_succeed(s, c.id, "node1", c.attempt, text, n, "{\"s\":1}", &err) ==
+	      PM_OK);
+	CHECK(store_analysis_head(s, c.id, "t", &r, &m, &err) == PM_OK);
+	store_text_tag(text, n, tag);
+	CHECK(m.len == (int64_t)n && !strcmp(m.tag, tag) && !m.legacy && m.request_len == 2);
+	CHECK_STR(m.summary, "{\"s\":1}");
+	CHECK_STR(r.status, "succeeded");
+	CHECK(!r.result && !r.request);
+	store_row_finish(&r);
+	store_result_finish(&m);
+	CHECK(store_analysis_head(s, c.id, "other", &r, &m, &err) == PM_ERR_NOT_FOUND);
+	for (k = 0; store_result_chunk(s, c.id, k, &part, &len, &err) == PM_OK; k++) {
+		CHECK(len == (k < 2 ? STORE_RESULT_CHUNK : n - 2 * STORE_RESULT_CHUNK));
+		CHECK(got + len <= n && !memcmp(part, text + got, len));
+		got += len;
+		free(part);
+	}
+	CHECK(k == 3 && got == n && err.status == PM_ERR_NOT_FOUND);
+	CHECK(store_analysis_request(s, c.id, &part, &len, &err) == PM_OK && len == 2);
+	free(part);
+	CHECK(store_analysis_get(s, c.id, "t", &r, &err) == PM_OK);
+	CHECK(r.result && strlen(r.result) == n && !strcmp(r.result, text));
+	store_row_finish(&r);
+	CHECK(store_dataset_delete(s, "ds_res", "t", &err) == PM_OK);
+	CHECK(store_result_chunk(s, c.id, 0, &part, &len, &err) == PM_ERR_NOT_FOUND);
+	free(text);
+}
+
 int main(int argc, char **argv)
 {
 	char dir[4096];
@@ -246,6 +296,7 @@ int main(int argc, char **argv)
 		/* several connections to one store: PostgreSQL's case */
 		if (argc > 1)
 			test_nodes(argv[1], s);
+		test_results(s);
 		store_close(s);
 	}
 	snprintf(dir, sizeof dir, "rm -rf '%s'", root);
