@@ -334,14 +334,15 @@ enum pm_status store_sweep_counts(struct store *s, int64_t counts[5], struct pm_
 /* ---- store_results.c ---------------------------------------------------- */
 
 /*
- * An analysis's result is stored in chunks of STORE_RESULT_CHUNK bytes,
- * with its length, its tag (store_text_tag of the text) and its summary
- * on the row, so that a GET streams it, a 304 reads the row alone and a
- * summary never reads the chunks. store_analysis_get still gives the
- * whole text.
+ * An analysis's request and result are stored in chunks of
+ * STORE_RESULT_CHUNK bytes, with their lengths and the result's tag
+ * (store_text_tag of the text) and summary on the row, so that a GET
+ * streams them, a 304 reads the row alone and a summary never reads the
+ * chunks. store_analysis_get still gives both whole.
  */
 #define STORE_RESULT_CHUNK ((size_t)1 << 20)
 #define STORE_TAG_SIZE	   17 /* 16 hex digits and the NUL */
+enum store_part { STORE_REQUEST = 0, STORE_RESULT = 1 };
 /* The tag of a text: its FNV-1a hash (pm_hash) in hex. */
 void store_text_tag(const char *text, size_t len, char out[STORE_TAG_SIZE]);
 /* The end of an attempt that succeeded: store_job_finish to "succeeded"
@@ -350,13 +351,15 @@ void store_text_tag(const char *text, size_t len, char out[STORE_TAG_SIZE]);
 enum pm_status store_analysis_succeed(struct store *s, const char *id, const char *owner,
 				      int attempt, const char *text, size_t len,
 				      const char *summary, struct pm_error *err);
-/* What the row says of its result (store_analysis_head). */
+/* What the row says of its texts (store_analysis_head). */
 struct store_result {
-	int64_t len;		       /* bytes; -1: none in chunks */
-	char tag[STORE_TAG_SIZE];      /* "" without */
-	char *summary;		       /* JSON text, owned; NULL without */
-	int64_t request_len;	       /* bytes of the request text */
-	int legacy;		       /* the result is in the row (schema < 6) */
+	int64_t request_len;	  /* bytes of the request in chunks; -1: none */
+	int64_t len;		  /* bytes of the result in chunks; -1: none */
+	char tag[STORE_TAG_SIZE]; /* the result's; "" without */
+	char *summary;		  /* JSON text, owned; NULL without */
+	/* a text is in the row (stored before schema 6): read the analysis
+	 * whole with store_analysis_get */
+	int legacy;
 };
 void store_result_finish(struct store_result *m);
 /* The analysis without its request and result (row's request and result
@@ -365,16 +368,15 @@ void store_result_finish(struct store_result *m);
 enum pm_status store_analysis_head(struct store *s, const char *id, const char *tenant,
 				   struct store_row *row, struct store_result *meta,
 				   struct pm_error *err);
-/* Chunk seq (from 0) of the analysis's result, and its request text:
- * *out NUL-terminated, the caller's; *len its bytes. */
-enum pm_status store_result_chunk(struct store *s, const char *id, int64_t seq, char **out,
-				  size_t *len, struct pm_error *err);
-enum pm_status store_analysis_request(struct store *s, const char *id, char **out, size_t *len,
-				      struct pm_error *err);
-/* The whole result of len bytes (from store_analysis_head), read chunk by
- * chunk into *out (caller frees). */
-enum pm_status store_result_text(struct store *s, const char *id, int64_t len, char **out,
-				 struct pm_error *err);
+/* Chunk seq (from 0) of an analysis's request or result: *out
+ * NUL-terminated, the caller's; *len its bytes. PM_ERR_NOT_FOUND past the
+ * last (or when the analysis is gone). */
+enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part part,
+				int64_t seq, char **out, size_t *len, struct pm_error *err);
+/* The whole text of len bytes (from store_analysis_head), chunk by chunk,
+ * into *out (caller frees). */
+enum pm_status store_text_read(struct store *s, const char *id, enum store_part part, int64_t len,
+				char **out, struct pm_error *err);
 
 /* ---- store_sweeps.c ----------------------------------------------------- */
 

@@ -532,14 +532,18 @@ enum pm_status store_job_insert(struct store *s, const struct store_jobs *t, con
 		goto out;
 	store_bind_str(s, st, 1, id);
 	store_bind_str(s, st, 2, dataset_id);
-	store_bind_str(s, st, 3, request);
+	/* an analysis's request goes in chunks (store_results.c) */
+	store_bind_str(s, st, 3, t == &ANALYSES ? NULL : request);
 	store_bind_int(s, st, 4, (int64_t)time(NULL));
 	store_bind_str(s, st, 5, tenant);
 	ret = store_run(s, st, &changes, err);
+	st = NULL;
 	if (ret == PM_ERR_CONFLICT)
 		ret = error_set(err, PM_ERR_CONFLICT, "", "%s \"%s\" already exists", t->what, id);
 	else if (!ret && changes == 0)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no dataset \"%s\"", dataset_id);
+	else if (!ret && t == &ANALYSES)
+		ret = store_request_put(s, id, request ? request : "", err);
 out:
 	return store_write_end(s, st, ret, err);
 }
@@ -562,9 +566,9 @@ enum pm_status store_analysis_get(struct store *s, const char *id, const char *t
 {
 	enum pm_status ret = store_job_get(s, &ANALYSES, id, tenant, out, err);
 
-	/* a result stored in chunks (store_results.c) */
-	if (!ret && !out->result && !strcmp(out->status, "succeeded"))
-		ret = store_result_load(s, id, &out->result, err);
+	/* texts stored in chunks (store_results.c) */
+	if (!ret && (!out->request || (!out->result && !strcmp(out->status, "succeeded"))))
+		ret = store_texts_load(s, out, err);
 	if (ret)
 		store_row_finish(out);
 	return ret;

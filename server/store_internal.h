@@ -72,10 +72,10 @@ enum query {
 	Q_QUEUED,
 	/* store_results.c (store_result_sql): results in chunks */
 	Q_RS_SUCCEED,
+	Q_RS_REQUEST_LEN,
 	Q_RS_CHUNK_PUT,
 	Q_RS_CHUNK_GET,
 	Q_RS_HEAD,
-	Q_RS_REQUEST,
 	Q_COUNT
 };
 
@@ -111,7 +111,7 @@ extern const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT];
 /* The same of Q_AN_CLAIM .. Q_QUEUED (store_jobs.c). */
 extern const char *const store_jobs_sql[Q_RS_SUCCEED - Q_AN_CLAIM];
 extern const int store_jobs_params[Q_RS_SUCCEED - Q_AN_CLAIM];
-/* The same of Q_RS_SUCCEED .. Q_RS_REQUEST (store_results.c). */
+/* The same of Q_RS_SUCCEED .. Q_RS_HEAD (store_results.c). */
 extern const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED];
 extern const int store_result_params[Q_COUNT - Q_RS_SUCCEED];
 /* The cached statement of q (store.c); bind, step (store_step), then
@@ -149,10 +149,13 @@ enum pm_status store_job_interrupted(struct store *s, const struct store_jobs *t
 typedef int (*store_row_reader)(struct store *s, struct db_stmt *st, struct store_row *r);
 /* An analysis row of Q_AN_GET, Q_AN_LIST or Q_RS_HEAD (store.c). */
 int store_read_analysis(struct store *s, struct db_stmt *st, struct store_row *r);
-/* The result text of a succeeded analysis stored in chunks (*out NULL
- * when it is in the row, stored before schema version 6; caller frees). */
-enum pm_status store_result_load(struct store *s, const char *id, char **out,
+/* An analysis's request (part 0) in chunks under id and its length on
+ * the row, in the caller's write transaction (store_results.c). */
+enum pm_status store_request_put(struct store *s, const char *id, const char *text,
 				 struct pm_error *err);
+/* The request and result of row (an analysis from Q_AN_GET) read from
+ * their chunks where the row has none (stored since schema 6). */
+enum pm_status store_texts_load(struct store *s, struct store_row *row, struct pm_error *err);
 /* A dataset row of Q_DS_GET or Q_DS_LIST (store_datasets.c). */
 int store_read_dataset(struct store *s, struct db_stmt *st, struct store_row *r);
 /* Text column i copied into *dst (NULL stays NULL); -1 out of memory. */

@@ -24,26 +24,23 @@ const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED] = {
 	" result_len = ?4, result_tag = CAST(?5 AS TEXT), result_summary = CAST(?6 AS TEXT),"
 	" owner = NULL, lease_until = NULL, progress = NULL, updated = ?7"
 	" WHERE id = ?1 AND owner = ?2 AND attempts = ?3 AND status = 'running'",
+    [Q_RS_REQUEST_LEN - Q_RS_SUCCEED] = "UPDATE analyses SET request_len = ?2 WHERE id = ?1",
     [Q_RS_CHUNK_PUT - Q_RS_SUCCEED] =
-	"INSERT INTO result_chunks(analysis_id, seq, data) VALUES (?1, ?2, ?3)",
+	"INSERT INTO analysis_texts(analysis_id, part, seq, data) VALUES (?1, ?2, ?3, ?4)",
     [Q_RS_CHUNK_GET - Q_RS_SUCCEED] =
-	"SELECT data FROM result_chunks WHERE analysis_id = ?1 AND seq = ?2",
+	"SELECT data FROM analysis_texts WHERE analysis_id = ?1 AND part = ?2 AND seq = ?3",
     /* the row without its request and result (columns as Q_AN_GET's),
-     * then the result's length, tag and summary, and the request's and
-     * the old result column's lengths */
+     * then the texts' lengths, the result's tag and summary */
     [Q_RS_HEAD - Q_RS_SUCCEED] =
 	"SELECT seq, id, tenant, dataset_id, status, NULL, NULL, problem,"
-	" attempts, created, updated, crashes, progress, result_len, result_tag,"
-	" result_summary, length(request), length(result) FROM analyses"
+	" attempts, created, updated, crashes, progress, request_len, result_len, result_tag,"
+	" result_summary FROM analyses"
 	" WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = CAST(?2 AS TEXT))",
-    [Q_RS_REQUEST - Q_RS_SUCCEED] = "SELECT request FROM analyses WHERE id = ?1",
 };
 const int store_result_params[Q_COUNT - Q_RS_SUCCEED] = {
-    [Q_RS_SUCCEED - Q_RS_SUCCEED] = 7,
-    [Q_RS_CHUNK_PUT - Q_RS_SUCCEED] = 3,
-    [Q_RS_CHUNK_GET - Q_RS_SUCCEED] = 2,
+    [Q_RS_SUCCEED - Q_RS_SUCCEED] = 7,	 [Q_RS_REQUEST_LEN - Q_RS_SUCCEED] = 2,
+    [Q_RS_CHUNK_PUT - Q_RS_SUCCEED] = 4, [Q_RS_CHUNK_GET - Q_RS_SUCCEED] = 3,
     [Q_RS_HEAD - Q_RS_SUCCEED] = 2,
-    [Q_RS_REQUEST - Q_RS_SUCCEED] = 1,
 };
 
 void store_text_tag(const char *text, size_t len, char out[STORE_TAG_SIZE])
@@ -51,9 +48,9 @@ void store_text_tag(const char *text, size_t len, char out[STORE_TAG_SIZE])
 	snprintf(out, STORE_TAG_SIZE, "%016" PRIx64, pm_hash(PM_HASH_INIT, text, len));
 }
 
-/* The chunks of text under id (in the caller's transaction). */
-static enum pm_status put_chunks(struct store *s, const char *id, const char *text, size_t len,
-				 struct pm_error *err)
+/* The chunks of text under id's part (in the caller's transaction). */
+static enum pm_status put_chunks(struct store *s, const char *id, enum store_part part,
+				 const char *text, size_t len, struct pm_error *err)
 {
 	enum pm_status ret = PM_OK;
 	struct db_stmt *st = NULL;
@@ -62,8 +59,9 @@ static enum pm_status put_chunks(struct store *s, const char *id, const char *te
 		if ((ret = store_prep(s, Q_RS_CHUNK_PUT, &st, err)))
 			break;
 		store_bind_str(s, st, 1, id);
-		store_bind_int(s, st, 2, (int64_t)k);
-		s->db->ops->bind_blob(st, 3, text + at,
+		store_bind_int(s, st, 2, part);
+		store_bind_int(s, st, 3, (int64_t)k);
+		s->db->ops->bind_blob(st, 4, text + at,
 				      len - at < STORE_RESULT_CHUNK ? len - at : STORE_RESULT_CHUNK);
 		ret = store_run(s, st, NULL, err);
 	}
@@ -95,22 +93,36 @@ enum pm_status store_analysis_succeed(struct store *s, const char *id, const cha
 		ret = error_set(err, PM_ERR_CONFLICT, "",
 				"job \"%s\" is no longer run by this attempt (%d)", id, attempt);
 	if (!ret)
-		ret = put_chunks(s, id, text, len, err);
+		ret = put_chunks(s, id, STORE_RESULT, text, len, err);
 	return store_write_end(s, st, ret, err);
+}
+
+enum pm_status store_request_put(struct store *s, const char *id, const char *text,
+				 struct pm_error *err)
+{
+	struct db_stmt *st = NULL;
+	size_t len = strlen(text);
+	enum pm_status ret = store_prep(s, Q_RS_REQUEST_LEN, &st, err);
+
+	if (!ret) {
+		store_bind_str(s, st, 1, id);
+		store_bind_int(s, st, 2, (int64_t)len);
+		ret = store_run(s, st, NULL, err);
+	}
+	return ret ? ret : put_chunks(s, id, STORE_REQUEST, text, len, err);
 }
 
 /* The head's columns past the row's (Q_RS_HEAD). */
 static enum pm_status read_meta(struct store *s, struct db_stmt *st, struct store_result *m,
 				struct pm_error *err)
 {
-	const char *tag = s->db->ops->col_text(st, 14);
-	const char *old = s->db->ops->col_text(st, 17);
+	const char *tag = s->db->ops->col_text(st, 15), *status = s->db->ops->col_text(st, 4);
 
-	m->len = s->db->ops->col_text(st, 13) ? s->db->ops->col_int64(st, 13) : -1;
+	m->request_len = s->db->ops->col_text(st, 13) ? s->db->ops->col_int64(st, 13) : -1;
+	m->len = s->db->ops->col_text(st, 14) ? s->db->ops->col_int64(st, 14) : -1;
 	snprintf(m->tag, sizeof m->tag, "%s", tag ? tag : "");
-	m->request_len = s->db->ops->col_int64(st, 16);
-	m->legacy = m->len < 0 && old;
-	if (store_col_str(s, st, 15, &m->summary))
+	m->legacy = m->request_len < 0 || (m->len < 0 && status && !strcmp(status, "succeeded"));
+	if (store_col_str(s, st, 16, &m->summary))
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory reading an analysis");
 	return PM_OK;
 }
@@ -156,9 +168,8 @@ void store_result_finish(struct store_result *m)
 	memset(m, 0, sizeof *m);
 }
 
-/* One text column of a one-row query by id, as *out (caller frees). */
-static enum pm_status one_text(struct store *s, enum query q, const char *id, int64_t seq,
-			       char **out, size_t *len, struct pm_error *err)
+enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part part,
+				int64_t seq, char **out, size_t *len, struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	enum pm_status ret;
@@ -169,23 +180,18 @@ static enum pm_status one_text(struct store *s, enum query q, const char *id, in
 	*out = NULL;
 	*len = 0;
 	pthread_mutex_lock(&s->lock);
-	ret = store_prep(s, q, &st, err);
+	ret = store_prep(s, Q_RS_CHUNK_GET, &st, err);
 	if (!ret) {
-		if (q == Q_RS_CHUNK_GET)
-			s->db->ops->binary_results(st);
+		s->db->ops->binary_results(st); /* its one column is the chunk */
 		store_bind_str(s, st, 1, id);
-		if (q == Q_RS_CHUNK_GET)
-			store_bind_int(s, st, 2, seq);
+		store_bind_int(s, st, 2, part);
+		store_bind_int(s, st, 3, seq);
 		ret = s->db->ops->step(st, &row, err);
 	}
-	if (!ret && row && q == Q_RS_CHUNK_GET) {
+	if (!ret && row)
 		p = s->db->ops->col_blob(st, 0, &n);
-	} else if (!ret && row) {
-		p = s->db->ops->col_text(st, 0);
-		n = p ? strlen(p) : 0;
-	}
 	if (!ret && !row)
-		ret = error_set(err, PM_ERR_NOT_FOUND, "", "analysis %s: no part %lld", id,
+		ret = error_set(err, PM_ERR_NOT_FOUND, "", "analysis %s: no chunk %lld", id,
 				(long long)seq);
 	else if (!ret && !(*out = malloc(n + 1)))
 		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory reading an analysis");
@@ -201,36 +207,24 @@ static enum pm_status one_text(struct store *s, enum query q, const char *id, in
 	return ret;
 }
 
-enum pm_status store_result_chunk(struct store *s, const char *id, int64_t seq, char **out,
-				  size_t *len, struct pm_error *err)
-{
-	return one_text(s, Q_RS_CHUNK_GET, id, seq, out, len, err);
-}
-
-enum pm_status store_analysis_request(struct store *s, const char *id, char **out, size_t *len,
-				      struct pm_error *err)
-{
-	return one_text(s, Q_RS_REQUEST, id, 0, out, len, err);
-}
-
-enum pm_status store_result_text(struct store *s, const char *id, int64_t len, char **out,
-				 struct pm_error *err)
+enum pm_status store_text_read(struct store *s, const char *id, enum store_part part, int64_t len,
+				char **out, struct pm_error *err)
 {
 	size_t have = 0, n;
-	char *text = malloc((size_t)len + 1), *part;
+	char *text = malloc((size_t)len + 1), *chunk;
 	enum pm_status ret = text ? PM_OK
 				  : error_set(err, PM_ERR_NOMEM, "", "out of memory reading a result");
 
 	for (int64_t k = 0; !ret && (int64_t)have < len; k++) {
-		if ((ret = store_result_chunk(s, id, k, &part, &n, err)))
+		if ((ret = store_text_chunk(s, id, part, k, &chunk, &n, err)))
 			break;
 		if (have + n > (size_t)len)
 			ret = error_set(err, PM_ERR_INTERNAL, "", "analysis %s: result longer than stored",
 					id);
 		else
-			memcpy(text + have, part, n);
+			memcpy(text + have, chunk, n);
 		have += n;
-		free(part);
+		free(chunk);
 	}
 	if (ret) {
 		free(text);
@@ -242,16 +236,17 @@ enum pm_status store_result_text(struct store *s, const char *id, int64_t len, c
 	return ret;
 }
 
-enum pm_status store_result_load(struct store *s, const char *id, char **out, struct pm_error *err)
+enum pm_status store_texts_load(struct store *s, struct store_row *row, struct pm_error *err)
 {
-	struct store_row row;
+	struct store_row head;
 	struct store_result m;
-	enum pm_status ret = store_analysis_head(s, id, NULL, &row, &m, err);
+	enum pm_status ret = store_analysis_head(s, row->id, NULL, &head, &m, err);
 
-	*out = NULL;
-	if (!ret && m.len >= 0)
-		ret = store_result_text(s, id, m.len, out, err);
-	store_row_finish(&row);
+	if (!ret && !row->request && m.request_len >= 0)
+		ret = store_text_read(s, row->id, STORE_REQUEST, m.request_len, &row->request, err);
+	if (!ret && !row->result && m.len >= 0)
+		ret = store_text_read(s, row->id, STORE_RESULT, m.len, &row->result, err);
+	store_row_finish(&head);
 	store_result_finish(&m);
 	return ret;
 }

@@ -55,16 +55,18 @@
 	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
 	" seq INTEGER NOT NULL, data " BLOB " NOT NULL, PRIMARY KEY(dataset_id, seq));"
 
-/* 5 -> 6: an analysis's result in chunks, with its length, tag and
- * summary on the row (store_results.c); result_len NULL is a result
- * stored before, in the result column. */
-#define RESULTS(BLOB)                                                                              \
+/* 5 -> 6: an analysis's request and result in chunks (part 0 and 1),
+ * with their lengths, the result's tag and summary on the row
+ * (store_results.c); a length NULL is a text stored before, in the row. */
+#define TEXTS(BLOB)                                                                                \
+	"ALTER TABLE analyses ADD COLUMN request_len BIGINT;"                                      \
 	"ALTER TABLE analyses ADD COLUMN result_len BIGINT;"                                       \
-	"ALTER TABLE analyses ADD COLUMN result_tag TEXT;"                                          \
+	"ALTER TABLE analyses ADD COLUMN result_tag TEXT;"                                         \
 	"ALTER TABLE analyses ADD COLUMN result_summary TEXT;"                                     \
-	"CREATE TABLE IF NOT EXISTS result_chunks("                                                \
+	"CREATE TABLE IF NOT EXISTS analysis_texts("                                               \
 	" analysis_id TEXT NOT NULL REFERENCES analyses(id) ON DELETE CASCADE,"                    \
-	" seq INTEGER NOT NULL, data " BLOB " NOT NULL, PRIMARY KEY(analysis_id, seq));"
+	" part INTEGER NOT NULL, seq INTEGER NOT NULL, data " BLOB " NOT NULL,"                   \
+	" PRIMARY KEY(analysis_id, part, seq));"
 
 /* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's
  * identity column. */
@@ -87,7 +89,7 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 	    /* 3 -> 4: leases (now_ms() is db_sqlite.c's) */
 	    LEASES,
 	    CHUNKS("BLOB"),
-	    RESULTS("BLOB"),
+	    TEXTS("BLOB"),
 	},
     /* PostgreSQL came at version 3: a new database only */
     [DB_POSTGRES] =
@@ -99,7 +101,7 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 		   " AS 'SELECT CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)"
 		   " AS BIGINT)';",
 	    CHUNKS("BYTEA"),
-	    RESULTS("BYTEA"),
+	    TEXTS("BYTEA"),
 	},
 };
 

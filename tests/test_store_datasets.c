@@ -193,7 +193,8 @@ static void test_upgrade(struct store **sp)
 	CHECK(store_dataset_insert(*sp, "ds_v4", "t1", "{\"v\":4}", text, &err) == PM_OK);
 	store_close(*sp);
 	/* back to version 4: without what versions 5 and 6 added */
-	CHECK(raw_sql("DROP TABLE result_chunks; ALTER TABLE analyses DROP COLUMN result_len;"
+	CHECK(raw_sql("DROP TABLE analysis_texts; ALTER TABLE analyses DROP COLUMN result_len;"
+		      "ALTER TABLE analyses DROP COLUMN request_len;"
 		      "ALTER TABLE analyses DROP COLUMN result_tag;"
 		      "ALTER TABLE analyses DROP COLUMN result_summary;"
 		      "DROP TABLE dataset_chunks; ALTER TABLE datasets DROP COLUMN chunks") == 0);

@@ -255,26 +255,29 @@ static void test_results(struct store *s)
 	CHECK(store_analysis_head(s, c.id, "t", &r, &m, &err) == PM_OK);
 	store_text_tag(text, n, tag);
 	CHECK(m.len == (int64_t)n && !strcmp(m.tag, tag) && !m.legacy && m.request_len == 2);
+	CHECK(store_text_chunk(s, c.id, STORE_REQUEST, 0, &part, &len, &err) == PM_OK);
+	CHECK_STR(part, "{}");
+	free(part);
 	CHECK_STR(m.summary, "{\"s\":1}");
 	CHECK_STR(r.status, "succeeded");
 	CHECK(!r.result && !r.request);
 	store_row_finish(&r);
 	store_result_finish(&m);
 	CHECK(store_analysis_head(s, c.id, "other", &r, &m, &err) == PM_ERR_NOT_FOUND);
-	for (k = 0; store_result_chunk(s, c.id, k, &part, &len, &err) == PM_OK; k++) {
+	for (k = 0; store_text_chunk(s, c.id, STORE_RESULT, k, &part, &len, &err) == PM_OK; k++) {
 		CHECK(len == (k < 2 ? STORE_RESULT_CHUNK : n - 2 * STORE_RESULT_CHUNK));
 		CHECK(got + len <= n && !memcmp(part, text + got, len));
 		got += len;
 		free(part);
 	}
 	CHECK(k == 3 && got == n && err.status == PM_ERR_NOT_FOUND);
-	CHECK(store_analysis_request(s, c.id, &part, &len, &err) == PM_OK && len == 2);
-	free(part);
 	CHECK(store_analysis_get(s, c.id, "t", &r, &err) == PM_OK);
 	CHECK(r.result && strlen(r.result) == n && !strcmp(r.result, text));
+	CHECK_STR(r.request, "{}");
 	store_row_finish(&r);
 	CHECK(store_dataset_delete(s, "ds_res", "t", &err) == PM_OK);
-	CHECK(store_result_chunk(s, c.id, 0, &part, &len, &err) == PM_ERR_NOT_FOUND);
+	CHECK(store_text_chunk(s, c.id, STORE_RESULT, 0, &part, &len, &err) == PM_ERR_NOT_FOUND);
+	CHECK(store_text_chunk(s, c.id, STORE_REQUEST, 0, &part, &len, &err) == PM_ERR_NOT_FOUND);
 	free(text);
 }
 
