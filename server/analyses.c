@@ -8,6 +8,7 @@
 #define _GNU_SOURCE /* POLLRDHUP */
 #include <math.h>
 #include <microhttpd.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,6 +198,118 @@ static void analysis_respond(struct http_server *h, struct http_response *res, u
 	buf[k++] = '\n';
 	free(env);
 	http_take(res, status, "application/json", buf, k);
+}
+
+/* The ETag of an analysis as stored: its envelope (status, times,
+ * attempts, progress, problem), its result's tag and the view, so that a
+ * 304 reads the row alone. */
+static void analysis_etag(const char *env, size_t n, const struct store_result *m,
+			  const char *view, char *out, size_t size)
+{
+	uint64_t x = pm_hash(PM_HASH_INIT, env, n);
+
+	x = pm_hash(x, m->tag, strlen(m->tag));
+	x = pm_hash(x, view, strlen(view) + 1);
+	snprintf(out, size, "\"%016" PRIx64 "\"", x);
+}
+
+/* ?view=summary: the envelope and the stored summary of the result (no
+ * request, posterior, rules, statements or risk); env is taken. */
+static void summary_respond(struct http_response *res, char *env, size_t n,
+			    const struct store_result *m)
+{
+	size_t k = m->summary ? strlen(m->summary) : 0;
+	char *buf = realloc(env, n + k + 16);
+
+	if (!buf) {
+		free(env);
+		http_oom(res);
+		return;
+	}
+	n--; /* the closing brace */
+	if (m->summary) {
+		n += (size_t)sprintf(buf + n, ",\"result\":");
+		memcpy(buf + n, m->summary, k);
+		n += k;
+	}
+	buf[n++] = '}';
+	buf[n++] = '\n';
+	http_take(res, 200, "application/json", buf, n);
+}
+
+/* A result stored before schema 6 (in the row): read whole; its summary
+ * is made here, once per GET (such rows only get fewer). */
+static void legacy_respond(struct http_server *h, const struct http_request *r, int summary,
+			   struct http_response *res)
+{
+	static const char *const drop[] = {"posterior", "rules", "statements", "risk"};
+	struct store_row row = {0};
+	struct pm_error err = {0};
+	json_t *j = NULL;
+
+	if (store_analysis_get(h->store, r->id, r->tenant, &row, &err)) {
+		api_store_failed(res, r, &err);
+		return;
+	}
+	if (summary) {
+		free(row.request);
+		row.request = NULL;
+		if (row.result && (j = json_loads(row.result, 0, NULL))) {
+			for (size_t i = 0; i < sizeof drop / sizeof *drop; i++)
+				json_object_del(j, drop[i]);
+			free(row.result);
+			row.result = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+			json_decref(j);
+		}
+	}
+	analysis_respond(h, res, 200, &row);
+	store_row_finish(&row);
+}
+
+/* GET /v1/analyses/{id}[?view=summary|full]: from the row's head, with
+ * its ETag before any text is read; the full view streams the request
+ * and the result (result_stream.c), never parsed. */
+static void analysis_get(struct http_server *h, const struct http_request *r,
+			 struct http_response *res)
+{
+	const char *view = http_query(r, "view");
+	struct store_row row = {0};
+	struct store_result m = {0};
+	struct pm_error err = {0};
+	json_t *o = NULL;
+	char *env = NULL;
+	size_t n;
+
+	if (view && strcmp(view, "summary") && strcmp(view, "full")) {
+		http_problem(res, 400, "view", "must be \"summary\" or \"full\", got \"%.64s\"", view);
+		return;
+	}
+	view = view ? view : "full";
+	if (store_analysis_head(h->store, r->id, r->tenant, &row, &m, &err)) {
+		api_store_failed(res, r, &err);
+		return;
+	}
+	if (m.legacy) {
+		legacy_respond(h, r, !strcmp(view, "summary"), res);
+		goto out;
+	}
+	if (!(o = analysis_json(h, &row, 1)) ||
+	    !(env = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15))) || (n = strlen(env)) < 2) {
+		free(env);
+		http_oom(res);
+		goto out;
+	}
+	if (strcmp(row.status, "succeeded"))
+		m.len = -1; /* a result only once succeeded */
+	analysis_etag(env, n, &m, view, res->etag, sizeof res->etag);
+	if (!strcmp(view, "summary"))
+		summary_respond(res, env, n, &m);
+	else
+		result_stream_respond(h, res, r->id, env, n - 1, &m);
+out:
+	json_decref(o);
+	store_row_finish(&row);
+	store_result_finish(&m);
 }
 
 /* Reads the request of POST /v1/datasets/{id}/analyses (an empty body is
@@ -606,7 +719,10 @@ void analyses_handle(struct http_server *h, const struct http_request *r, struct
 		(post ? analysis_create : analysis_list)(h, r, res);
 		break;
 	case ROUTE_ANALYSIS:
-		(del ? api_job_delete : api_job_get)(h, r, &ANALYSES, res);
+		if (del)
+			api_job_delete(h, r, &ANALYSES, res);
+		else
+			analysis_get(h, r, res);
 		break;
 	case ROUTE_POSTERIOR:
 		posterior_get(h, r, res);

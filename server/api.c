@@ -137,6 +137,8 @@ static const char *params_of(enum http_route route, const char *method)
 		return get ? "limit, cursor" : "";
 	case ROUTE_RISK:
 		return get ? "limit, cursor, people" : "";
+	case ROUTE_ANALYSIS:
+		return get ? "view" : "";
 	default:
 		return "";
 	}

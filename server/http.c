@@ -254,6 +254,30 @@ static void add_headers(struct MHD_Response *mr, const struct http_response *res
 	}
 }
 
+/* The MHD response of res, taking its body or its stream (NULL when out
+ * of memory; the stream is freed either way). */
+static struct MHD_Response *response_of(struct http_response *res)
+{
+	struct MHD_Response *mr;
+
+	if (res->stream_read) {
+		mr = MHD_create_response_from_callback(res->stream_len, 64 * 1024, res->stream_read,
+						       res->stream_ctx, res->stream_free);
+		if (!mr)
+			res->stream_free(res->stream_ctx);
+		res->stream_read = NULL;
+		res->stream_free = NULL;
+		res->stream_ctx = NULL;
+		return mr;
+	}
+	mr = MHD_create_response_from_buffer(res->len, res->body ? res->body : "",
+					     res->body ? MHD_RESPMEM_MUST_FREE
+						       : MHD_RESPMEM_PERSISTENT);
+	if (mr)
+		res->body = NULL; /* MHD frees it */
+	return mr;
+}
+
 /* Sends res (taking its body), with ETag/304 on GET, and logs it. */
 static enum MHD_Result send_response(struct http_server *h, struct MHD_Connection *con,
 				     struct conn *c, const char *method, struct http_response *res)
@@ -262,24 +286,24 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	struct MHD_Response *mr;
 	enum MHD_Result ok = MHD_NO;
 	char etag[24] = "";
-	size_t bytes = res->len;
+	uint64_t bytes;
 
 	if (!res->status)
 		http_problem(res, 500, NULL, "no response was produced");
 	if (get && res->status == 200) {
-		etag_of(res->body ? res->body : "", res->len, etag, sizeof etag);
+		if (res->etag[0])
+			snprintf(etag, sizeof etag, "%s", res->etag);
+		else
+			etag_of(res->body ? res->body : "", res->len, etag, sizeof etag);
+		/* before any of a streamed body is read */
 		if (etag_matches(MHD_lookup_connection_value(con, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_IF_NONE_MATCH),
-				 etag)) {
+				 etag))
 			http_take(res, 304, NULL, NULL, 0);
-			bytes = 0;
-		}
 	}
-	mr = MHD_create_response_from_buffer(res->len, res->body ? res->body : "",
-					     res->body ? MHD_RESPMEM_MUST_FREE
-						       : MHD_RESPMEM_PERSISTENT);
+	bytes = res->stream_read ? res->stream_len : res->len;
+	mr = response_of(res);
 	if (mr) {
-		res->body = NULL; /* MHD frees it */
 		add_headers(mr, res);
 		/* one request per connection: the next one passes the gate */
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
@@ -293,8 +317,8 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	}
 	metrics_record(h->metrics, c->route, method, res->status, pipeline_now() - c->t0);
 	if (!h->o.quiet)
-		metrics_log(method, c->target.path ? c->target.path : c->raw, res->status, bytes,
-			    pipeline_now() - c->t0, c->tenant);
+		metrics_log(method, c->target.path ? c->target.path : c->raw, res->status,
+			    (size_t)bytes, pipeline_now() - c->t0, c->tenant);
 	free(res->body);
 	free(res->location);
 	free(res->link);

@@ -106,6 +106,18 @@ struct http_response {
 	const char *allow;	  /* Allow header (405), static */
 	const char *www_auth;	  /* WWW-Authenticate header (401), static */
 	int retry_after;	  /* seconds; 0: no header */
+	/* An ETag the handler made (quoted), so that a 304 needs no body;
+	 * "": a GET's 200 is tagged with a hash of its body. */
+	char etag[24];
+	/* A body made as it is sent, in place of body (a stored result,
+	 * result_stream.c): stream_len bytes, read by stream_read as
+	 * libmicrohttpd's content reader (bytes written to buf from pos, or
+	 * -2 to end the connection on an error); stream_free(stream_ctx) is
+	 * called once whatever happens. */
+	uint64_t stream_len;
+	ssize_t (*stream_read)(void *ctx, uint64_t pos, char *buf, size_t max);
+	void (*stream_free)(void *ctx);
+	void *stream_ctx;
 };
 
 /* ---- http_util.c: helpers for the handlers ----------------------------- */
@@ -282,6 +294,15 @@ void api_job_get(struct http_server *h, const struct http_request *r, const stru
  * or finished meanwhile); deletes a finished one (204). */
 void api_job_delete(struct http_server *h, const struct http_request *r,
 		    const struct api_job_kind *k, struct http_response *res);
+
+/* ---- result_stream.c --------------------------------------------------- */
+
+/* Sets res to a 200 of the analysis id as stored since schema 6: head
+ * (its JSON without the closing brace, taken over), then "request" and
+ * "result" read chunk by chunk from the store as they are sent (lengths
+ * from m), and the closing brace. -1 (a 500 in res) out of memory. */
+int result_stream_respond(struct http_server *h, struct http_response *res, const char *id,
+			  char *head, size_t head_len, const struct store_result *m);
 
 /* ---- analyses.c -------------------------------------------------------- */
 

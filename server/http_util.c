@@ -318,6 +318,12 @@ void http_problem_err(struct http_response *res, const struct pm_error *err)
 
 void http_take(struct http_response *res, unsigned status, const char *type, char *buf, size_t len)
 {
+	if (res->stream_free)
+		res->stream_free(res->stream_ctx);
+	res->stream_free = NULL;
+	res->stream_read = NULL;
+	res->stream_ctx = NULL;
+	res->stream_len = 0;
 	free(res->body);
 	res->status = status;
 	res->content_type = type;
