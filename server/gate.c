@@ -336,6 +336,7 @@ void gate_check_head(const char *s, size_t n, const struct gate_limits *l, struc
 		if (i > 0 && len == 0) { /* the empty line: the head is complete */
 			v->complete = 1;
 			v->head_len = e + 1;
+			v->body_len = f.content_length;
 			if (v->head_len > l->max_head)
 				verdict(v, 431, "the request head is over the limit of %zu bytes",
 					l->max_head);
@@ -385,7 +386,8 @@ static int drain(int fd)
 	char scratch[4096];
 	ssize_t n;
 
-	while ((n = recv(fd, scratch, sizeof scratch, MSG_DONTWAIT)) > 0)
+	/* recvfrom, not recv: recv is gate_keep.c's, which would check a head */
+	while ((n = recvfrom(fd, scratch, sizeof scratch, MSG_DONTWAIT, NULL, NULL)) > 0)
 		;
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
@@ -421,6 +423,22 @@ static void answer(struct gate *g, struct pend *p, unsigned status, const char *
 	p->closing = 1;
 	p->deadline = pipeline_now() + LINGER_SECONDS;
 	record(g, method, status, p->t0);
+}
+
+void gate_refuse(struct gate *g, int fd, unsigned status, const char *detail, const char *buf,
+		 size_t n, double t0)
+{
+	char method[24];
+
+	head_method(buf, n, method, sizeof method);
+	send_problem(fd, status, detail);
+	drain(fd);
+	record(g, method, status, t0);
+}
+
+const struct gate_limits *gate_limits_of_gate(const struct gate *g)
+{
+	return &g->l;
 }
 
 /* ---- pending connections ------------------------------------------------- */
@@ -501,7 +519,9 @@ static int pend_read(struct gate *g, size_t i, short revents)
 	}
 	lowat = 1;
 	setsockopt(p->fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
-	/* MHD counts it from now on (gate_served from its notifications) */
+	/* MHD counts it from now on (gate_served from its notifications);
+	 * its next requests are checked as it reads them (gate_keep.c) */
+	gate_keep_handoff(g, p->fd, v.head_len + v.body_len);
 	gate_served(g, (const struct sockaddr *)&p->addr, -1);
 	g->handoff(g->ctx, p->fd, (const struct sockaddr *)&p->addr, p->alen);
 	g->pend[i] = g->pend[--g->n_pend];
@@ -673,6 +693,7 @@ enum pm_status gate_start(const struct sockaddr_storage *ss, const struct gate_l
 	g->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	g->buf = malloc(l->max_head + 1);
 	g->pfd = malloc(2 * sizeof *g->pfd);
+	gate_keep_init(); /* without it, one request per connection */
 	if (!g->buf || !g->pfd || pipe2(g->wake, O_CLOEXEC | O_NONBLOCK))
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	else

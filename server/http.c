@@ -254,6 +254,16 @@ static void add_headers(struct MHD_Response *mr, const struct http_response *res
 	}
 }
 
+/* Whether the connection closes after this response. */
+static int closes(struct http_server *h, struct MHD_Connection *con)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return __atomic_load_n(&h->stopping, __ATOMIC_RELAXED) || !ci ||
+	       !gate_keep_alive(ci->connect_fd);
+}
+
 /* The MHD response of res, taking its body or its stream (NULL when out
  * of memory; the stream is freed either way). */
 static struct MHD_Response *response_of(struct http_response *res)
@@ -305,8 +315,11 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	mr = response_of(res);
 	if (mr) {
 		add_headers(mr, res);
-		/* one request per connection: the next one passes the gate */
-		MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
+		/* the next request on the connection is checked as it is read
+		 * (gate_keep.c); a connection that cannot be, or a service
+		 * that is stopping, closes after this one */
+		if (closes(h, con))
+			MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 		if (etag[0]) {
 			MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, etag);
 			MHD_add_response_header(mr, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
@@ -592,10 +605,15 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
 	struct http_server *h = cls;
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const union MHD_ConnectionInfo *fi =
+	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+	int started = toe == MHD_CONNECTION_NOTIFY_STARTED;
 
+	(void)socket_context;
+	if (fi)
+		(started ? gate_keep_started : gate_keep_closed)(fi->connect_fd, con);
 	if (ci)
-		gate_served(h->gate, ci->client_addr,
-			    toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+		gate_served(h->gate, ci->client_addr, started ? 1 : -1);
 }
 
 /* The gate's well-framed connections go to MHD (which closes fd itself

@@ -219,6 +219,7 @@ struct gate_verdict {
 	unsigned status;  /* 0: well framed; else the status to answer */
 	char detail[192]; /* what is wrong, for the problem document */
 	size_t head_len;  /* bytes of the head, when complete */
+	uint64_t body_len; /* its Content-Length (0 without) */
 };
 
 /* Checks the framing of a request head (RFC 9112, strictly): request line,
@@ -244,6 +245,27 @@ unsigned gate_port(const struct gate *g);
 void gate_served(struct gate *g, const struct sockaddr *addr, int delta);
 /* Stops accepting and closes the connections still pending here. */
 void gate_stop(struct gate *g);
+/* The limits g enforces (valid until gate_destroy). */
+const struct gate_limits *gate_limits_of_gate(const struct gate *g);
+/* Answers a refused head on a connection MHD serves (gate_keep.c) as the
+ * gate answers one (the problem document, Connection: close), logged
+ * and counted like the gate's; buf[0 .. n) is what was seen of it. */
+void gate_refuse(struct gate *g, int fd, unsigned status, const char *detail, const char *buf,
+		 size_t n, double t0);
+
+/* ---- gate_keep.c: keep-alive, every request checked -------------------- */
+
+/* The table of connections handed to MHD (once per process); -1 when out
+ * of memory (connections then close after one request). */
+int gate_keep_init(void);
+/* fd goes to MHD with checked bytes (its first request's head and body)
+ * already checked; -1 when it cannot be kept (one request only). */
+int gate_keep_handoff(struct gate *g, int fd, uint64_t checked);
+/* MHD started or closed the connection con on fd. */
+void gate_keep_started(int fd, const void *con);
+void gate_keep_closed(int fd, const void *con);
+/* Whether requests after the first on fd are checked (it may stay open). */
+int gate_keep_alive(int fd);
 /* gate_stop, then frees; NULL is a no-op. */
 void gate_destroy(struct gate *g);
 

@@ -8,6 +8,7 @@
  * connection is closed.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
+#define _GNU_SOURCE /* strcasestr */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -195,6 +196,127 @@ static void test_framing(unsigned port)
 		check_one_problem(&r, cases[i].status);
 		resp_free(&r);
 	}
+}
+
+/* Reads one whole response from fd (its head, then Content-Length
+ * bytes), leaving the connection open; within ms milliseconds. */
+static struct resp read_one(int fd, int ms)
+{
+	size_t n = 0, cap = 65536, want = (size_t)-1;
+	char *raw = malloc(cap + 1), *end;
+	struct resp r = {0};
+	double stop = pipeline_now() + ms / 1e3;
+
+	while (n < want && pipeline_now() < stop) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t k;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		if ((k = recv(fd, raw + n, cap - n, 0)) <= 0)
+			break;
+		n += (size_t)k;
+		raw[n] = '\0';
+		if (want == (size_t)-1 && (end = strstr(raw, "\r\n\r\n"))) {
+			char *cl = strcasestr(raw, "Content-Length: ");
+
+			want = (size_t)(end + 4 - raw) + (cl && cl < end ? (size_t)atol(cl + 16) : 0);
+		}
+	}
+	raw[n] = '\0';
+	parse_response(raw, n, &r);
+	return r;
+}
+
+static int send_all(int fd, const char *s)
+{
+	size_t n = strlen(s);
+
+	return send(fd, s, n, MSG_NOSIGNAL) == (ssize_t)n ? 0 : -1;
+}
+
+/* Keep-alive (gate_keep.c): requests after the first on a connection are
+ * answered on it, and each passes the gate's checks: a bad head behind a
+ * good one (pipelined, or sent later) gets the gate's problem document
+ * and the connection ends; a head that trickles past --header-timeout
+ * gets 408. */
+static void test_keep_alive(void)
+{
+	static const char ok[] = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char *const bad[] = {
+	    "GET /healthz HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+	    "GET /healthz HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n",
+	    "GET /healthz HTTP/1.1\r\nHost: x\r\nX: a\rb\r\n\r\n",
+	    "GET /healthz HTTP/1.1\r\nHost: x\r\n Folded: y\r\n\r\n",
+	};
+	static const int status[] = {411, 400, 400, 400};
+	char *dir = temp_dir(), buf[64], two[512], *second;
+	struct http_options o;
+	struct http_server *h;
+	struct resp r, p;
+	unsigned port;
+	int fd;
+
+	http_options_init(&o);
+	o.header_timeout = 1;
+	h = start_with(dir, &o);
+	port = http_port(h);
+	fd = connect_from("127.0.0.1", port);
+	for (int i = 0; i < 3; i++) { /* three requests, one connection */
+		CHECK(send_all(fd, ok) == 0);
+		r = read_one(fd, 5000);
+		CHECK(r.status == 200 && !hdr(&r, "Connection", buf, sizeof buf));
+		resp_free(&r);
+	}
+	/* a body counted: a POST, then a GET on the same connection */
+	CHECK(send_all(fd, "POST /v1/solve HTTP/1.1\r\nHost: x\r\nContent-Type: "
+			   "application/json\r\nContent-Length: 2\r\n\r\n{}") == 0);
+	r = read_one(fd, 5000);
+	check_problem(&r, 422, "dataset", "is required");
+	resp_free(&r);
+	CHECK(send_all(fd, ok) == 0);
+	r = read_one(fd, 5000);
+	CHECK(r.status == 200);
+	resp_free(&r);
+	close(fd);
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		/* pipelined behind a good one: the good one answered, then this */
+		fd = connect_from("127.0.0.1", port);
+		snprintf(two, sizeof two, "%s%s", ok, bad[i]);
+		CHECK(send_all(fd, two) == 0);
+		r = read_answer(fd, 5000); /* to EOF: the connection ends */
+		CHECK(r.status == 200 && r.body);
+		/* the second answer follows the first's body */
+		second = r.body ? strstr(r.body, "HTTP/1.1 ") : NULL;
+		CHECK(second != NULL);
+		if (second) {
+			size_t n = strlen(second);
+			char *raw = malloc(n + 1);
+
+			memcpy(raw, second, n + 1);
+			parse_response(raw, n, &p);
+			check_one_problem(&p, status[i]);
+			resp_free(&p);
+		}
+		resp_free(&r);
+		close(fd);
+	}
+	/* a second head that trickles past the header timeout */
+	fd = connect_from("127.0.0.1", port);
+	CHECK(send_all(fd, ok) == 0);
+	r = read_one(fd, 5000);
+	CHECK(r.status == 200);
+	resp_free(&r);
+	CHECK(send_all(fd, "GET /healthz HTTP/1.1\r\nHo") == 0);
+	usleep(1300000);
+	CHECK(send_all(fd, "st: x\r\n") == 0);
+	r = read_answer(fd, 5000);
+	check_one_problem(&r, 408);
+	resp_free(&r);
+	close(fd);
+	http_stop(h);
+	rm_tree(dir);
+	free(dir);
 }
 
 /* Raises the open-file limit so that the test's own connections fit. */
@@ -393,5 +515,6 @@ int main(void)
 	test_total_limit();
 	test_timeouts();
 	test_slow_clients();
+	test_keep_alive();
 	return check_done();
 }
