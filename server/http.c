@@ -22,6 +22,15 @@
 #include "db.h"
 #include "http_internal.h"
 
+#if defined(__has_include)
+#if __has_include("dashboard_csp.h")
+#include "dashboard_csp.h" /* the sha256 of the dashboard's script */
+#endif
+#endif
+#ifndef DASHBOARD_SCRIPT_SOURCE
+#define DASHBOARD_SCRIPT_SOURCE "'none'"
+#endif
+
 /* Per-connection state of one request, from its request line to its end
  * (connections are closed after one request: every request passes the
  * gate). */
@@ -288,6 +297,35 @@ static struct MHD_Response *response_of(struct http_response *res)
 	return mr;
 }
 
+/*
+ * The headers a browser obeys, on every response. Chosen by route, not by
+ * content type: a 304 carries no type but its headers replace the cached
+ * ones, and an error on an HTML route is still rendered by a browser.
+ * Nothing the service serves needs more than the dashboard's policy: its
+ * one script (by hash, scripts/embed_dashboard.py), calls to this origin,
+ * charts as blob: images and the report in a sandboxed srcdoc frame,
+ * which inherits this policy, so the report's inline style needs
+ * 'unsafe-inline' (with no source to load, a style can send nothing
+ * anywhere). Every other response, the report and the chart included,
+ * runs nothing, loads nothing and opens in a unique origin (sandbox).
+ */
+static void browser_headers(struct MHD_Response *mr, enum http_route route)
+{
+	static const char dashboard[] =
+	    "default-src 'none'; script-src " DASHBOARD_SCRIPT_SOURCE "; style-src "
+	    "'unsafe-inline'; connect-src 'self'; img-src blob:; base-uri 'none'; "
+	    "form-action 'none'; frame-ancestors 'none'";
+	static const char document[] = "default-src 'none'; style-src 'unsafe-inline'; "
+				       "base-uri 'none'; form-action 'none'; "
+				       "frame-ancestors 'none'; sandbox";
+
+	MHD_add_response_header(mr, "Content-Security-Policy",
+				route == ROUTE_DASHBOARD ? dashboard : document);
+	MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(mr, "X-Frame-Options", "DENY");
+	MHD_add_response_header(mr, "Referrer-Policy", "no-referrer");
+}
+
 /* Sends res (taking its body), with ETag/304 on GET, and logs it. */
 static enum MHD_Result send_response(struct http_server *h, struct MHD_Connection *con,
 				     struct conn *c, const char *method, struct http_response *res)
@@ -315,6 +353,7 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	mr = response_of(res);
 	if (mr) {
 		add_headers(mr, res);
+		browser_headers(mr, c->route);
 		/* the next request on the connection is checked as it is read
 		 * (gate_keep.c); a connection that cannot be, or a service
 		 * that is stopping, closes after this one */

@@ -3,7 +3,10 @@
 driven through its DevTools protocol. A user uploads Figure 1 as CSV,
 starts an analysis with a Top-(1, 1) bound, waits for it, opens the
 report, starts a sweep and sees its chart; then, with access control on, the page asks for the token, keeps
-it in session storage and lists the datasets. Saves a screenshot of each
+it in session storage and lists the datasets. All of it under the
+page's Content-Security-Policy: the console reports no violation (and
+does report one provoked on purpose), the report is in a sandboxed frame
+of its own origin, the chart is an image. Saves a screenshot of each
 (PMAXENT_SCREENSHOTS, a directory; default the test's temporary one) for
 a person to look at. Exit 77 (skipped) without chromium."""
 import html.parser
@@ -61,12 +64,20 @@ class Browser:
             raise RuntimeError("chromium did not start")
         self.ws = websocket.create_connection(url, timeout=30)
         self.n = 0
+        self.events = []
+        self.send("Log.enable")
+        self.send("Runtime.enable")
 
-    def send(self, method, **params):
+    def send(self, method, session=None, **params):
         self.n += 1
-        self.ws.send(json.dumps({"id": self.n, "method": method, "params": params}))
+        msg = {"id": self.n, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        self.ws.send(json.dumps(msg))
         while True:
             msg = json.loads(self.ws.recv())
+            if "method" in msg:
+                self.events.append(msg)
             if msg.get("id") == self.n:
                 if "error" in msg:
                     raise RuntimeError("%s: %s" % (method, msg["error"]))
@@ -77,6 +88,53 @@ class Browser:
         if "exceptionDetails" in r:
             raise RuntimeError("%s: %s" % (expr, r["exceptionDetails"]))
         return r["result"].get("value")
+
+    def frame_js(self, frame, expr):
+        """expr in a child frame (the sandboxed report): in the page's
+        process, an isolated world of its own; in one of its own (site
+        isolation puts sandboxed frames there), a session attached to it.
+        Either way the page itself cannot look in."""
+        if frame.get("targetId"):
+            session = self.send("Target.attachToTarget", targetId=frame["targetId"],
+                                flatten=True)["sessionId"]
+            r = self.send("Runtime.evaluate", session, expression=expr, returnByValue=True)
+        else:
+            ctx = self.send("Page.createIsolatedWorld", frameId=frame["id"],
+                            worldName="test")["executionContextId"]
+            r = self.send("Runtime.evaluate", expression=expr, contextId=ctx,
+                          returnByValue=True)
+        if "exceptionDetails" in r:
+            raise RuntimeError("%s: %s" % (expr, r["exceptionDetails"]))
+        return r["result"].get("value")
+
+    def child_frames(self):
+        """The page's child frames: in its process (the frame tree) or in
+        their own (iframe targets)."""
+        tree = self.send("Page.getFrameTree")["frameTree"]
+        own = [{"id": t["targetId"], "targetId": t["targetId"], "url": t["url"]}
+               for t in self.send("Target.getTargets")["targetInfos"]
+               if t["type"] == "iframe" and t.get("parentFrameId") == tree["frame"]["id"]]
+        ids = {f["id"] for f in own}
+        return own + [c["frame"] for c in tree.get("childFrames", [])
+                      if c["frame"]["id"] not in ids]
+
+    def csp_violations(self):
+        """What the console said about the Content-Security-Policy."""
+        self.js("0")  # takes in the events sent so far
+        out = []
+        for e in self.events:
+            p = e.get("params", {})
+            text = ""
+            if e["method"] == "Log.entryAdded":
+                text = p["entry"].get("text", "")
+            elif e["method"] == "Runtime.consoleAPICalled":
+                text = " ".join(str(a.get("value", "")) for a in p.get("args", []))
+            elif e["method"] == "Runtime.exceptionThrown":
+                d = p["exceptionDetails"]
+                text = d.get("text", "") + " " + d.get("exception", {}).get("description", "")
+            if "Content Security Policy" in text or "Content-Security-Policy" in text:
+                out.append(text)
+        return out
 
     def wait(self, expr, what, seconds=60):
         end = time.time() + seconds
@@ -137,6 +195,7 @@ def balanced(text):
 def click_through(b, base, shots):
     page = urllib.request.urlopen(base + "/").read().decode()
     assert balanced(page), "the dashboard's HTML is not well nested"
+    assert "innerHTML" not in page, "the dashboard inserts markup"
     b.open(base + "/")
     csv = open(os.path.join(DATA, "figure1.csv")).read()
     b.js("""(() => { const dt = new DataTransfer();
@@ -154,10 +213,25 @@ def click_through(b, base, shots):
            "r.innerText.includes('succeeded'))", "the analysis to succeed")
     b.js("document.querySelector('.open-report').click()")
     b.wait("(() => { const f = document.getElementById('report'); return !f.hidden && "
-           "f.contentDocument && f.contentDocument.body && "
-           "f.contentDocument.body.innerText.includes('Verdict'); })()", "the report")
-    text = b.js("document.getElementById('report').contentDocument.body.innerText")
+           "f.srcdoc.includes('Verdict'); })()", "the report")
+    # sandboxed with no permission at all: the page cannot reach into it
+    assert b.js("(() => { const f = document.getElementById('report'); "
+                "return f.hasAttribute('sandbox') && f.sandbox.length === 0 && "
+                "f.contentDocument === null; })()"), "the report's frame is not sandboxed"
+    end, frames, text = time.time() + 30, [], ""
+    while "Verdict" not in text and time.time() < end:
+        time.sleep(0.1)
+        frames = b.child_frames()
+        try:
+            text = frames and b.frame_js(frames[0], "document.body ? document.body.innerText : ''")
+        except RuntimeError:  # the frame is still being made
+            text = ""
+        text = text or ""
+    assert len(frames) == 1, frames
+    text = b.frame_js(frames[0], "document.body.innerText")
     assert "Privacy report: figure1" in text and "records" in text, text[:500]
+    # a unique origin, without the dashboard's storage (and token)
+    assert b.frame_js(frames[0], "self.origin") == "null"
     assert balanced(b.js("document.getElementById('report').srcdoc")), "the report's HTML"
     b.screenshot(os.path.join(shots, "dashboard.png"))
     # a sweep: its chart shown, growing to every point
@@ -167,10 +241,34 @@ def click_through(b, base, shots):
     b.wait("[...document.querySelectorAll('#sweeps tbody tr')].some(r => "
            "r.innerText.includes('succeeded') && r.innerText.includes('9 of 9'))",
            "the sweep to succeed")
-    b.wait("(() => { const c = document.getElementById('chart'); return !c.hidden && "
-           "!!c.querySelector('svg') && c.innerText.includes('mixed'); })()", "the sweep's chart")
+    # an image from a blob: URL, decoded, never markup in the page
+    b.wait("(() => { const c = document.getElementById('chart'), i = c.querySelector('img'); "
+           "return !c.hidden && !c.querySelector('svg') && !!i && i.src.startsWith('blob:') && "
+           "i.complete && i.naturalWidth > 0; })()", "the sweep's chart")
+    sw = b.js("document.querySelector('#sweeps tbody tr').dataset.id")
+    svg = urllib.request.urlopen(base + "/v1/sweeps/" + sw + "/chart.svg").read().decode()
+    assert "mixed" in svg, svg[:300]
+    width = int(svg.split('width="', 1)[1].split('"', 1)[0])
+    assert b.js("document.querySelector('#chart img').naturalWidth") == width
     b.js("document.getElementById('chart').scrollIntoView()")
     b.screenshot(os.path.join(shots, "dashboard-sweep.png"))
+
+
+def provoke(b):
+    """The console does report violations: an image from elsewhere and an
+    inline script (one an injection could add), both refused by the
+    page's policy; the script does not run."""
+    b.js("document.body.appendChild(Object.assign(document.createElement('img'), "
+         "{src: 'http://127.0.0.1:9/provoked.png'})); "
+         "document.body.appendChild(Object.assign(document.createElement('script'), "
+         "{textContent: 'window.provoked = 1'}))")
+    end = time.time() + 10
+    while len(b.csp_violations()) < 2 and time.time() < end:
+        time.sleep(0.1)
+    seen = b.csp_violations()
+    assert any("provoked.png" in v for v in seen), seen
+    assert any("inline script" in v for v in seen), seen
+    assert b.js("window.provoked === undefined")
 
 
 def with_token(b, base, shots):
@@ -197,6 +295,7 @@ def main():
         servers.append(srv)
         b = Browser(os.path.join(tmp, "chromium"))
         click_through(b, "http://127.0.0.1:" + port, shots)
+        assert not b.csp_violations(), b.csp_violations()
         tokens = os.path.join(tmp, "tokens")
         with open(tokens, "w") as f:
             f.write("sesame alice\n")
@@ -204,13 +303,16 @@ def main():
         srv, port = serve(os.path.join(tmp, "closed"), "--token-file", tokens)
         servers.append(srv)
         with_token(b, "http://127.0.0.1:" + port, shots)
+        assert not b.csp_violations(), b.csp_violations()
+        provoke(b)
     finally:
         if b:
             b.close()
         for s in servers:
             s.terminate()
             s.wait()
-    print("dashboard: upload, analysis, report and the token, in chromium")
+    print("dashboard: upload, analysis, report, chart and the token, in chromium, "
+          "with no CSP violation")
     return 0
 
 
