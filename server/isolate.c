@@ -207,8 +207,11 @@ static void child_main(int fd, const struct isolate_options *o, isolate_body bod
 	enum pm_status st;
 
 	child_setup(fd, o->memory, &c.fd);
-	if (o->test_signal)
+	if (o->test_signal) {
+		/* as the signal itself would end it, not a sanitizer's handler */
+		signal(o->test_signal, SIG_DFL);
 		raise(o->test_signal);
+	}
 	st = body(arg, &c, &out, &err);
 	child_finish(&c, st, out, &err, o->summary_drop);
 }

@@ -50,6 +50,7 @@ static enum pm_status body_segv(void *arg, struct isolate_child *c, json_t **out
 				struct pm_error *err)
 {
 	(void)c, (void)out, (void)err;
+	signal(SIGSEGV, SIG_DFL); /* not AddressSanitizer's handler, which aborts */
 	raise(SIGSEGV);
 	return *(volatile int *)arg ? PM_OK : PM_ERR_INTERNAL;
 }
