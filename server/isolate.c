@@ -135,32 +135,37 @@ static int send_summary(int fd, const json_t *out, const char *const *drop)
 		json_object_del(sum, drop[i]);
 	text = sum ? json_dumps(sum, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	rc = !text || send_msg(fd, MSG_SUMMARY, text, strlen(text), NULL, 0);
+	/* a summary cut off by a failed write is never read: the pipe ends */
 	json_decref(sum);
 	free(text);
 	return rc;
 }
 
-/* The end of a body: its result text (and summary) or its error, then
- * the exit. */
-static void child_finish(struct isolate_child *c, enum pm_status st, json_t *out,
-			 const struct pm_error *err, const char *const *drop)
+static void send_error(int fd, enum pm_status st, const struct pm_error *err)
 {
-	if (st == PM_OK && drop && json_is_object(out) && send_summary(c->fd, out, drop))
+	int32_t s = st;
+
+	if (send_msg(fd, MSG_ERROR, &s, sizeof s, err, sizeof *err))
 		_exit(4);
-	if (st == PM_OK) {
-		char *text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
-		double seconds = json_number_value(json_object_get(out, "seconds"));
+}
 
-		if (!text)
-			_exit(3);
-		if (send_msg(c->fd, MSG_RESULT, &seconds, sizeof seconds, text, strlen(text)))
-			_exit(4);
-	} else {
-		int32_t s = st;
+/* The end of a body: its result text (and summary) or its error, then
+ * the exit. Out of memory writing the text is the body's error too. */
+static void child_finish(struct isolate_child *c, enum pm_status st, json_t *out,
+			 struct pm_error *err, const char *const *drop)
+{
+	char *text = NULL;
+	double seconds;
 
-		if (send_msg(c->fd, MSG_ERROR, &s, sizeof s, err, sizeof *err))
-			_exit(4);
-	}
+	if (st == PM_OK && drop && json_is_object(out) && send_summary(c->fd, out, drop))
+		st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the result");
+	if (st == PM_OK && !(text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17))))
+		st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the result");
+	if (st != PM_OK)
+		send_error(c->fd, st, err);
+	seconds = json_number_value(json_object_get(out, "seconds"));
+	if (text && send_msg(c->fd, MSG_RESULT, &seconds, sizeof seconds, text, strlen(text)))
+		_exit(4);
 	_exit(0);
 }
 

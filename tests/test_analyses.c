@@ -342,6 +342,51 @@ static void test_worker_crash(void)
 	free(dir);
 }
 
+/* A solve over its worker's memory ends that job failed, naming the
+ * limit, as an analysis and as POST /v1/solve. The limit counts what the
+ * worker process adds to the heap it inherits, whose free space it may
+ * use too: so this runs first, in a process that has freed little, on a
+ * table whose solve needs tens of megabytes. */
+static void test_worker_memory(void)
+{
+	char *dir = temp_dir(), *big = generated_json(20000), *body, *ds, *an;
+	struct http_options o;
+	struct http_server *h;
+	struct resp r;
+	unsigned port;
+
+	if (!isolate_memory_limited()) {
+		printf("worker memory not limited in this build (sanitizer): skipped\n");
+		free(big);
+		free(dir);
+		return;
+	}
+	http_options_init(&o);
+	o.workers = 1;
+	o.worker_memory = (size_t)2 << 20;
+	o.max_solve_body = (size_t)64 << 20;
+	h = start_with(dir, &o);
+	port = http_port(h);
+	ds = upload(port, big);
+	an = analyse(port, ds, "{}");
+	r = wait_done(port, an);
+	CHECK_STR(jstr(r.json, "status"), "failed");
+	CHECK_CONTAINS(jstr(json_object_get(r.json, "problem"), "detail"),
+		       "its worker may use at most 2 MiB (pmaxent serve --worker-memory)");
+	resp_free(&r);
+	body = malloc(strlen(big) + 32);
+	sprintf(body, "{\"dataset\": %s}", big);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 500); /* before check_problem, which would print a result */
+	if (r.status == 500)
+		check_problem(&r, 500, NULL, "at most 2 MiB");
+	resp_free(&r);
+	http_stop(h);
+	free(body), free(ds), free(an), free(big);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* Reads of a stored result (store_results.c, result_stream.c): the full
  * view streams exactly the stored text (more than one chunk here), with
  * the request; ?view=summary has neither request nor posterior; each view
@@ -413,6 +458,7 @@ static void test_stored_reads(void)
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
+	test_worker_memory(); /* first: see its comment */
 	test_dataset_cache(1024, 5, 1); /* 3 POSTs and 3 runs: 6 lookups */
 	test_dataset_cache(0, 0, 6);
 	test_sync_limits();
