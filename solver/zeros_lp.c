@@ -607,12 +607,40 @@ static int proved_infeasible(struct lp_context *bd, const struct component *c, c
  * verdict confirmed by the exact simplex (an error path: the cost is
  * no matter, and the rules named must agree with component_solve's exact
  * verdict). */
+struct feasible_run {
+	struct lp_context *bd;
+	const struct component *c;
+	const uint8_t *use;
+	int r;
+};
+
+/* feasible's program, under lp_guard_run. */
+static enum pm_status feasible_lp(void *ctx)
+{
+	struct feasible_run *f = ctx;
+	glp_prob *lp = lp_build(f->bd, f->c, f->use, 0);
+	enum pm_status st;
+
+	if (!lp)
+		return PM_ERR_NOMEM;
+	st = zeros_lp_solve(lp, f->bd->o, &f->r);
+	if (!st && f->r == 1) { /* named from exact verdicts, as component_solve's */
+		int e;
+		enum pm_status ex = zeros_lp_exact(lp, f->bd->o, &e);
+
+		st = ex == PM_ERR_CANCELLED ? ex : PM_OK;
+		f->r = ex ? f->r : e;
+	}
+	glp_delete_prob(lp);
+	return st;
+}
+
 static int feasible(struct lp_context *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);
-	glp_prob *lp;
+	struct feasible_run f = {bd, c, use, -1};
+	struct pm_error e;
 	enum pm_status st;
-	int r;
 
 	if (proved)
 		return proved > 0 ? 0 : -1;
@@ -620,19 +648,8 @@ static int feasible(struct lp_context *bd, const struct component *c, const uint
 		return 1;
 	if (!c->m)
 		return 0; /* every cell zero, yet QI rows need records */
-	lp = lp_build(bd, c, use, 0);
-	if (!lp)
-		return -1;
-	st = zeros_lp_solve(lp, bd->o, &r);
-	if (!st && r == 1) { /* named from exact verdicts, as component_solve's */
-		int e;
-		enum pm_status ex = zeros_lp_exact(lp, bd->o, &e);
-
-		st = ex == PM_ERR_CANCELLED ? ex : PM_OK;
-		r = ex ? r : e;
-	}
-	glp_delete_prob(lp);
-	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : r;
+	st = lp_guard_run(feasible_lp, &f, &e);
+	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : f.r;
 }
 
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
@@ -753,13 +770,37 @@ static int zero_claims(const struct lp_context *bd, const struct component *c, g
 	return 1;
 }
 
+struct finder_run {
+	struct lp_context *bd;
+	const struct component *c;
+	uint8_t *claim;
+	int r; /* component_solve's verdict; -3 out of memory */
+};
+
+/* component_solve's program, under lp_guard_run. */
+static enum pm_status finder_lp(void *ctx)
+{
+	struct finder_run *f = ctx;
+	glp_prob *lp = lp_build(f->bd, f->c, NULL, 1);
+	enum pm_status st;
+
+	if (!lp)
+		return PM_OK; /* f->r stays -3 */
+	st = zeros_lp_solve(lp, f->bd->o, &f->r);
+	if (st)
+		f->r = st == PM_ERR_CANCELLED ? -2 : -1;
+	if (f->r > 0)
+		f->r = zero_claims(f->bd, f->c, lp, f->claim);
+	glp_delete_prob(lp);
+	return PM_OK;
+}
+
 /* Zero finder LP on one component; conflicts are reported. *undecided
  * (and nothing done) when its program is over LP_MAX_ENTRIES. */
 static enum pm_status component_solve(struct lp_context *bd, struct component *c, int *undecided,
 				      struct pm_error *err)
 {
-	glp_prob *lp = NULL;
-	uint8_t *claim = NULL;
+	struct finder_run f = {bd, c, NULL, -3};
 	int r = -3; /* out of memory */
 	enum pm_status st;
 
@@ -773,22 +814,18 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 		*undecided = 1;
 		return PM_OK;
 	}
-	lp = lp_build(bd, c, NULL, 1);
-	claim = malloc(c->m + 1);
-	if (!lp || !claim)
+	if (!(f.claim = malloc(c->m + 1)))
 		goto out;
-	st = zeros_lp_solve(lp, bd->o, &r);
-	if (st)
-		r = st == PM_ERR_CANCELLED ? -2 : -1;
-	if (r > 0)
-		r = zero_claims(bd, c, lp, claim);
+	if ((st = lp_guard_run(finder_lp, &f, err))) {
+		free(f.claim);
+		return st; /* GLPK's fatal error, in err */
+	}
+	r = f.r;
 	for (size_t j = 0; r > 0 && j < c->m; j++)
-		if (claim[j])
+		if (f.claim[j])
 			bd->zero[c->cells[j]] = 1;
 out:
-	if (lp)
-		glp_delete_prob(lp);
-	free(claim);
+	free(f.claim);
 	if (r == -3)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (r == -2)

@@ -869,12 +869,89 @@ static void test_lp_intervals(void)
 	dataset_destroy(ds);
 }
 
+/* Two cells y1, y2 >= 0 with y1 + y2 = 1 and y1 + 0.5 y2 <= bound:
+ * zeros_lp_exact reads each row as decimals (the second times 10), so a
+ * bound of 1e308 becomes infinite, and GLPK's exact simplex fails its
+ * assertion -DBL_MAX <= val, as a statement's "max": 1e308 once did. */
+struct guard_case {
+	double bound;
+	int feasible;
+	int nested; /* run the failing program in a guard inside this one */
+	enum pm_status inner;
+	char inner_message[sizeof ((struct pm_error *)0)->message];
+};
+
+static enum pm_status guard_exact(void *ctx)
+{
+	struct guard_case *g = ctx;
+	glp_prob *lp = zeros_lp_create();
+	int ia[] = {0, 1, 1, 2, 2}, ja[] = {0, 1, 2, 1, 2};
+	double ar[] = {0, 1, 1, 1, 0.5};
+	enum pm_status st;
+
+	glp_add_cols(lp, 2);
+	glp_add_rows(lp, 2);
+	glp_set_col_bnds(lp, 1, GLP_LO, 0, 0);
+	glp_set_col_bnds(lp, 2, GLP_LO, 0, 0);
+	glp_set_row_bnds(lp, 1, GLP_FX, 1, 1);
+	glp_set_row_bnds(lp, 2, GLP_UP, 0, g->bound);
+	glp_load_matrix(lp, 4, ia, ja, ar);
+	st = zeros_lp_exact(lp, NULL, &g->feasible);
+	glp_delete_prob(lp);
+	return st;
+}
+
+/* A bad argument: GLPK's "glp_add_rows: nrs = -1; invalid number of rows". */
+static enum pm_status guard_bad_argument(void *ctx)
+{
+	struct guard_case *g = ctx;
+	glp_prob *lp = zeros_lp_create();
+	struct guard_case inner = {.bound = 1e308};
+	struct pm_error err = {0};
+
+	if (g->nested) { /* caught inside, and this guard goes on */
+		g->inner = lp_guard_run(guard_exact, &inner, &err);
+		memcpy(g->inner_message, err.message, sizeof g->inner_message);
+		lp = zeros_lp_create(); /* the inner failure freed the first */
+	}
+	glp_add_rows(lp, -1);
+	glp_delete_prob(lp);
+	return PM_OK;
+}
+
+/* lp_guard_run: GLPK's fatal errors end the call, not the process, and
+ * GLPK works again after one. */
+static void test_lp_guard(void)
+{
+	struct guard_case g = {.bound = 1e308, .feasible = -1};
+	struct pm_error err = {0};
+
+	CHECK(lp_guard_run(guard_exact, &g, &err) == PM_ERR_INTERNAL);
+	CHECK(err.status == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "the LP solver failed: Assertion failed: -DBL_MAX <= val");
+	/* the environment was freed: a new one solves the finite program */
+	memset(&err, 0, sizeof err);
+	g = (struct guard_case){.bound = 1e6, .feasible = -1};
+	CHECK(lp_guard_run(guard_exact, &g, &err) == PM_OK && g.feasible == 1);
+	CHECK(err.status == PM_OK && err.message[0] == 0);
+	/* nested: the inner guard catches its own; the outer one its own after */
+	g = (struct guard_case){.nested = 1};
+	CHECK(lp_guard_run(guard_bad_argument, &g, &err) == PM_ERR_INTERNAL);
+	CHECK(g.inner == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(g.inner_message, "-DBL_MAX <= val");
+	CHECK_CONTAINS(err.message, "the LP solver failed: glp_add_rows: nrs = -1");
+	g = (struct guard_case){.bound = 1e6, .feasible = -1};
+	CHECK(lp_guard_run(guard_exact, &g, &err) == PM_OK && g.feasible == 1);
+	glp_free_env();
+}
+
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, skipped = 0, capped = 0, more = 0, zeros = 0,
 	       centered = 0, settled = 0, runs = 0, hinted = 0;
 
 	test_csum();
+	test_lp_guard();
 	test_lp_solve();
 	test_hand_cases();
 	test_duplicates();
