@@ -5,7 +5,10 @@
  * GLPK's environment (every program of the thread with it: GLPK's state
  * after such an error is undefined) is freed and the solve fails with
  * PM_ERR_INTERNAL. GLPK's environment and hooks are per thread, and so
- * is the guard.
+ * is the guard. What GLPK does not own is not freed: the GMP numbers of
+ * an exact simplex cut short, the caller's own memory (zeros.h). The
+ * input limits (constraints/limits.c) keep the numbers that once led
+ * here from GLPK; this is the net under them.
  */
 #include <glpk.h>
 #include <setjmp.h>
@@ -20,25 +23,28 @@
 struct guard {
 	jmp_buf jump;
 	struct guard *outer; /* the guard this one is nested in, or NULL */
-	char text[GUARD_TEXT];
-	size_t len;
 };
 
 static _Thread_local struct guard *guard_top;
+/* What GLPK printed since the innermost guard began: outside the guard's
+ * frame, as a local changed between setjmp and longjmp would be
+ * indeterminate after the jump. */
+static _Thread_local char guard_buf[GUARD_TEXT];
+static _Thread_local size_t guard_len;
 
 /* GLPK's terminal output, off but for its fatal errors (GLPK turns it on
  * to report them): kept for the message, never printed, as stdout may
  * carry a result. */
 static int guard_text(void *info, const char *s)
 {
-	struct guard *g = info;
 	size_t n = strlen(s);
 
-	if (g->len + n >= sizeof g->text)
-		n = sizeof g->text - 1 - g->len;
-	memcpy(g->text + g->len, s, n);
-	g->len += n;
-	g->text[g->len] = 0;
+	(void)info;
+	if (guard_len + n >= GUARD_TEXT)
+		n = GUARD_TEXT - 1 - guard_len;
+	memcpy(guard_buf + guard_len, s, n);
+	guard_len += n;
+	guard_buf[guard_len] = 0;
 	return 1;
 }
 
@@ -49,15 +55,19 @@ static void guard_jump(void *info)
 	longjmp(g->jump, 1);
 }
 
-/* GLPK's lines as one: "Assertion failed: ...; Error detected in ...". */
-static void guard_message(char *text)
+/* GLPK's lines as one, into out (GUARD_TEXT bytes): "glp_add_rows: ...;
+ * Error detected in file ...". */
+static void guard_message(const char *text, char *out)
 {
-	size_t n = strlen(text);
+	size_t n = 0;
 
-	while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
-		text[--n] = 0;
-	for (char *c = text; (c = strchr(c, '\n'));)
-		*c = ';';
+	for (const char *c = text; *c && n + 3 < GUARD_TEXT; c++) {
+		if (*c != '\n')
+			out[n++] = *c;
+		else if (c[1])
+			out[n++] = ';', out[n++] = ' ';
+	}
+	out[n] = 0;
 }
 
 /* The hooks of g, or of no guard: GLPK keeps them in its environment,
@@ -70,11 +80,12 @@ static void guard_hooks(struct guard *g)
 
 enum pm_status lp_guard_run(enum pm_status (*fn)(void *ctx), void *ctx, struct pm_error *err)
 {
-	/* volatile: read after the jump back */
-	struct guard g = {.outer = guard_top, .len = 0};
+	struct guard g = {.outer = guard_top};
+	char line[GUARD_TEXT];
 	enum pm_status st;
 
-	g.text[0] = 0;
+	guard_len = 0;
+	guard_buf[0] = 0;
 	guard_top = &g;
 	guard_hooks(&g);
 	if (setjmp(g.jump) == 0) {
@@ -89,7 +100,7 @@ enum pm_status lp_guard_run(enum pm_status (*fn)(void *ctx), void *ctx, struct p
 	glp_free_env();
 	if (g.outer)
 		guard_hooks(g.outer);
-	guard_message(g.text);
+	guard_message(guard_buf, line);
 	return error_set(err, PM_ERR_INTERNAL, "", "the LP solver failed: %s",
-			 g.text[0] ? g.text : "a fatal error in GLPK");
+			 line[0] ? line : "a fatal error in GLPK");
 }

@@ -158,7 +158,9 @@ static void decimal_rows(struct glp_prob *lp)
 		k = d > k ? d : k;
 		for (int e = 1; e <= len; e++)
 			k = (d = decimals(val[e])) > k ? d : k;
-		if (!k)
+		/* a row scaled past DBL_MAX stays as it is: GLPK's exact
+		 * simplex asserts on an infinite value */
+		if (!k || !isfinite(scale(lb, k)) || !isfinite(scale(ub, k)))
 			continue;
 		for (int e = 1; e <= len; e++)
 			val[e] = scale(val[e], k);
