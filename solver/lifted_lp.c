@@ -163,8 +163,6 @@ static glp_prob *lp_make(const struct lprog *p, const uint8_t *use, int homog)
 	return lp;
 }
 
-/* Feasible with the open rows use[] keeps: 1, 0, or -1 (failure), -2
- * (cancelled). */
 struct feasible_run {
 	const struct lprog *p;
 	const uint8_t *use;
@@ -186,6 +184,8 @@ static enum pm_status feasible_lp(void *ctx)
 	return st;
 }
 
+/* Feasible with the open rows use[] keeps: 1, 0, or -1 (failure, GLPK's
+ * fatal errors too), -2 (cancelled). */
 static int feasible(const struct lprog *p, const uint8_t *use, const struct solver_options *o)
 {
 	size_t first = p->n_rows - p->n_open;
@@ -374,19 +374,16 @@ enum pm_status lifted_lp_zeros(const struct dataset *ds, const struct knowledge 
 		goto out;
 	if (p.entries > LIFTED_LP_ENTRIES || !p.n_cols)
 		goto out; /* undecided: the dual runs its zeros down */
-	/* GLPK's fatal error (fatal.status set): its message as it is */
-	if ((st = lp_guard_run(zeros_lp, &r, &fatal)) && fatal.status) {
-		*err = fatal;
-		lprog_finish(&p);
-		return st;
-	}
+	st = lp_guard_run(zeros_lp, &r, &fatal);
 	if (!st && r.none) /* the program is gone: the filter makes its own */
 		st = conflict_report(ds, k, m, o, err);
 out:
 	lprog_finish(&p);
 	/* GLPK's per-thread environment would outlive a worker thread */
 	zeros_lp_release();
-	if (st == PM_ERR_NOMEM)
+	if (fatal.status) /* GLPK's fatal error, with its message */
+		*err = fatal;
+	else if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory deciding the forced zeros");
 	else if (st == PM_ERR_INTERNAL)
 		error_set(err, st, "", "the linear program solver failed");

@@ -603,12 +603,6 @@ static int proved_infeasible(struct lp_context *bd, const struct component *c, c
 	return infeasible;
 }
 
-/* Is the component feasible with the knowledge rows in use[]? Propagation
- * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
- * no rule at all it is (the closed form); else the linear program, its
- * verdict confirmed by the exact simplex (an error path: the cost is
- * no matter, and the rules named must agree with component_solve's exact
- * verdict). */
 struct feasible_run {
 	struct lp_context *bd;
 	const struct component *c;
@@ -637,6 +631,12 @@ static enum pm_status feasible_lp(void *ctx)
 	return st;
 }
 
+/* Is the component feasible with the knowledge rows in use[]? Propagation
+ * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
+ * no rule at all it is (the closed form); else the linear program, its
+ * verdict confirmed by the exact simplex (an error path: the cost is
+ * no matter, and the rules named must agree with component_solve's exact
+ * verdict). 1, 0, -1 failure (GLPK's fatal errors too), -2 cancelled. */
 static int feasible(struct lp_context *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);
@@ -804,7 +804,7 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 {
 	struct finder_run f = {bd, c, NULL, -3};
 	int r = -3; /* out of memory */
-	enum pm_status st;
+	enum pm_status st = PM_OK;
 
 	*undecided = 0;
 	/* every cell, those known to be zero too: some are zero only to 1e-9
@@ -818,16 +818,17 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 	}
 	if (!(f.claim = malloc(c->m + 1)))
 		goto out;
-	if ((st = lp_guard_run(finder_lp, &f, err))) {
-		free(f.claim);
-		return st; /* GLPK's fatal error, in err */
-	}
+	/* a fatal error of GLPK: its message in err */
+	if ((st = lp_guard_run(finder_lp, &f, err)))
+		goto out;
 	r = f.r;
 	for (size_t j = 0; r > 0 && j < c->m; j++)
 		if (f.claim[j])
 			bd->zero[c->cells[j]] = 1;
 out:
 	free(f.claim);
+	if (st)
+		return st;
 	if (r == -3)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (r == -2)
