@@ -423,8 +423,8 @@ static enum pm_status check_coef(double *c, const char *field, struct pm_error *
 	limits_format(STATEMENTS_MIN_COEF, lo, sizeof lo);
 	limits_format(STATEMENTS_MAX_COEF, hi, sizeof hi);
 	return error_set(err, PM_ERR_INPUT, field,
-			 "%s is too small: a coefficient is 0 or of a magnitude within [%s, %s]",
-			 x, lo, hi);
+			 "%s is too small: a coefficient is 0 or of a magnitude within [%s, %s]", x,
+			 lo, hi);
 }
 
 /* One term: a distribution term (if) or a person term (person). */
@@ -467,8 +467,7 @@ struct bound {
 
 /* "value", or "min" and/or "max", into s's bounds. */
 static enum pm_status statement_bounds(struct bound *value, struct bound *min, struct bound *max,
-				       const char *field, struct statement *s,
-				       struct pm_error *err)
+				       const char *field, struct statement *s, struct pm_error *err)
 {
 	struct bound *all[] = {value, min, max};
 	enum pm_status st;

@@ -880,7 +880,7 @@ struct guard_case {
 	int bad, feasible;
 	int nested; /* first the same with bad 2 in a guard inside this one */
 	enum pm_status inner;
-	char inner_message[sizeof ((struct pm_error *)0)->message];
+	char inner_message[sizeof((struct pm_error *)0)->message];
 };
 
 static enum pm_status guard_program(void *ctx)
