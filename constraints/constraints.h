@@ -71,6 +71,22 @@ const char *error_hint(const char *word, const char *const *known, size_t n, cha
  * NULL b nothing. Returns buf. */
 const char *error_field(char *buf, size_t len, const char *prefix, const char *a, const char *b);
 
+/* ---- limits.c ----------------------------------------------------------- */
+
+/* Room for a number as limits_format writes it. */
+#define LIMITS_TEXT_SIZE 32
+/* v as the shortest decimal text that reads back as v, the exponent
+ * without "+" or leading zeros ("1e308", "1e-320"), into buf. */
+void limits_format(double v, char *buf, size_t len);
+/*
+ * *v checked for the model (docs/operations.md, "Input limits"): finite,
+ * not subnormal (0 < |v| < DBL_MIN), within [lo, hi]; -0 becomes 0. The
+ * error (PM_ERR_INPUT under field) names the number and the limit:
+ * "1e308 is outside the limit [-1e9, 1e9]".
+ */
+enum pm_status limits_check(double *v, double lo, double hi, const char *field,
+			    struct pm_error *err);
+
 /* ---- dict.c ------------------------------------------------------------- */
 
 /* A value dictionary: code -> string, codes in bytewise (strcmp) order once
@@ -380,6 +396,21 @@ uint64_t knowledge_count_qv(const struct dataset *ds, const struct rule *r);
 /* The longest name of a person or a statement, in bytes: names come back
  * in messages and conflict reports. */
 #define STATEMENTS_MAX_NAME 256
+/*
+ * Limits of a statement's numbers (docs/operations.md, "Input limits").
+ * A nonzero coef's magnitude is within [STATEMENTS_MIN_COEF,
+ * STATEMENTS_MAX_COEF]: the LP and the solver hold each row to absolute
+ * tolerances near 1e-9, so a smaller weight makes a row that reads as
+ * 0 = 0, and the ratio of the two keeps a row's scaling within what
+ * doubles resolve. Each term is a probability in [0, 1], so with at most
+ * STATEMENTS_MAX_TERMS terms no sum leaves [-STATEMENTS_MAX_BOUND,
+ * STATEMENTS_MAX_BOUND], and value, min and max are held there: a bound
+ * beyond it says nothing a smaller one would not.
+ */
+#define STATEMENTS_MAX_TERMS 10000
+#define STATEMENTS_MIN_COEF  1e-6
+#define STATEMENTS_MAX_COEF  1e5
+#define STATEMENTS_MAX_BOUND ((double)STATEMENTS_MAX_TERMS * STATEMENTS_MAX_COEF)
 
 /*
  * A named person {"name": name, "qi": qi[0 .. n_qi), "group": group}

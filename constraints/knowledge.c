@@ -137,16 +137,14 @@ enum pm_status knowledge_resolve_if(const struct dataset *ds, const char *const 
 	return PM_OK;
 }
 
-/* A probability bound of field's key: finite, within [0, 1]. */
-static enum pm_status check_bound(double v, const char *field, const char *key,
+/* A probability bound of field's key: finite, not subnormal, within
+ * [0, 1]; -0 read as 0. */
+static enum pm_status check_bound(double *v, const char *field, const char *key,
 				  struct pm_error *err)
 {
 	char f[256];
 
-	if (isfinite(v) && v >= 0 && v <= 1)
-		return PM_OK;
-	error_field(f, sizeof f, field, key, NULL);
-	return error_set(err, PM_ERR_INPUT, f, "must be between 0 and 1, got %g", v);
+	return limits_check(v, 0, 1, error_field(f, sizeof f, field, key, NULL), err);
 }
 
 /* "probability", or "min" and/or "max" (the other side 0 or 1), into
@@ -167,9 +165,9 @@ static enum pm_status check_bounds(int has_p, double p, int has_min, double min,
 	if (!has_p && !has_min && !has_max)
 		return error_set(err, PM_ERR_INPUT, field ? field : "",
 				 "needs \"probability\" (or \"min\" and/or \"max\")");
-	if ((has_p && (st = check_bound(p, field, "probability", err))) ||
-	    (has_min && (st = check_bound(min, field, "min", err))) ||
-	    (has_max && (st = check_bound(max, field, "max", err))))
+	if ((has_p && (st = check_bound(&p, field, "probability", err))) ||
+	    (has_min && (st = check_bound(&min, field, "min", err))) ||
+	    (has_max && (st = check_bound(&max, field, "max", err))))
 		return st;
 	*lo = has_p ? p : has_min ? min : 0;
 	*hi = has_p ? p : has_max ? max : 1;

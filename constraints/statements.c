@@ -408,6 +408,25 @@ static enum pm_status resolve_person(const struct knowledge *k, const char *pers
 			 error_hint(person, k->index->people.str, k->index->people.n, hint));
 }
 
+/* A coef: 0, or of a magnitude within [STATEMENTS_MIN_COEF,
+ * STATEMENTS_MAX_COEF]. */
+static enum pm_status check_coef(double *c, const char *field, struct pm_error *err)
+{
+	char x[LIMITS_TEXT_SIZE], lo[LIMITS_TEXT_SIZE], hi[LIMITS_TEXT_SIZE];
+	enum pm_status st;
+
+	if ((st = limits_check(c, -STATEMENTS_MAX_COEF, STATEMENTS_MAX_COEF, field, err)))
+		return st;
+	if (*c == 0 || fabs(*c) >= STATEMENTS_MIN_COEF)
+		return PM_OK;
+	limits_format(*c, x, sizeof x);
+	limits_format(STATEMENTS_MIN_COEF, lo, sizeof lo);
+	limits_format(STATEMENTS_MAX_COEF, hi, sizeof hi);
+	return error_set(err, PM_ERR_INPUT, field,
+			 "%s is too small: a coefficient is 0 or of a magnitude within [%s, %s]", x,
+			 lo, hi);
+}
+
 /* One term: a distribution term (if) or a person term (person). */
 static enum pm_status resolve_term(const struct knowledge *k, const struct dataset *ds,
 				   const struct statement_term_in *in, struct statement_term *out,
@@ -435,10 +454,7 @@ static enum pm_status resolve_term(const struct knowledge *k, const struct datas
 	if (st || (st = resolve_then(ds, in, out, field, err)))
 		return st;
 	out->coef = in->has_coef ? in->coef : 1;
-	if (!isfinite(out->coef))
-		return error_set(err, PM_ERR_INPUT, error_field(f, sizeof f, field, "coef", NULL),
-				 "must be a finite number, got %g", out->coef);
-	return PM_OK;
+	return check_coef(&out->coef, error_field(f, sizeof f, field, "coef", NULL), err);
 }
 
 /* ---- statements --------------------------------------------------------- */
@@ -450,18 +466,18 @@ struct bound {
 };
 
 /* "value", or "min" and/or "max", into s's bounds. */
-static enum pm_status statement_bounds(const struct bound *value, const struct bound *min,
-				       const struct bound *max, const char *field,
-				       struct statement *s, struct pm_error *err)
+static enum pm_status statement_bounds(struct bound *value, struct bound *min, struct bound *max,
+				       const char *field, struct statement *s, struct pm_error *err)
 {
-	const struct bound *all[] = {value, min, max};
+	struct bound *all[] = {value, min, max};
+	enum pm_status st;
 	char f[256];
 
 	for (size_t i = 0; i < 3; i++)
-		if (all[i]->has && !isfinite(all[i]->v))
-			return error_set(err, PM_ERR_INPUT,
-					 error_field(f, sizeof f, field, all[i]->key, NULL),
-					 "must be a finite number, got %g", all[i]->v);
+		if (all[i]->has &&
+		    (st = limits_check(&all[i]->v, -STATEMENTS_MAX_BOUND, STATEMENTS_MAX_BOUND,
+				       error_field(f, sizeof f, field, all[i]->key, NULL), err)))
+			return st;
 	if (value->has && (min->has || max->has))
 		return error_set(
 		    err, PM_ERR_INPUT,

@@ -421,6 +421,25 @@ enum pm_status codec_dataset(const json_t *j, struct dataset **out, struct pm_er
 
 /* ---- solver options ----------------------------------------------------- */
 
+/*
+ * Upper limits of the options (docs/operations.md, "Input limits"); each
+ * is also finite and not subnormal (limits_check). A tolerance is in
+ * records and no table holds 1e9 of them; a time limit matches the most
+ * `serve --analysis-time-limit` takes; report.c weighs counts of records.
+ */
+#define MAX_TOLERANCE  1e9
+#define MAX_TIME_LIMIT 1e7
+#define MAX_REPORT_C   1e6
+
+/* j[key], a number already known to be in (0, inf) or [0, 1], checked
+ * by limits_check against [0, max] under field. */
+static enum pm_status option_limit(const json_t *j, const char *field, double max, double *out,
+				   struct pm_error *err)
+{
+	*out = json_number_value(j);
+	return limits_check(out, 0, max, field, err);
+}
+
 /* "time_limit": seconds, a positive finite number (absent: no limit). */
 static enum pm_status parse_time_limit(const json_t *limit, struct solver_options *o,
 				       struct pm_error *err)
@@ -431,8 +450,7 @@ static enum pm_status parse_time_limit(const json_t *limit, struct solver_option
 	    !isfinite(json_number_value(limit)))
 		return codec_bad_value(err, "solver.time_limit",
 				       "a positive finite number of seconds", limit);
-	o->time_limit = json_number_value(limit);
-	return PM_OK;
+	return option_limit(limit, "solver.time_limit", MAX_TIME_LIMIT, &o->time_limit, err);
 }
 
 enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, struct pm_error *err)
@@ -466,8 +484,8 @@ enum pm_status codec_solver_options(const json_t *j, struct solver_options *o, s
 		     json_integer_value(iter) > INT_MAX))
 		return codec_bad_value(err, "solver.max_iterations",
 				       "a positive integer (at most 2^31-1)", iter);
-	if (tol)
-		o->tolerance = json_number_value(tol);
+	if (tol && option_limit(tol, "solver.tolerance", MAX_TOLERANCE, &o->tolerance, err))
+		return PM_ERR_INPUT;
 	if (iter)
 		o->max_iterations = (int)json_integer_value(iter);
 	return parse_time_limit(json_object_get(j, "time_limit"), o, err);
@@ -494,9 +512,8 @@ enum pm_status codec_report_options(const json_t *j, struct privacy_options *o,
 	if (c &&
 	    (!json_is_number(c) || !(json_number_value(c) > 0) || !isfinite(json_number_value(c))))
 		return codec_bad_value(err, "report.c", "a positive finite number", c);
-	if (t)
-		o->threshold = json_number_value(t);
-	if (c)
-		o->c = json_number_value(c);
+	if ((t && option_limit(t, "report.threshold", 1, &o->threshold, err)) ||
+	    (c && option_limit(c, "report.c", MAX_REPORT_C, &o->c, err)))
+		return PM_ERR_INPUT;
 	return PM_OK;
 }

@@ -25,7 +25,10 @@
 #define MAX_RULES	100000
 #define MAX_INDIVIDUALS 100000
 #define MAX_STATEMENTS	100000
-#define MAX_TERMS	10000
+#define MAX_TERMS	STATEMENTS_MAX_TERMS
+/* mine.min_support in records: no table holds more than 2^32 of them, and
+ * the count must fit every integer type it passes through */
+#define MAX_MIN_SUPPORT 4294967296LL
 
 /* ---- keys --------------------------------------------------------------- */
 
@@ -369,10 +372,7 @@ static enum pm_status get_vagueness(const json_t *mine, double *out, struct pm_e
 	if (!json_is_number(v))
 		return codec_bad_value(err, "mine.vagueness", "a number", v);
 	*out = json_number_value(v);
-	if (!(*out >= 0 && *out <= 1))
-		return error_set(err, PM_ERR_INPUT, "mine.vagueness",
-				 "must be between 0 and 1, got %g", *out);
-	return PM_OK;
+	return limits_check(out, 0, 1, "mine.vagueness", err);
 }
 
 static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, struct miner_options *o,
@@ -388,8 +388,8 @@ static enum pm_status parse_mine(const json_t *m, const struct dataset *ds, stru
 	if ((st = codec_check_keys(m, "mine", mine_keys, err)) ||
 	    (st = get_count(m, "positive", 0, MINER_MAX_K, &o->positive, err)) ||
 	    (st = get_count(m, "negative", 0, MINER_MAX_K, &o->negative, err)) ||
-	    (st = get_count(m, "min_support", 0, LLONG_MAX, &support, err)) ||
-	    (st = get_count(m, "qi_attributes", 1, LLONG_MAX, &o->qi_attributes, err)))
+	    (st = get_count(m, "min_support", 0, MAX_MIN_SUPPORT, &support, err)) ||
+	    (st = get_count(m, "qi_attributes", 1, DATASET_MAX_ATTRS, &o->qi_attributes, err)))
 		return st;
 	o->min_support = support;
 	if ((st = get_vagueness(m, &o->vagueness, err)))

@@ -163,14 +163,35 @@ static glp_prob *lp_make(const struct lprog *p, const uint8_t *use, int homog)
 	return lp;
 }
 
-/* Feasible with the open rows use[] keeps: 1, 0, or -1 (failure), -2
- * (cancelled). */
+struct feasible_run {
+	const struct lprog *p;
+	const uint8_t *use;
+	const struct solver_options *o;
+	int f;
+};
+
+/* feasible's program, under lp_guard_run. */
+static enum pm_status feasible_lp(void *ctx)
+{
+	struct feasible_run *r = ctx;
+	glp_prob *lp = lp_make(r->p, r->use, 0);
+	enum pm_status st;
+
+	if (!lp)
+		return PM_ERR_NOMEM;
+	st = zeros_lp_solve(lp, r->o, &r->f);
+	glp_delete_prob(lp);
+	return st;
+}
+
+/* Feasible with the open rows use[] keeps: 1, 0, or -1 (failure, GLPK's
+ * fatal errors too), -2 (cancelled). */
 static int feasible(const struct lprog *p, const uint8_t *use, const struct solver_options *o)
 {
 	size_t first = p->n_rows - p->n_open;
-	glp_prob *lp;
+	struct feasible_run r = {p, use, o, -1};
+	struct pm_error e;
 	enum pm_status st;
-	int f = -1;
 
 	if (!p->n_cols) { /* every row is 0: inside its bounds? (GLPK takes no empty program) */
 		for (size_t i = 0; i < p->n_rows; i++)
@@ -180,11 +201,8 @@ static int feasible(const struct lprog *p, const uint8_t *use, const struct solv
 				return 0;
 		return 1;
 	}
-	if (!(lp = lp_make(p, use, 0)))
-		return -1;
-	st = zeros_lp_solve(lp, o, &f);
-	glp_delete_prob(lp);
-	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : f;
+	st = lp_guard_run(feasible_lp, &r, &e);
+	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : r.f;
 }
 
 /* Appends row r's name to msg: "rules[i] P(...)" or a statement's. */
@@ -309,41 +327,63 @@ static enum pm_status conflict_report(const struct dataset *ds, const struct kno
 	return st;
 }
 
+struct zeros_run {
+	const struct lprog *p;
+	const struct lifted *m;
+	const struct solver_options *o;
+	uint8_t *zero;
+	size_t *added;
+	int none; /* only y = 0, t = 0: no solution */
+};
+
+/* lifted_lp_zeros' program, under lp_guard_run. */
+static enum pm_status zeros_lp(void *ctx)
+{
+	struct zeros_run *r = ctx;
+	const struct lprog *p = r->p;
+	glp_prob *lp = lp_make(p, NULL, 1);
+	enum pm_status st;
+	int f = -1;
+
+	if (!lp)
+		return PM_ERR_NOMEM;
+	if ((st = zeros_lp_solve(lp, r->o, &f)))
+		goto out;
+	r->none = glp_get_obj_val(lp) < 0.5;
+	for (size_t c = 0; !r->none && c < r->m->n_cells; c++)
+		if (p->col[c] && glp_get_col_prim(lp, (int)p->n_cols + 1 + p->col[c]) < 0.5) {
+			r->zero[c] = 1;
+			(*r->added)++;
+		}
+out:
+	glp_delete_prob(lp);
+	return st;
+}
+
 enum pm_status lifted_lp_zeros(const struct dataset *ds, const struct knowledge *k,
 			       const struct lifted *m, uint8_t *zero, const uint8_t *implied,
 			       const struct solver_options *o, size_t *added, struct pm_error *err)
 {
 	struct lprog p;
-	glp_prob *lp = NULL;
+	struct zeros_run r = {&p, m, o, zero, added, 0};
+	struct pm_error fatal = {0};
 	enum pm_status st;
-	int f = -1;
 
 	*added = 0;
 	if ((st = lprog_init(&p, m, zero, implied)))
 		goto out;
 	if (p.entries > LIFTED_LP_ENTRIES || !p.n_cols)
 		goto out; /* undecided: the dual runs its zeros down */
-	st = PM_ERR_NOMEM;
-	if (!(lp = lp_make(&p, NULL, 1)))
-		goto out;
-	if ((st = zeros_lp_solve(lp, o, &f)))
-		goto out;
-	if (glp_get_obj_val(lp) < 0.5) { /* only y = 0, t = 0: no solution */
+	st = lp_guard_run(zeros_lp, &r, &fatal);
+	if (!st && r.none) /* the program is gone: the filter makes its own */
 		st = conflict_report(ds, k, m, o, err);
-		goto out;
-	}
-	for (size_t c = 0; c < m->n_cells; c++)
-		if (p.col[c] && glp_get_col_prim(lp, (int)p.n_cols + 1 + p.col[c]) < 0.5) {
-			zero[c] = 1;
-			(*added)++;
-		}
 out:
-	if (lp)
-		glp_delete_prob(lp);
 	lprog_finish(&p);
 	/* GLPK's per-thread environment would outlive a worker thread */
 	zeros_lp_release();
-	if (st == PM_ERR_NOMEM)
+	if (fatal.status) /* GLPK's fatal error, with its message */
+		*err = fatal;
+	else if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory deciding the forced zeros");
 	else if (st == PM_ERR_INTERNAL)
 		error_set(err, st, "", "the linear program solver failed");

@@ -383,6 +383,20 @@ struct glp_prob *zeros_lp_create(void);
  * (a worker thread's would outlive it). */
 void zeros_lp_release(void);
 
+/* ---- lp_guard.c --------------------------------------------------------- */
+
+/*
+ * fn(ctx) with GLPK's fatal errors caught, which would otherwise abort
+ * the process: fn's status, or after such an error PM_ERR_INTERNAL ("the
+ * LP solver failed: " and GLPK's message) in err, with GLPK's
+ * environment of this thread freed and every program in it. So fn makes
+ * and deletes its programs itself and holds none of an outer guard's
+ * across a call that may fail (a nested guard frees those too); memory
+ * it allocates otherwise belongs in ctx, for the caller to free. Guards
+ * nest, the innermost catching.
+ */
+enum pm_status lp_guard_run(enum pm_status (*fn)(void *ctx), void *ctx, struct pm_error *err);
+
 /*
  * The zero finder's program on component i of cs (its buckets' invariant
  * rows and its knowledge rows): every cell no solution makes positive

@@ -158,7 +158,9 @@ static void decimal_rows(struct glp_prob *lp)
 		k = d > k ? d : k;
 		for (int e = 1; e <= len; e++)
 			k = (d = decimals(val[e])) > k ? d : k;
-		if (!k)
+		/* a row scaled past DBL_MAX stays as it is: GLPK's exact
+		 * simplex asserts on an infinite value */
+		if (!k || !isfinite(scale(lb, k)) || !isfinite(scale(ub, k)))
 			continue;
 		for (int e = 1; e <= len; e++)
 			val[e] = scale(val[e], k);
@@ -601,18 +603,46 @@ static int proved_infeasible(struct lp_context *bd, const struct component *c, c
 	return infeasible;
 }
 
+struct feasible_run {
+	struct lp_context *bd;
+	const struct component *c;
+	const uint8_t *use;
+	int r;
+};
+
+/* feasible's program, under lp_guard_run. */
+static enum pm_status feasible_lp(void *ctx)
+{
+	struct feasible_run *f = ctx;
+	glp_prob *lp = lp_build(f->bd, f->c, f->use, 0);
+	enum pm_status st;
+
+	if (!lp)
+		return PM_ERR_NOMEM;
+	st = zeros_lp_solve(lp, f->bd->o, &f->r);
+	if (!st && f->r == 1) { /* named from exact verdicts, as component_solve's */
+		int e;
+		enum pm_status ex = zeros_lp_exact(lp, f->bd->o, &e);
+
+		st = ex == PM_ERR_CANCELLED ? ex : PM_OK;
+		f->r = ex ? f->r : e;
+	}
+	glp_delete_prob(lp);
+	return st;
+}
+
 /* Is the component feasible with the knowledge rows in use[]? Propagation
  * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
  * no rule at all it is (the closed form); else the linear program, its
  * verdict confirmed by the exact simplex (an error path: the cost is
  * no matter, and the rules named must agree with component_solve's exact
- * verdict). */
+ * verdict). 1, 0, -1 failure (GLPK's fatal errors too), -2 cancelled. */
 static int feasible(struct lp_context *bd, const struct component *c, const uint8_t *use)
 {
 	int proved = proved_infeasible(bd, c, use);
-	glp_prob *lp;
+	struct feasible_run f = {bd, c, use, -1};
+	struct pm_error e;
 	enum pm_status st;
-	int r;
 
 	if (proved)
 		return proved > 0 ? 0 : -1;
@@ -620,19 +650,8 @@ static int feasible(struct lp_context *bd, const struct component *c, const uint
 		return 1;
 	if (!c->m)
 		return 0; /* every cell zero, yet QI rows need records */
-	lp = lp_build(bd, c, use, 0);
-	if (!lp)
-		return -1;
-	st = zeros_lp_solve(lp, bd->o, &r);
-	if (!st && r == 1) { /* named from exact verdicts, as component_solve's */
-		int e;
-		enum pm_status ex = zeros_lp_exact(lp, bd->o, &e);
-
-		st = ex == PM_ERR_CANCELLED ? ex : PM_OK;
-		r = ex ? r : e;
-	}
-	glp_delete_prob(lp);
-	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : r;
+	st = lp_guard_run(feasible_lp, &f, &e);
+	return st == PM_ERR_CANCELLED ? -2 : st ? -1 : f.r;
 }
 
 /* Appends "rules[i] P(...) = p" for knowledge row `row` to msg. */
@@ -753,15 +772,39 @@ static int zero_claims(const struct lp_context *bd, const struct component *c, g
 	return 1;
 }
 
+struct finder_run {
+	struct lp_context *bd;
+	const struct component *c;
+	uint8_t *claim;
+	int r; /* component_solve's verdict; -3 out of memory */
+};
+
+/* component_solve's program, under lp_guard_run. */
+static enum pm_status finder_lp(void *ctx)
+{
+	struct finder_run *f = ctx;
+	glp_prob *lp = lp_build(f->bd, f->c, NULL, 1);
+	enum pm_status st;
+
+	if (!lp)
+		return PM_OK; /* f->r stays -3 */
+	st = zeros_lp_solve(lp, f->bd->o, &f->r);
+	if (st)
+		f->r = st == PM_ERR_CANCELLED ? -2 : -1;
+	if (f->r > 0)
+		f->r = zero_claims(f->bd, f->c, lp, f->claim);
+	glp_delete_prob(lp);
+	return PM_OK;
+}
+
 /* Zero finder LP on one component; conflicts are reported. *undecided
  * (and nothing done) when its program is over LP_MAX_ENTRIES. */
 static enum pm_status component_solve(struct lp_context *bd, struct component *c, int *undecided,
 				      struct pm_error *err)
 {
-	glp_prob *lp = NULL;
-	uint8_t *claim = NULL;
+	struct finder_run f = {bd, c, NULL, -3};
 	int r = -3; /* out of memory */
-	enum pm_status st;
+	enum pm_status st = PM_OK;
 
 	*undecided = 0;
 	/* every cell, those known to be zero too: some are zero only to 1e-9
@@ -773,22 +816,19 @@ static enum pm_status component_solve(struct lp_context *bd, struct component *c
 		*undecided = 1;
 		return PM_OK;
 	}
-	lp = lp_build(bd, c, NULL, 1);
-	claim = malloc(c->m + 1);
-	if (!lp || !claim)
+	if (!(f.claim = malloc(c->m + 1)))
 		goto out;
-	st = zeros_lp_solve(lp, bd->o, &r);
-	if (st)
-		r = st == PM_ERR_CANCELLED ? -2 : -1;
-	if (r > 0)
-		r = zero_claims(bd, c, lp, claim);
+	/* a fatal error of GLPK: its message in err */
+	if ((st = lp_guard_run(finder_lp, &f, err)))
+		goto out;
+	r = f.r;
 	for (size_t j = 0; r > 0 && j < c->m; j++)
-		if (claim[j])
+		if (f.claim[j])
 			bd->zero[c->cells[j]] = 1;
 out:
-	if (lp)
-		glp_delete_prob(lp);
-	free(claim);
+	free(f.claim);
+	if (st)
+		return st;
 	if (r == -3)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	if (r == -2)

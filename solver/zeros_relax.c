@@ -477,23 +477,23 @@ static int exact_rounds(struct value *v, glp_prob *lp)
 	return 0;
 }
 
-/* Proves the claims with the linear program max sum_low x - sum_high x:
- * an optimum with every claim holding means each holds in every solution.
- * Claims that the optimum breaks are dropped and the rest tried again. */
-static enum pm_status value_verify(struct value *v)
-{
-	glp_prob *lp = zeros_lp_create();
-	const struct relax_problem *p = &v->p;
-	int *ia = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ia);
-	int *ja = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ja);
-	double *ar = malloc((2 * p->var_off[p->n] + p->n + 2) * sizeof *ar);
-	int nz = 0, first = 1, r = 0;
+struct verify_run {
+	struct value *v;
+	int *ia, *ja;
+	double *ar;
+	int r; /* 1 when every claim left is proved */
+};
 
-	if (!ia || !ja || !ar) {
-		free(ia), free(ja), free(ar);
-		glp_delete_prob(lp);
-		return PM_ERR_NOMEM;
-	}
+/* value_verify's program, under lp_guard_run. */
+static enum pm_status verify_lp(void *ctx)
+{
+	struct verify_run *x = ctx;
+	struct value *v = x->v;
+	const struct relax_problem *p = &v->p;
+	glp_prob *lp = zeros_lp_create();
+	int *ia = x->ia, *ja = x->ja, nz = 0, first = 1, r = 0;
+	double *ar = x->ar;
+
 	glp_set_obj_dir(lp, GLP_MAX);
 	glp_add_cols(lp, (int)p->n);
 	glp_add_rows(lp, (int)(p->n_groups + p->n_rows));
@@ -509,17 +509,41 @@ static enum pm_status value_verify(struct value *v)
 			ar[nz] = 1;
 	}
 	glp_load_matrix(lp, nz, ia, ja, ar);
-	free(ia), free(ja), free(ar);
 	for (int round = 0; round < 100 && (r = verify_round(v, lp, &first)) == 0; round++)
 		;
 	if (r == 1 && !exact_rounds(v, lp))
 		r = 0;
-	if (r != 1) { /* unproven: use nothing */
+	x->r = r;
+	glp_delete_prob(lp);
+	return PM_OK;
+}
+
+/* Proves the claims with the linear program max sum_low x - sum_high x:
+ * an optimum with every claim holding means each holds in every solution.
+ * Claims that the optimum breaks are dropped and the rest tried again.
+ * A fatal error of GLPK proves nothing, as a program it cannot solve: a
+ * relaxation only adds zeros, and the exact stage decides without it. */
+static enum pm_status value_verify(struct value *v)
+{
+	const struct relax_problem *p = &v->p;
+	size_t n = 2 * p->var_off[p->n] + p->n + 2;
+	struct verify_run x = {v, malloc(n * sizeof *x.ia), malloc(n * sizeof *x.ja),
+			       malloc(n * sizeof *x.ar), 0};
+	struct pm_error fatal;
+	enum pm_status st = PM_ERR_NOMEM;
+
+	if (x.ia && x.ja && x.ar) {
+		st = PM_OK;
+		lp_guard_run(verify_lp, &x, &fatal);
+	}
+	if (!st && x.r != 1) { /* unproven: use nothing */
 		memset(v->low, 0, p->n);
 		memset(v->high, 0, p->n);
 	}
-	glp_delete_prob(lp);
-	return PM_OK;
+	free(x.ia);
+	free(x.ja);
+	free(x.ar);
+	return st;
 }
 
 /* Writes the proven zeros: a class held at its lower bound zeroes the

@@ -146,6 +146,18 @@ json_ok 'd["status"] == "converged" and d["max_violation"] <= 1e-6'
 run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_unknown_key.json"
 err_is 'pmaxent: rule: unknown key; did you mean "rules"?'
 
+# numbers beyond their limits (issue 36): 1e308 aborted in GLPK (134),
+# 1e-320 failed the solve (exit 1); each exits 2 naming field and limit,
+# with nothing on stdout
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_num_max_huge.json"
+err_is 'pmaxent: statements[0].max: 1e308 is outside the limit [-1e9, 1e9]'
+out_empty
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_num_coef_neg_huge.json"
+err_is 'pmaxent: statements[0].terms[0].coef: -1e308 is outside the limit [-1e5, 1e5]'
+run 2 solve "$DATA/codec_small.json" "$DATA/codec_bad_kn_num_coef_subnormal.json"
+err_has 'pmaxent: statements[0].terms[0].coef: 1e-320 is subnormal'
+out_empty
+
 # false knowledge (a man of the table does have Flu): P* = 0 where P > 0
 run 0 solve "$DATA/figure1.csv" "$DATA/cli_false_knowledge.json" --sa disease --group group
 json_ok 'd["estimation_accuracy"] is None and d["estimation_accuracy_infinite"] is True and not d["baseline_accuracy_infinite"]'

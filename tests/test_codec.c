@@ -92,7 +92,7 @@ static void test_knowledge_content_errors(void)
 	    {"{\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"gout\", \"probability\": 0.5}]}",
 	     "rules[0].then", "unknown sensitive value"},
 	    {"{\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\", \"probability\": 1.5}]}",
-	     "rules[0].probability", "must be between 0 and 1"},
+	     "rules[0].probability", "1.5 is outside the limit [0, 1]"},
 	    {"{\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\"}]}", "rules[0]",
 	     "needs \"probability\""},
 	};

@@ -167,6 +167,59 @@ static void errors_analyses(unsigned port, const char *ds, const char *published
 }
 
 /*
+ * Numbers beyond their limits (issue 36): a statement bound of 1e308
+ * aborted the process in GLPK, any tenant's request taking the server
+ * down, and 1e-320 failed the solve with a 500. Each is now a 422 naming
+ * the field and the limit, on /v1/solve and on an analysis (refused
+ * before it is stored), and the server answers on after them.
+ */
+static void errors_numbers(unsigned port, const char *small, const char *ds)
+{
+	static const struct {
+		const char *knowledge, *field, *detail;
+	} cases[] = {
+	    {"{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\"}], \"max\": 1e308}]}",
+	     "knowledge.statements[0].max", "1e308 is outside the limit [-1e9, 1e9]"},
+	    {"{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\"}], \"min\": -1e308}]}",
+	     "knowledge.statements[0].min", "-1e308 is outside the limit [-1e9, 1e9]"},
+	    {"{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\"}], \"value\": 1e308}]}",
+	     "knowledge.statements[0].value", "1e308 is outside the limit [-1e9, 1e9]"},
+	    {"{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\", \"coef\": 1e308}], "
+	     "\"max\": 1}]}",
+	     "knowledge.statements[0].terms[0].coef", "1e308 is outside the limit [-1e5, 1e5]"},
+	    {"{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\", \"coef\": -1e308}], "
+	     "\"max\": 1}]}",
+	     "knowledge.statements[0].terms[0].coef", "-1e308 is outside the limit [-1e5, 1e5]"},
+	    {"{\"statements\": [{\"terms\": [{\"if\": {}, \"then\": \"flu\", \"coef\": 1e-320}], "
+	     "\"value\": 1e-320}]}",
+	     "knowledge.statements[0].terms[0].coef", "1e-320 is subnormal"},
+	};
+	char *body = malloc(strlen(small) + 512), path[128];
+	struct resp r;
+
+	snprintf(path, sizeof path, "/v1/datasets/%s/analyses", ds);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		sprintf(body, "{\"dataset\": %s, \"knowledge\": %s}", small, cases[i].knowledge);
+		r = post_json(port, "/v1/solve", body);
+		check_problem(&r, 422, cases[i].field, cases[i].detail);
+		resp_free(&r);
+		sprintf(body, "{\"knowledge\": %s}", cases[i].knowledge);
+		r = post_json(port, path, body);
+		check_problem(&r, 422, cases[i].field, cases[i].detail);
+		resp_free(&r);
+	}
+	/* still serving, and solving: -0 is 0 */
+	sprintf(body,
+		"{\"dataset\": %s, \"knowledge\": {\"statements\": [{\"terms\": [{\"if\": {}, "
+		"\"then\": \"flu\", \"coef\": -0.0}], \"max\": -0.0}]}}",
+		small);
+	r = post_json(port, "/v1/solve", body);
+	CHECK(r.status == 200);
+	resp_free(&r);
+	free(body);
+}
+
+/*
  * Paths are decoded once, strictly: a NUL or another control character
  * in a segment is 400, an escaped '/' 404, on every route and method,
  * with real ids behind them; nothing is touched (checked by the caller:
@@ -305,6 +358,7 @@ static void test_errors(void)
 	errors_routes(port);
 	errors_bodies(port, ds ? ds : "");
 	errors_analyses(port, ds ? ds : "", pds ? pds : "");
+	errors_numbers(port, small, ds ? ds : "");
 	errors_paging(port);
 	errors_documents(port);
 	an = analyse(port, ds ? ds : "", "{}");

@@ -78,13 +78,15 @@ static void test_errors(const struct dataset *ds)
 	check_error(st, &err, "rules[3].then",
 		    "unknown sensitive value \"flu\"; did you mean \"Flu\"?");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flu", 1.5, &err);
-	check_error(st, &err, "rules[3].probability", "must be between 0 and 1, got 1.5");
+	check_error(st, &err, "rules[3].probability", "1.5 is outside the limit [0, 1]");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flu", -0.25, &err);
-	check_error(st, &err, "rules[3].probability", "must be between 0 and 1, got -0.25");
+	check_error(st, &err, "rules[3].probability", "-0.25 is outside the limit [0, 1]");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flu", NAN, &err);
-	check_error(st, &err, "rules[3].probability", "must be between 0 and 1, got nan");
+	check_error(st, &err, "rules[3].probability",
+		    "must be a finite number within [0, 1], got nan");
 	st = add(&k, ds, "sex", "Male", NULL, NULL, "Flu", INFINITY, &err);
-	check_error(st, &err, "rules[3].probability", "must be between 0 and 1, got inf");
+	check_error(st, &err, "rules[3].probability",
+		    "must be a finite number within [0, 1], got inf");
 
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 0, 0, 0, 0, "rules[3]", &err);
@@ -99,17 +101,18 @@ static void test_errors(const struct dataset *ds)
 	check_error(st, &err, "rules[3]", "\"min\" (0.4) is above \"max\" (0.3)");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, -0.1, 0, 0, "rules[3]", &err);
-	check_error(st, &err, "rules[3].min", "must be between 0 and 1, got -0.1");
+	check_error(st, &err, "rules[3].min", "-0.1 is outside the limit [0, 1]");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 0, 0, 1, NAN, "rules[3]", &err);
-	check_error(st, &err, "rules[3].max", "must be between 0 and 1, got nan");
+	check_error(st, &err, "rules[3].max",
+		    "must be a finite number within [0, 1], got nan");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, NULL, 1, 0.2, 0, 0, 0, 0, "rules[3]", &err);
 	check_error(st, &err, "rules[3]", "needs \"then\"");
 	/* an empty field prefix gives field names without a leading dot */
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 1, 2, 0, 0, 0, 0, "", &err);
-	check_error(st, &err, "probability", "must be between 0 and 1, got 2");
+	check_error(st, &err, "probability", "2 is outside the limit [0, 1]");
 	CHECK(k.n == 0); /* nothing appended by a failed rule */
 	/* an interval: min and/or max, the other side 0 or 1 */
 	CHECK(knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 1, 0.1, 1, 0.3, "r", &err) == PM_OK);

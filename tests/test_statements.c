@@ -317,10 +317,12 @@ static void test_term_errors(const struct dataset *ds)
 	t[1].in.has_coef = 1;
 	t[1].in.coef = NAN;
 	st = stmt(&k, ds, NULL, t, 2, MIN0, &err);
-	check_error(st, &err, "statements[0].terms[1].coef", "must be a finite number, got nan");
+	check_error(st, &err, "statements[0].terms[1].coef",
+		    "must be a finite number within [-1e5, 1e5], got nan");
 	t[1].in.coef = -INFINITY;
 	st = stmt(&k, ds, NULL, t, 2, MIN0, &err);
-	check_error(st, &err, "statements[0].terms[1].coef", "must be a finite number, got -inf");
+	check_error(st, &err, "statements[0].terms[1].coef",
+		    "must be a finite number within [-1e5, 1e5], got -inf");
 	CHECK(k.n_statements == 0);
 	knowledge_finish(&k);
 }
@@ -338,7 +340,8 @@ static void test_statement_errors(const struct dataset *ds)
 	knowledge_init(&k);
 	dist(&t[0], "gender", "male", NULL, NULL, flu, 1);
 	st = stmt(&k, ds, NULL, t, 1, (struct bounds){NAN, INFINITY, NAN}, &err);
-	check_error(st, &err, "statements[0].min", "must be a finite number, got inf");
+	check_error(st, &err, "statements[0].min",
+		    "must be a finite number within [-1e9, 1e9], got inf");
 	st = stmt(&k, ds, NULL, t, 1, (struct bounds){NAN, NAN, NAN}, &err);
 	check_error(st, &err, "statements[0]", "needs \"value\" (or \"min\" and/or \"max\")");
 	st = stmt(&k, ds, NULL, t, 1, (struct bounds){0.5, 0.1, NAN}, &err);
@@ -357,7 +360,8 @@ static void test_statement_errors(const struct dataset *ds)
 	check_error(st, &err, "statements[0].name",
 		    "is 257 bytes long; a name may have at most 256 bytes");
 	CHECK(k.n_statements == 0);
-	/* a bound may be any finite number: a statement is no probability */
+	/* a bound may be any number within the limit: a statement is no
+	 * probability */
 	CHECK(stmt(&k, ds, "first", t, 1, (struct bounds){NAN, -3, 7}, &err) == PM_OK);
 	CHECK(stmt(&k, ds, NULL, t, 1, (struct bounds){NAN, 0.5, 0.5}, &err) == PM_OK);
 	st = stmt(&k, ds, "first", t, 1, MIN0, &err);

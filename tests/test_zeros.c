@@ -869,12 +869,89 @@ static void test_lp_intervals(void)
 	dataset_destroy(ds);
 }
 
+/* Two cells y1, y2 >= 0 with y1 + y2 = 1 and y1 + 0.5 y2 <= bound,
+ * decided by the exact simplex; with bad, a fatal error of GLPK first: a
+ * bad argument (1), a matrix with an entry twice (2). (An infinite bound
+ * would end it in the exact simplex's assertion -DBL_MAX <= val, as a
+ * statement's "max": 1e308 once did, but the GMP numbers of the exact
+ * simplex are not GLPK's to free, and a leak checker would see them.) */
+struct guard_case {
+	double bound;
+	int bad, feasible;
+	int nested; /* first the same with bad 2 in a guard inside this one */
+	enum pm_status inner;
+	char inner_message[sizeof((struct pm_error *)0)->message];
+};
+
+static enum pm_status guard_program(void *ctx)
+{
+	struct guard_case *g = ctx, inner = {.bound = 1, .bad = 2};
+	int ia[] = {0, 1, 1, 2, 2}, ja[] = {0, 1, 2, 1, 2};
+	double ar[] = {0, 1, 1, 1, 0.5};
+	struct pm_error err = {0};
+	enum pm_status st;
+	glp_prob *lp;
+
+	if (g->nested) { /* caught inside, and this guard goes on */
+		g->inner = lp_guard_run(guard_program, &inner, &err);
+		memcpy(g->inner_message, err.message, sizeof g->inner_message);
+	}
+	lp = zeros_lp_create();
+	glp_add_cols(lp, 2);
+	glp_add_rows(lp, g->bad == 1 ? -1 : 2);
+	glp_set_col_bnds(lp, 1, GLP_LO, 0, 0);
+	glp_set_col_bnds(lp, 2, GLP_LO, 0, 0);
+	glp_set_row_bnds(lp, 1, GLP_FX, 1, 1);
+	glp_set_row_bnds(lp, 2, GLP_UP, 0, g->bound);
+	if (g->bad == 2)
+		ia[2] = 1, ja[2] = 1;
+	glp_load_matrix(lp, 4, ia, ja, ar);
+	st = zeros_lp_exact(lp, NULL, &g->feasible);
+	glp_delete_prob(lp);
+	return st;
+}
+
+/* lp_guard_run: GLPK's fatal errors end the call, not the process, with
+ * GLPK's message and nothing of it printed; GLPK works again after one,
+ * and guards nest. */
+static void test_lp_guard(void)
+{
+	struct guard_case g = {.bound = 1, .bad = 1, .feasible = -1};
+	struct pm_error err = {0};
+
+	CHECK(lp_guard_run(guard_program, &g, &err) == PM_ERR_INTERNAL);
+	CHECK(err.status == PM_ERR_INTERNAL && g.feasible == -1);
+	CHECK_CONTAINS(err.message,
+		       "the LP solver failed: glp_add_rows: nrs = -1; invalid number of rows");
+	CHECK(!strchr(err.message, '\n'));
+	/* the environment was freed: a new one solves the program */
+	memset(&err, 0, sizeof err);
+	g = (struct guard_case){.bound = 1e6, .feasible = -1};
+	CHECK(lp_guard_run(guard_program, &g, &err) == PM_OK && g.feasible == 1);
+	CHECK(err.status == PM_OK && err.message[0] == 0);
+	/* 1e308, read in decimals (times 10), was infinite to the exact
+	 * simplex; the row now stays as it is */
+	g = (struct guard_case){.bound = 1e308, .feasible = -1};
+	CHECK(lp_guard_run(guard_program, &g, &err) == PM_OK && g.feasible == 1);
+	/* nested: the inner guard catches its own; the outer one its own after */
+	g = (struct guard_case){.bound = 1, .bad = 1, .nested = 1, .feasible = -1};
+	CHECK(lp_guard_run(guard_program, &g, &err) == PM_ERR_INTERNAL);
+	CHECK(g.inner == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(g.inner_message, "duplicate indices not allowed; Error detected in file");
+	CHECK_CONTAINS(err.message, "glp_add_rows: nrs = -1");
+	g = (struct guard_case){.bound = 1, .nested = 1, .feasible = -1};
+	CHECK(lp_guard_run(guard_program, &g, &err) == PM_OK && g.feasible == 1);
+	CHECK(g.inner == PM_ERR_INTERNAL);
+	glp_free_env();
+}
+
 int main(void)
 {
 	size_t unresolved = 0, relaxed = 0, skipped = 0, capped = 0, more = 0, zeros = 0,
 	       centered = 0, settled = 0, runs = 0, hinted = 0;
 
 	test_csum();
+	test_lp_guard();
 	test_lp_solve();
 	test_hand_cases();
 	test_duplicates();
