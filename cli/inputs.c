@@ -194,23 +194,16 @@ enum pm_status inputs_load_dataset(const char *path, const struct args *a, struc
 	return load_json_dataset(path, ds, err);
 }
 
-/* Dumped to memory, then written at once: json_dumpf writes token by
- * token through locked stdio. */
-/* One CSV field: quoted when it holds a comma, quote or line break, or
- * starts with a quote (csv.c would read it otherwise). */
+static void csv_put(void *ctx, const char *s, size_t n)
+{
+	fwrite(s, 1, n, ctx);
+}
+
+/* One CSV field on stdout (csv_out_cell: quoted when need be, never a
+ * formula) and its separator. */
 static void csv_field(const char *v, int last)
 {
-	if (v[strcspn(v, ",\"\r\n")]) {
-		putchar('"');
-		for (; *v; v++) {
-			if (*v == '"')
-				putchar('"');
-			putchar(*v);
-		}
-		putchar('"');
-	} else {
-		fputs(v, stdout);
-	}
+	csv_out_cell(v, csv_put, stdout);
 	putchar(last ? '\n' : ',');
 }
 
@@ -237,6 +230,8 @@ enum pm_status inputs_print_csv(const struct dataset *ds, struct pm_error *err)
 	return PM_OK;
 }
 
+/* Dumped to memory, then written at once: json_dumpf writes token by
+ * token through locked stdio. */
 enum pm_status inputs_print_json(const json_t *j, struct pm_error *err)
 {
 	size_t n = 0;

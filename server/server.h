@@ -494,6 +494,19 @@ void http_stop(struct http_server *h);
  * length. NULL when out of memory. */
 char *report_html(const json_t *result, size_t *len);
 
+/* ---- csv_out.c ---------------------------------------------------------- */
+
+/* Where a CSV cell goes: n bytes of s (not NUL-terminated). */
+typedef void (*csv_out_put)(void *ctx, const char *s, size_t n);
+/* Whether s (NULL: no) would be a formula to a spreadsheet: it begins with
+ * '=', '+', '-', '@', a tab or a CR and is not a decimal number. */
+int csv_out_formula(const char *s);
+/* The one way pmaxent writes a CSV cell (NULL: empty): a leading ' where
+ * csv_out_formula says so (OWASP CSV injection), then RFC 4180 quoting
+ * when it holds a comma, quote or line break or starts or ends with a
+ * space. No separator. */
+void csv_out_cell(const char *s, csv_out_put put, void *ctx);
+
 /* ---- sweep.c ----------------------------------------------------------- */
 
 /* SPEC 4.2's kinds: K positive rules, K negative, floor(K/2) positive

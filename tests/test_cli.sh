@@ -501,6 +501,14 @@ printf 'city,n,s\n"a,b",1,x\n"q""q",1,y\nc,2,x\nd,2,z\n' >"$TMP/quoted.csv"
 run 0 anatomize "$TMP/quoted.csv" --sa s --qi city,n --l 2 --csv
 out_has '"a,b"'
 out_has '"q""q"'
+# formulas come out behind a ' (OWASP CSV injection), numbers as they are
+run 0 anatomize "$DATA/csv_formulas.csv" --sa d --qi city --l 2 --csv
+for cell in "'=1+1" "'+SUM(1+1)" "'@A1" "'-2+3" "-2" "-2.5e3"; do
+	if tr ',' '\n' <"$OUT" | grep -qxF -- "$cell"; then ok; else bad "anatomize --csv lacks the cell $cell: $(cat "$OUT")"; fi
+done
+if tr ',' '\n' <"$OUT" | grep -E '^[-=+@]' | grep -vxE -- '[-+]?[0-9.]+(e[0-9]+)?' | grep -q .; then
+	bad "anatomize --csv writes a formula: $(cat "$OUT")"
+else ok; fi
 run 2 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2
 err_has "pmaxent: --l: the table is not 2-eligible"
 run 0 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2 --set-aside
