@@ -28,6 +28,12 @@ const char cli_usage[] =
     "                                   store a dataset (CSV or JSON) in a running\n"
     "                                   service, with a progress line\n"
     "\n"
+    "  report FILE                      a result's or a sweep's report as HTML\n"
+    "\n"
+    "  Every FILE argument may be - (stdin). Inputs that are not JSON or CSV\n"
+    "  text are refused at their first bytes, and none is read past\n"
+    "  --max-input BYTES (default 16 GiB; before the command or as its option).\n"
+    "\n"
     "  pmaxent COMMAND --help           help on one command\n"
     "  pmaxent --version                print the version\n";
 
