@@ -61,7 +61,7 @@ static int numbers_only(const char *fmt)
 	for (const char *c = strchr(fmt, '%'); c; c = strchr(c + 1, '%')) {
 		size_t n = strcspn(c + 1, "diouxXeEfgGaAcspn%");
 
-		if (strchr("csn", c[1 + n]) || (c[1 + n] == 'p'))
+		if (c[1 + n] && strchr("csnp", c[1 + n]))
 			return 0;
 		c += n + 1;
 	}
