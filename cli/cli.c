@@ -27,6 +27,11 @@ const char cli_usage[] =
     "  upload DATASET --server URL [--sa COL --group COL]\n"
     "                                   store a dataset (CSV or JSON) in a running\n"
     "                                   service, with a progress line\n"
+    "  report FILE                      a result's or a sweep's report as HTML\n"
+    "\n"
+    "Every FILE may be - (stdin). Input that is not JSON or CSV text is\n"
+    "refused at its first bytes, and none is read past --max-input BYTES\n"
+    "(default 16 GiB; before the command or as one of its options).\n"
     "\n"
     "  pmaxent COMMAND --help           help on one command\n"
     "  pmaxent --version                print the version\n";

@@ -59,6 +59,7 @@ enum opt_id {
 	OPT_NAME,
 	OPT_TOKEN,
 	OPT_CSV,
+	OPT_MAX_INPUT,
 	N_OPTS
 };
 
@@ -73,7 +74,12 @@ struct args {
 	const char *opt[N_OPTS];
 	char **pos;
 	size_t n_pos;
+	unsigned long long max_input; /* --max-input, bytes (default CLI_MAX_INPUT) */
 };
+
+/* --max-input's default: 16 GiB, well above a table of 10M records (about
+ * 400 MB as CSV, 1.5 GB as records JSON). */
+#define CLI_MAX_INPUT (16ULL << 30)
 
 struct cmd {
 	const char *name;
@@ -113,14 +119,17 @@ int upload_cmd(const struct cmd *c, const struct args *a);
 /* obj[key] = the integer of flag id, if given. 0 ok, -1 usage error. */
 int inputs_put_int_flag(const struct cmd *c, const struct args *a, enum opt_id id, const char *flag,
 			json_t *obj, const char *key);
-/* A JSON file into *out (caller's reference). */
-enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error *err);
+/* A JSON file ("-": stdin) into *out (caller's reference). */
+enum pm_status inputs_load_json(const char *path, const struct args *a, json_t **out,
+				struct pm_error *err);
 /* DATASET: a JSON dataset, or CSV (--sa, --group) when the name ends in
- * .csv. Caller frees *ds with dataset_destroy. */
+ * .csv or, for "-" (stdin), when it does not begin with '{' or '['.
+ * Caller frees *ds with dataset_destroy. */
 enum pm_status inputs_load_dataset(const char *path, const struct args *a, struct dataset **ds,
 				   struct pm_error *err);
-/* A CSV file into t (csv_table_finish frees it). */
-enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_error *err);
+/* A CSV file ("-": stdin) into t (csv_table_finish frees it). */
+enum pm_status inputs_load_csv(const char *path, const struct args *a, struct csv_table *t,
+			       struct pm_error *err);
 /* st, with an error about a column a flag named (sa, group, qi, l) under
  * that flag ("--sa"). */
 enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err);
@@ -135,6 +144,34 @@ int inputs_solver_flags(const struct cmd *c, const struct args *a, json_t **out)
 /* --threshold, --c into (*obj)["report"] (made if need be); -1 when
  * fine, else the exit code. */
 int inputs_report_flags(const struct cmd *c, const struct args *a, json_t **obj);
+
+/* ---- source.c ------------------------------------------------------------ */
+
+/* The forms an input may take (bits). */
+#define SOURCE_JSON 1
+#define SOURCE_CSV 2
+
+/* An input read whole: text (owned, NUL-terminated), its length, and the
+ * form its first bytes show (SOURCE_JSON: '{' or '[' first). */
+struct source {
+	char *text;
+	size_t len;
+	int form;
+};
+
+/* The form of one of forms that the first bytes of text (n) can begin,
+ * or 0 with *why (a static phrase) and *at (the byte's offset): a NUL,
+ * a control byte, invalid UTF-8, or a first byte that starts none of
+ * them. Blank or empty text is left to the parser. */
+int source_sniff(const char *text, size_t n, int forms, const char **why, size_t *at);
+/* path ("-": standard input) whole into *s, refused at its first bytes
+ * when not text of forms and when over a->max_input; `cannot` words the
+ * failure to open it. Free s with source_finish (also done on error). */
+enum pm_status source_read(const char *path, const struct args *a, int forms, const char *cannot,
+			   struct source *s, struct pm_error *err);
+void source_finish(struct source *s);
+/* How messages name path: "stdin" for "-". Borrowed (path or static). */
+const char *source_name(const char *path);
 
 /* ---- sweep.c --------------------------------------------------------------- */
 

@@ -26,41 +26,6 @@ int inputs_put_int_flag(const struct cmd *c, const struct args *a, enum opt_id i
 
 /* ---- input and output --------------------------------------------------- */
 
-/* The whole file in *text (caller frees), NUL-terminated; `cannot` words
- * the failure to open it. */
-static enum pm_status read_file(const char *path, const char *cannot, char **text, size_t *len,
-				struct pm_error *err)
-{
-	FILE *f = fopen(path, "rb");
-	size_t cap = 1 << 16, n;
-	char *buf = NULL, *grown;
-
-	*text = NULL;
-	*len = 0;
-	if (!f)
-		return error_set(err, PM_ERR_IO, "", "%s %s: %s", cannot, path, strerror(errno));
-	while ((grown = realloc(buf, cap + 1))) {
-		buf = grown;
-		n = fread(buf + *len, 1, cap - *len, f);
-		*len += n;
-		if (*len < cap)
-			break;
-		cap *= 2;
-	}
-	if (!grown || ferror(f)) {
-		int e = grown ? errno : ENOMEM;
-
-		free(buf);
-		fclose(f);
-		return error_set(err, e == ENOMEM ? PM_ERR_NOMEM : PM_ERR_IO, "",
-				 "cannot read %s: %s", path, strerror(e));
-	}
-	fclose(f);
-	buf[*len] = '\0';
-	*text = buf;
-	return PM_OK;
-}
-
 /* Read whole, then parsed from memory: json_load_file takes the file a
  * character at a time through locked stdio (getc), a large part of a
  * small solve's run time. */
@@ -72,59 +37,53 @@ static enum pm_status parse_json(const char *path, const char *text, size_t len,
 	*out = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
 	if (*out)
 		return PM_OK;
-	return error_set(err, PM_ERR_INPUT, "", "%s:%d:%d: %s", path, je.line, je.column, je.text);
+	return error_set(err, PM_ERR_INPUT, "", "%s:%d:%d: %s", source_name(path), je.line,
+			 je.column, je.text);
 }
 
-enum pm_status inputs_load_json(const char *path, json_t **out, struct pm_error *err)
+enum pm_status inputs_load_json(const char *path, const struct args *a, json_t **out,
+				struct pm_error *err)
 {
-	char *text;
-	size_t len;
-	enum pm_status st = read_file(path, "unable to open", &text, &len, err);
+	struct source s;
+	enum pm_status st = source_read(path, a, SOURCE_JSON, "unable to open", &s, err);
 
 	*out = NULL;
-	if (st)
-		return st;
-	st = parse_json(path, text, len, out, err);
-	free(text);
+	if (!st)
+		st = parse_json(path, s.text, s.len, out, err);
+	source_finish(&s);
 	return st;
 }
 
 /* A JSON dataset: the plain records form directly from the text
  * (codec_records_dataset), anything else through a JSON tree, which
  * words every error. */
-static enum pm_status load_json_dataset(const char *path, struct dataset **ds, struct pm_error *err)
+static enum pm_status json_dataset(const char *path, const struct source *s, struct dataset **ds,
+				   struct pm_error *err)
 {
 	struct pm_error direct = {0};
 	json_t *j = NULL;
-	char *text;
-	size_t len;
-	enum pm_status st = read_file(path, "unable to open", &text, &len, err);
+	enum pm_status st = codec_records_dataset(s->text, s->len, ds, &direct);
 
-	if (st)
-		return st;
-	st = codec_records_dataset(text, len, ds, &direct);
 	if (st == PM_ERR_INPUT) {
-		st = parse_json(path, text, len, &j, err);
+		st = parse_json(path, s->text, s->len, &j, err);
 		if (!st)
 			st = codec_dataset(j, ds, err);
 	} else if (st) {
 		*err = direct;
 	}
 	json_decref(j);
-	free(text);
 	return st;
 }
 
-enum pm_status inputs_load_csv(const char *path, struct csv_table *t, struct pm_error *err)
+enum pm_status inputs_load_csv(const char *path, const struct args *a, struct csv_table *t,
+			       struct pm_error *err)
 {
-	char *text;
-	size_t len;
-	enum pm_status st = read_file(path, "cannot open", &text, &len, err);
+	struct source s;
+	enum pm_status st = source_read(path, a, SOURCE_CSV, "cannot open", &s, err);
 
-	if (st)
-		return st;
-	st = csv_parse(text, len, t, err);
-	free(text);
+	if (!st)
+		st = csv_parse(s.text, s.len, t, err);
+	source_finish(&s);
 	return st;
 }
 
@@ -135,12 +94,12 @@ static int is_csv(const char *path)
 	return n >= 4 && strcmp(path + n - 4, ".csv") == 0;
 }
 
-/* Dataset name of a CSV file: its base name without ".csv". */
+/* Dataset name of a CSV file: its base name without ".csv" ("stdin"). */
 static void csv_name(const char *path, char *buf, size_t len)
 {
 	const char *base = strrchr(path, '/');
 
-	base = base ? base + 1 : path;
+	base = base ? base + 1 : source_name(path);
 	snprintf(buf, len, "%.*s", (int)(strlen(base) - (is_csv(base) ? 4 : 0)), base);
 }
 
@@ -161,8 +120,9 @@ enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err)
 	return st;
 }
 
-static enum pm_status load_csv_dataset(const char *path, const struct args *a, struct dataset **ds,
-				       struct pm_error *err)
+static enum pm_status csv_dataset_of(const char *path, const struct args *a,
+				     const struct source *s, struct dataset **ds,
+				     struct pm_error *err)
 {
 	struct csv_table t = {0};
 	char name[256];
@@ -170,9 +130,9 @@ static enum pm_status load_csv_dataset(const char *path, const struct args *a, s
 
 	if (!a->opt[OPT_SA] || !a->opt[OPT_GROUP])
 		return error_set(err, PM_ERR_INPUT, "",
-				 "CSV input %s needs --sa COL and --group COL", path);
+				 "CSV input %s needs --sa COL and --group COL", source_name(path));
 	csv_name(path, name, sizeof name);
-	st = inputs_load_csv(path, &t, err);
+	st = csv_parse(s->text, s->len, &t, err);
 	if (!st)
 		st = inputs_flag_field(
 		    csv_dataset(&t, a->opt[OPT_SA], a->opt[OPT_GROUP], name, ds, err), err);
@@ -180,37 +140,45 @@ static enum pm_status load_csv_dataset(const char *path, const struct args *a, s
 	return st;
 }
 
-/* DATASET: a JSON dataset, or CSV when the name ends in .csv. */
+/* DATASET: a JSON dataset, or CSV when the name ends in .csv (stdin:
+ * when it does not begin with '{' or '['). */
 enum pm_status inputs_load_dataset(const char *path, const struct args *a, struct dataset **ds,
 				   struct pm_error *err)
 {
+	int forms = !strcmp(path, "-") ? SOURCE_JSON | SOURCE_CSV
+		    : is_csv(path)	   ? SOURCE_CSV
+					   : SOURCE_JSON;
+	struct source s;
+	enum pm_status st;
+
 	*ds = NULL;
-	if (is_csv(path))
-		return load_csv_dataset(path, a, ds, err);
-	if (a->opt[OPT_SA] || a->opt[OPT_GROUP])
+	if (forms == SOURCE_JSON && (a->opt[OPT_SA] || a->opt[OPT_GROUP]))
 		return error_set(
 		    err, PM_ERR_INPUT, "",
 		    "--sa and --group apply only to CSV input (a name ending in .csv)");
-	return load_json_dataset(path, ds, err);
+	st = source_read(path, a, forms, forms == SOURCE_CSV ? "cannot open" : "unable to open", &s,
+			 err);
+	if (!st && s.form == SOURCE_JSON && (a->opt[OPT_SA] || a->opt[OPT_GROUP]))
+		st = error_set(err, PM_ERR_INPUT, "",
+			       "--sa and --group apply only to CSV input, and stdin begins as JSON");
+	else if (!st && s.form == SOURCE_CSV)
+		st = csv_dataset_of(path, a, &s, ds, err);
+	else if (!st)
+		st = json_dataset(path, &s, ds, err);
+	source_finish(&s);
+	return st;
 }
 
-/* Dumped to memory, then written at once: json_dumpf writes token by
- * token through locked stdio. */
-/* One CSV field: quoted when it holds a comma, quote or line break, or
- * starts with a quote (csv.c would read it otherwise). */
+static void csv_put(void *ctx, const char *s, size_t n)
+{
+	fwrite(s, 1, n, ctx);
+}
+
+/* One CSV field on stdout (csv_out_cell: quoted when need be, never a
+ * formula) and its separator. */
 static void csv_field(const char *v, int last)
 {
-	if (v[strcspn(v, ",\"\r\n")]) {
-		putchar('"');
-		for (; *v; v++) {
-			if (*v == '"')
-				putchar('"');
-			putchar(*v);
-		}
-		putchar('"');
-	} else {
-		fputs(v, stdout);
-	}
+	csv_out_cell(v, csv_put, stdout);
 	putchar(last ? '\n' : ',');
 }
 
@@ -237,6 +205,8 @@ enum pm_status inputs_print_csv(const struct dataset *ds, struct pm_error *err)
 	return PM_OK;
 }
 
+/* Dumped to memory, then written at once: json_dumpf writes token by
+ * token through locked stdio. */
 enum pm_status inputs_print_json(const json_t *j, struct pm_error *err)
 {
 	size_t n = 0;

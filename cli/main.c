@@ -26,7 +26,8 @@ static const char usage_solve[] =
     "knowledge, and prints the result JSON on stdout.\n"
     "DATASET is a dataset JSON file (records or published form) or a CSV file\n"
     "(name ending in .csv: header row, one group column, one SA column, the\n"
-    "other columns QI attributes).\n"
+    "other columns QI attributes). \"-\" reads it, or the knowledge, from stdin\n"
+    "(a dataset there is JSON when it begins with '{', else CSV).\n"
     "\n"
     "options:\n"
     "  --tolerance X        converged when max violation <= X records (default 1e-6)\n"
@@ -40,6 +41,7 @@ static const char usage_solve[] =
     "  --c C                privacy: the c of recursive (c,l)-diversity (default 3)\n"
     "  --sa COL             CSV input: the sensitive attribute column (required)\n"
     "  --group COL          CSV input: the group column (required)\n"
+    "  --max-input BYTES    refuse an input file larger than this (default 16 GiB)\n"
     "  -h, --help           show this help\n"
     "\n"
     "exit status: 0 success, 2 bad input, 3 inconsistent knowledge\n";
@@ -59,20 +61,26 @@ static const char usage_mine[] =
     "  --min-support M      minimum support in records (default 3)\n"
     "  --qi-attributes T    antecedents of exactly T attributes (default: all sizes)\n"
     "  --sa COL, --group COL  CSV input columns\n"
+    "  --max-input BYTES    refuse an input file larger than this (default 16 GiB)\n"
     "  -h, --help           show this help\n";
 
 static const char usage_report[] =
-    "usage: pmaxent report RESULT.json\n"
+    "usage: pmaxent report FILE.json\n"
     "\n"
     "Writes the privacy report of a result (what `pmaxent solve` prints) as one\n"
     "self-contained HTML page on stdout: the assumptions, the verdict beside the\n"
     "no-knowledge estimate and the records, the tuples most at risk, and the\n"
-    "knowledge that binds.\n"
+    "knowledge that binds. A sweep or an audit (what `pmaxent sweep` prints) gets\n"
+    "its own page: the points, the chart of accuracy against K and, when there,\n"
+    "the worst adversary and the verdict. Anything else is refused (exit 2).\n"
+    "FILE \"-\" is stdin.\n"
     "\n"
     "options:\n"
+    "  --max-input BYTES    refuse an input file larger than this (default 16 GiB)\n"
     "  -h, --help           show this help\n";
 
 static const struct option opts_report[] = {
+    {"max-input", required_argument, NULL, OPT_BASE + OPT_MAX_INPUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -93,6 +101,7 @@ static const char usage_anatomize[] =
     "  --csv                print the bucketized table as CSV instead (the QI\n"
     "                       columns, group, the SA): what `pmaxent upload` and\n"
     "                       POST /v1/datasets take with --sa ATTR --group group\n"
+    "  --max-input BYTES    refuse an input file larger than this (default 16 GiB)\n"
     "  -h, --help           show this help\n";
 
 static const struct option opts_solve[] = {
@@ -104,6 +113,7 @@ static const struct option opts_solve[] = {
     {"c", required_argument, NULL, OPT_BASE + OPT_C},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
+    {"max-input", required_argument, NULL, OPT_BASE + OPT_MAX_INPUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -115,6 +125,7 @@ static const struct option opts_mine[] = {
     {"qi-attributes", required_argument, NULL, OPT_BASE + OPT_QI_ATTRS},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
+    {"max-input", required_argument, NULL, OPT_BASE + OPT_MAX_INPUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -126,6 +137,7 @@ static const struct option opts_anatomize[] = {
     {"seed", required_argument, NULL, OPT_BASE + OPT_SEED},
     {"set-aside", no_argument, NULL, OPT_BASE + OPT_SET_ASIDE},
     {"csv", no_argument, NULL, OPT_BASE + OPT_CSV},
+    {"max-input", required_argument, NULL, OPT_BASE + OPT_MAX_INPUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -174,24 +186,25 @@ static void solve_notes(const json_t *result, const json_t *know)
 
 /* ---- solve -------------------------------------------------------------- */
 
+/* `pmaxent report FILE`: a result's page or a sweep's; anything else is
+ * refused naming what it is. */
 static int cmd_report(const struct cmd *c, const struct args *a)
 {
-	struct pm_error err = {0};
-	json_t *res = NULL;
+	struct pm_error err = {0}, why = {0};
+	json_t *doc = NULL;
 	char *html = NULL;
 	size_t len = 0;
-	enum pm_status st = inputs_load_json(a->pos[0], &res, &err);
+	enum pm_status st = inputs_load_json(a->pos[0], a, &doc, &err);
 
 	(void)c;
-	if (!st && !json_is_object(res))
-		st = error_set(&err, PM_ERR_INPUT, "",
-			       "%s is not a result document (a JSON object)", a->pos[0]);
-	if (!st && !(html = report_html(res, &len)))
-		st = error_set(&err, PM_ERR_NOMEM, "", "out of memory writing the report");
+	if (!st && (st = report_document(doc, &html, &len, &why)) == PM_ERR_INPUT)
+		error_set(&err, st, "", "report: %s is %s", source_name(a->pos[0]), why.message);
+	else if (st && !err.message[0])
+		err = why;
 	if (!st && (fwrite(html, 1, len, stdout) != len || fflush(stdout)))
 		st = error_set(&err, PM_ERR_IO, "", "cannot write the report: %s", strerror(errno));
 	free(html);
-	json_decref(res);
+	json_decref(doc);
 	return cli_finish(st, &err);
 }
 
@@ -206,6 +219,8 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 	int rc = inputs_solver_flags(c, a, &solver);
 
 	solver_options_init(&base);
+	if (rc < 0 && a->n_pos > 1 && !strcmp(a->pos[0], "-") && !strcmp(a->pos[1], "-"))
+		rc = cli_usage_error(c, "%s", "stdin ('-') can be only one of the inputs");
 	if (rc >= 0)
 		goto out;
 	/* the threads start while the input loads (NULL if they cannot:
@@ -213,7 +228,7 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 	solver_pool_create(0, &base.pool);
 	st = inputs_load_dataset(a->pos[0], a, &ds, &err);
 	if (!st && a->n_pos > 1)
-		st = inputs_load_json(a->pos[1], &know, &err);
+		st = inputs_load_json(a->pos[1], a, &know, &err);
 	if (!st && (rc = inputs_report_flags(c, a, &know)) >= 0)
 		goto out;
 	rc = -1;
@@ -355,7 +370,7 @@ static enum pm_status anatomize(const char *path, const struct args *a,
 	if (!list)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	n_qi = split_names(list, qi);
-	st = inputs_load_csv(path, &t, err);
+	st = inputs_load_csv(path, a, &t, err);
 	if (!st)
 		st = inputs_flag_field(
 		    anatomy_run(&t, a->opt[OPT_SA], qi, n_qi, o, ds, &n_aside, err), err);
@@ -396,6 +411,21 @@ static const struct cmd commands[] = {
     {"upload", upload_usage, upload_options, 1, 1, upload_cmd},
 };
 
+/* --max-input BYTES: a whole number from 1 to 2^60. 0, or -1 after a
+ * usage message. */
+static int parse_max_input(const struct cmd *c, const char *s, unsigned long long *out)
+{
+	long long v;
+
+	if (cli_parse_int(c, "--max-input", s, &v))
+		return -1;
+	if (v < 1 || v > (1LL << 60))
+		return cli_usage_error(c, "--max-input: expected a number of bytes from 1 to 2^60, "
+					  "got '%s'", s), -1;
+	*out = (unsigned long long)v;
+	return 0;
+}
+
 /* Returns -1 when the command should run, else the exit code. */
 static int parse_args(const struct cmd *c, int argc, char **argv, struct args *a)
 {
@@ -414,6 +444,8 @@ static int parse_args(const struct cmd *c, int argc, char **argv, struct args *a
 			return cli_usage_error(c, "unknown option '%s'", argv[optind - 1]);
 		a->opt[id - OPT_BASE] = optarg ? optarg : "";
 	}
+	if (a->opt[OPT_MAX_INPUT] && parse_max_input(c, a->opt[OPT_MAX_INPUT], &a->max_input))
+		return 2;
 	a->pos = argv + optind;
 	a->n_pos = (size_t)(argc - optind);
 	if (a->n_pos < c->min_pos)
@@ -437,6 +469,13 @@ int main(int argc, char **argv)
 	if (strcmp(argv[1], "--version") == 0) {
 		printf("pmaxent %s\n", PMAXENT_VERSION);
 		return 0;
+	}
+	a.max_input = CLI_MAX_INPUT;
+	/* the global form, before the command: pmaxent --max-input N solve ... */
+	if (!strcmp(argv[1], "--max-input") && argc > 3) {
+		a.opt[OPT_MAX_INPUT] = argv[2];
+		argv += 2;
+		argc -= 2;
 	}
 	for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++) {
 		if (strcmp(argv[1], commands[i].name) != 0)

@@ -21,7 +21,7 @@ const char sweep_usage[] =
     "rules, negative: K negative, mixed: K/2 positive and the rest\n"
     "negative). Prints {\"points\": [...]} on stdout, in the order kinds x T x K,\n"
     "each point with its estimation_accuracy, privacy, seconds and status.\n"
-    "DATASET as for solve (records form).\n"
+    "DATASET as for solve (records form; \"-\": stdin).\n"
     "\n"
     "options:\n"
     "  --kind LIST          positive, negative, mixed (comma-separated; required)\n"
@@ -34,6 +34,7 @@ const char sweep_usage[] =
     "                       as for solve, for each point\n"
     "  --threshold T, --c C as for solve (each point's privacy)\n"
     "  --sa COL, --group COL  CSV input columns\n"
+    "  --max-input BYTES    refuse an input file larger than this (default 16 GiB)\n"
     "  -h, --help           show this help\n";
 
 const struct option sweep_options[] = {
@@ -50,6 +51,7 @@ const struct option sweep_options[] = {
     {"c", required_argument, NULL, OPT_BASE + OPT_C},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
+    {"max-input", required_argument, NULL, OPT_BASE + OPT_MAX_INPUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };

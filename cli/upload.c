@@ -28,9 +28,11 @@ const char upload_usage[] =
     "prints its summary JSON (with its id) on stdout. DATASET is a CSV file\n"
     "(text/csv; --sa and --group name its columns) or, when its name ends in\n"
     ".json, a dataset JSON file. The file is streamed in blocks; a progress\n"
-    "line on stderr says how much is sent.\n"
+    "line on stderr says how much is sent. DATASET \"-\" reads a CSV from stdin\n"
+    "(held in memory, up to --max-input, to learn its length).\n"
     "\n"
     "options:\n"
+    "  --max-input BYTES    refuse a file larger than this (default 16 GiB)\n"
     "  --server URL         the service, http://HOST:PORT (required)\n"
     "  --sa COL             CSV: the sensitive attribute column\n"
     "  --group COL          CSV: the group column\n"
@@ -42,6 +44,7 @@ const char upload_usage[] =
     "its detail on stderr), 1 cannot connect or another failure\n";
 
 const struct option upload_options[] = {
+    {"max-input", required_argument, NULL, OPT_BASE + OPT_MAX_INPUT},
     {"server", required_argument, NULL, OPT_BASE + OPT_SERVER},
     {"sa", required_argument, NULL, OPT_BASE + OPT_SA},
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
@@ -287,6 +290,50 @@ static int ends_with(const char *s, const char *tail)
 	return n >= m && !strcmp(s + n - m, tail);
 }
 
+/* The file to send, its size, and in held what was read of it: a regular
+ * file is judged by its first bytes and sent from the disk; stdin or a
+ * device is read whole first (as the other commands read it), so that
+ * /dev/zero ends at its first byte and the length is known. 0, or 2 after
+ * a message. */
+static int open_input(const struct args *a, FILE **f, long long *size, struct source *held)
+{
+	const char *path = a->pos[0], *why;
+	int forms = ends_with(path, ".json") ? SOURCE_JSON : SOURCE_CSV;
+	struct pm_error err = {0};
+	char head[4096];
+	struct stat sb;
+	size_t n, at;
+
+	*held = (struct source){0};
+	if (strcmp(path, "-") && (*f = fopen(path, "rb")) && !fstat(fileno(*f), &sb) &&
+	    S_ISREG(sb.st_mode)) {
+		*size = (long long)sb.st_size;
+		n = fread(head, 1, sizeof head, *f);
+		rewind(*f);
+		if ((unsigned long long)*size > a->max_input)
+			error_set(&err, PM_ERR_INPUT, "--max-input",
+				  "%s is %lld bytes, over the limit of %llu bytes", path, *size,
+				  a->max_input);
+		else if (!source_sniff(head, n, forms, &why, &at))
+			error_set(&err, PM_ERR_INPUT, "", "%s is not %s text: %s at byte %zu", path,
+				  forms == SOURCE_JSON ? "JSON" : "CSV", why, at);
+		return err.message[0] ? cli_finish(PM_ERR_INPUT, &err) : 0;
+	}
+	if (strcmp(path, "-") && !*f) {
+		fprintf(stderr, "pmaxent: cannot open %s: %s\n", path, strerror(errno));
+		return 2;
+	}
+	if (*f)
+		fclose(*f);
+	*f = NULL;
+	if (source_read(path, a, forms, "cannot open", held, &err))
+		return cli_finish(err.status ? err.status : PM_ERR_INPUT, &err);
+	*size = (long long)held->len;
+	if (!(*f = fmemopen(held->text, held->len ? held->len : 1, "rb")))
+		return fprintf(stderr, "pmaxent: out of memory\n"), 1;
+	return 0;
+}
+
 /* The request head; -1 after a usage message. */
 static int make_head(const struct cmd *c, const struct args *a, const struct target *t,
 		     long long size, char *head, size_t cap)
@@ -311,7 +358,7 @@ int upload_cmd(const struct cmd *c, const struct args *a)
 {
 	struct progress p = {0};
 	struct target t;
-	struct stat sb;
+	struct source held = {0};
 	char head[8192], *answer = NULL;
 	size_t len;
 	FILE *f = NULL;
@@ -319,12 +366,9 @@ int upload_cmd(const struct cmd *c, const struct args *a)
 
 	if (!a->opt[OPT_SERVER] || parse_url(a->opt[OPT_SERVER], &t))
 		return cli_usage_error(c, "%s", "--server must be http://HOST:PORT");
-	if (!(f = fopen(a->pos[0], "rb")) || fstat(fileno(f), &sb)) {
-		fprintf(stderr, "pmaxent: cannot open %s: %s\n", a->pos[0], strerror(errno));
-		rc = 2;
+	if ((rc = open_input(a, &f, &p.total, &held)) != 0)
 		goto out;
-	}
-	p.total = (long long)sb.st_size;
+	rc = 1;
 	p.tty = isatty(STDERR_FILENO);
 	p.tenth = -1;
 	if (make_head(c, a, &t, p.total, head, sizeof head)) {
@@ -346,5 +390,6 @@ out:
 		close(fd);
 	if (f)
 		fclose(f);
+	source_finish(&held);
 	return rc;
 }

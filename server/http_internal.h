@@ -197,7 +197,8 @@ struct http_text_buf {
 	int oom;
 };
 void http_put(struct http_text_buf *t, const char *s, size_t n);
-/* One CSV field (RFC 4180 quoting when needed; NULL is empty), then sep. */
+/* One CSV field (csv_out_cell: RFC 4180 quoting when needed, a leading '
+ * before a formula; NULL is empty), then sep. */
 void http_csv_field(struct http_text_buf *t, const char *s, char sep);
 
 /* ---- gate.c: the front door --------------------------------------------- */

@@ -560,22 +560,16 @@ const char *http_list_next(const struct store_row *rows, size_t n, size_t limit,
 	return buf;
 }
 
-/* One CSV field (RFC 4180 quoting when needed) and its separator. */
+static void csv_put(void *ctx, const char *s, size_t n)
+{
+	http_put(ctx, s, n);
+}
+
+/* One CSV field (csv_out_cell: quoted when needed, never a formula) and
+ * its separator. */
 void http_csv_field(struct http_text_buf *t, const char *s, char sep)
 {
-	if (!s)
-		s = "";
-	if (s[strcspn(s, ",\"\r\n")] || s[0] == ' ' || (*s && s[strlen(s) - 1] == ' ')) {
-		http_put(t, "\"", 1);
-		for (const char *q; (q = strchr(s, '"')); s = q + 1) {
-			http_put(t, s, (size_t)(q - s) + 1);
-			http_put(t, "\"", 1);
-		}
-		http_put(t, s, strlen(s));
-		http_put(t, "\"", 1);
-	} else {
-		http_put(t, s, strlen(s));
-	}
+	csv_out_cell(s, csv_put, t);
 	http_put(t, &sep, 1);
 }
 

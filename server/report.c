@@ -5,7 +5,15 @@
  * assumptions (the dataset, the knowledge, the solver's status), the
  * verdict (SPEC 4.1's privacy beside the no-knowledge estimate and the
  * records), a chart of the tuples most at risk against their no-knowledge
- * estimate, their table, and the rules and statements that bind.
+ * estimate, their table, and the rules and statements that bind. A sweep
+ * or an audit (SPEC 4.2, 4.3) gets a page of its own: its points, the
+ * chart of accuracy against K, the worst adversary and the verdict.
+ *
+ * Text reaches the page one way only, text() (HTML-escaped): LIT() takes
+ * string literals alone, putf() numbers alone (a %s in its format fails
+ * the page), and svg_render's output, which escapes its own text, is the
+ * one thing put() copies as it is. Any document, however shaped, makes a
+ * page or an error, never a crash: every field is read by type.
  */
 #include <math.h>
 #include <stdarg.h>
@@ -43,9 +51,24 @@ static void put(struct page *p, const char *s, size_t n)
 	p->s[p->len] = '\0';
 }
 
-/* A string literal, its length known at compile time. */
-#define LIT(p, s) put(p, s, sizeof s - 1)
+/* A string literal (markup), its length known at compile time; anything
+ * but a literal does not compile. */
+#define LIT(p, s) put(p, "" s "", sizeof s - 1)
 
+/* Whether fmt converts numbers only: text must go through text(). */
+static int numbers_only(const char *fmt)
+{
+	for (const char *c = strchr(fmt, '%'); c; c = strchr(c + 1, '%')) {
+		size_t n = strcspn(c + 1, "diouxXeEfgGaAcspn%");
+
+		if (c[1 + n] && strchr("csnp", c[1 + n]))
+			return 0;
+		c += n + 1;
+	}
+	return 1;
+}
+
+/* Markup with numbers in it (fmt a literal converting numbers only). */
 static void putf(struct page *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void putf(struct page *p, const char *fmt, ...)
 {
@@ -53,6 +76,10 @@ static void putf(struct page *p, const char *fmt, ...)
 	va_list ap;
 	int n;
 
+	if (!numbers_only(fmt)) {
+		p->oom = 1; /* a bug: fails every test that renders this line */
+		return;
+	}
 	va_start(ap, fmt);
 	n = vsnprintf(buf, sizeof buf, fmt, ap);
 	va_end(ap);
@@ -126,6 +153,21 @@ static long long ival(const json_t *o, const char *k)
 	return json_integer_value(get(o, k));
 }
 
+/* o[k] when a string, else "": a document of any shape reads safely. */
+static const char *str(const json_t *o, const char *k)
+{
+	const char *v = json_string_value(get(o, k));
+
+	return v ? v : "";
+}
+
+/* "s" unless n is 1. */
+static void plural(struct page *p, size_t n)
+{
+	if (n != 1)
+		LIT(p, "s");
+}
+
 /* A rule as P(then | a = v, ...) = p, or lo <= P(...) <= hi. */
 static void rule_text(struct page *p, const json_t *r)
 {
@@ -139,7 +181,10 @@ static void rule_text(struct page *p, const json_t *r)
 	text(p, json_string_value(get(r, "then")));
 	json_object_foreach((json_t *)c, a, v)
 	{
-		put(p, first ? " | " : ", ", first ? 3 : 2);
+		if (first)
+			LIT(p, " | ");
+		else
+			LIT(p, ", ");
 		text(p, a);
 		LIT(p, " = ");
 		text(p, json_string_value(v));
@@ -182,7 +227,7 @@ static void assumptions(struct page *p, const json_t *res)
 	size_t i, src[3] = {0};
 
 	LIT(p, "<h2>Assumptions</h2><ul>");
-	putf(p, "<li>Dataset <b>");
+	LIT(p, "<li>Dataset <b>");
 	text(p, json_is_string(get(ds, "name")) ? json_string_value(get(ds, "name")) : "(unnamed)");
 	putf(p, "</b>: %lld records in %lld buckets, %lld distinct QI tuples.</li>",
 	     ival(ds, "records"), ival(ds, "groups"), ival(ds, "tuples"));
@@ -192,8 +237,9 @@ static void assumptions(struct page *p, const json_t *res)
 
 		src[s && !strcmp(s, "positive") ? 1 : s && !strcmp(s, "negative") ? 2 : 0]++;
 	}
-	putf(p, "<li>The adversary's knowledge: %zu rule%s of their own", src[0],
-	     src[0] == 1 ? "" : "s");
+	putf(p, "<li>The adversary's knowledge: %zu rule", src[0]);
+	plural(p, src[0]);
+	LIT(p, " of their own");
 	if (m)
 		putf(
 		    p,
@@ -201,17 +247,20 @@ static void assumptions(struct page *p, const json_t *res)
 		    "negative rules exist at the minimum support)",
 		    ival(get(m, "positive"), "asked"), ival(get(m, "negative"), "asked"), src[1],
 		    src[2]);
-	putf(p, "; %zu statement%s; %zu named %s.", json_array_size(get(res, "statements")),
-	     json_array_size(get(res, "statements")) == 1 ? "" : "s",
-	     json_array_size(get(res, "individuals")),
-	     json_array_size(get(res, "individuals")) == 1 ? "person" : "people");
+	putf(p, "; %zu statement", json_array_size(get(res, "statements")));
+	plural(p, json_array_size(get(res, "statements")));
+	putf(p, "; %zu named ", json_array_size(get(res, "individuals")));
+	if (json_array_size(get(res, "individuals")) == 1)
+		LIT(p, "person.");
+	else
+		LIT(p, "people.");
 	rule_list(p, get(res, "rules"));
 	LIT(p, "</li>");
-	putf(p,
-	     "<li>The maximum-entropy estimate %s after %lld iterations (largest violation "
-	     "%.3g records, %.3g s)",
-	     !strcmp(json_string_value(get(res, "status")), "converged") ? "converged"
-									 : "did not converge",
+	if (!strcmp(str(res, "status"), "converged"))
+		LIT(p, "<li>The maximum-entropy estimate converged");
+	else
+		LIT(p, "<li>The maximum-entropy estimate did not converge");
+	putf(p, " after %lld iterations (largest violation %.3g records, %.3g s)",
 	     ival(res, "iterations"), json_number_value(get(res, "max_violation")),
 	     json_number_value(get(res, "seconds")));
 	if (json_is_string(get(res, "reason"))) {
@@ -227,7 +276,9 @@ static void verdict_row(struct page *p, const json_t *pv, const char *label, con
 {
 	const json_t *srcs[3] = {pv, get(pv, "baseline"), get(pv, "truth")};
 
-	putf(p, "<tr><th>%s</th>", label);
+	LIT(p, "<tr><th>");
+	text(p, label);
+	LIT(p, "</th>");
 	for (int i = 0; i < 3; i++)
 		num(p, sub ? get(get(srcs[i], key), sub) : get(srcs[i], key));
 	LIT(p, "</tr>");
@@ -265,7 +316,7 @@ static void verdict(struct page *p, const json_t *res)
 	verdict_row(p, pv, "entropy l (min)", "min_entropy_l", NULL);
 	verdict_row(p, pv, "recursive (c,l): l", "recursive_cl", NULL);
 	verdict_row(p, pv, "t-closeness", "t_closeness", NULL);
-	verdict_row(p, pv, "&delta;-disclosure", "delta_disclosure", NULL);
+	verdict_row(p, pv, "δ-disclosure", "delta_disclosure", NULL);
 	putf(p, "<tr><th>estimation accuracy (nats)</th>");
 	num(p, get(res, "estimation_accuracy"));
 	num(p, get(res, "baseline_accuracy"));
@@ -303,8 +354,8 @@ static void top_chart(struct page *p, const json_t *top)
 			break;
 		y[i] = json_number_value(get(t, "p"));
 		y[n + i] = json_number_value(get(t, "baseline_p"));
-		snprintf(names[i], sizeof names[i], "%zu. %s", i + 1,
-			 json_string_value(get(t, "sa")));
+		/* svg_render escapes it */
+		snprintf(names[i], sizeof names[i], "%zu. %s", i + 1, str(t, "sa"));
 		cats[i] = names[i];
 	}
 	c.categories = cats;
@@ -364,7 +415,11 @@ static void binding(struct page *p, const json_t *res)
 			if (!b || !strcmp(b, "value") || n++ >= 50)
 				continue;
 			desc = json_dumps(r, JSON_COMPACT | JSON_PRESERVE_ORDER);
-			putf(p, "<li>%s[%zu], at its %s: <code>", lists[l], i, b);
+			LIT(p, "<li>");
+			text(p, lists[l]);
+			putf(p, "[%zu], at its ", i);
+			text(p, b);
+			LIT(p, ": <code>");
 			text(p, desc ? desc : "");
 			LIT(p, "</code></li>");
 			free(desc);
@@ -375,30 +430,275 @@ static void binding(struct page *p, const json_t *res)
 		       "hold exactly).</p>");
 }
 
+/* The page's head and its h1: "<kind> report: <name>". */
+static void page_head(struct page *p, const char *name, int sweep)
+{
+	LIT(p, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
+	if (sweep)
+		LIT(p, "Sweep report: ");
+	else
+		LIT(p, "Privacy report: ");
+	text(p, name);
+	LIT(p, "</title><style>");
+	put(p, style, sizeof style - 1); /* a constant of this file */
+	if (sweep)
+		LIT(p, "</style></head><body><h1>Sweep report: ");
+	else
+		LIT(p, "</style></head><body><h1>Privacy report: ");
+	text(p, name);
+	LIT(p, "</h1>");
+}
+
+/* The page's text (caller frees), or NULL when out of memory. */
+static char *page_done(struct page *p, size_t *len)
+{
+	LIT(p, "</body></html>\n");
+	if (p->oom) {
+		free(p->s);
+		return NULL;
+	}
+	if (len)
+		*len = p->len;
+	return p->s;
+}
+
 char *report_html(const json_t *res, size_t *len)
 {
 	struct page p = {0};
-	const json_t *name = get(get(res, "dataset"), "name");
+	const char *name = str(get(res, "dataset"), "name");
 
-	LIT(&p, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>");
-	LIT(&p, "Privacy report: ");
-	text(&p, json_is_string(name) ? json_string_value(name) : "dataset");
-	LIT(&p, "</title><style>");
-	put(&p, style, sizeof style - 1);
-	LIT(&p, "</style></head><body><h1>Privacy report: ");
-	text(&p, json_is_string(name) ? json_string_value(name) : "dataset");
-	LIT(&p, "</h1><p class=\"muted\">What an adversary with the knowledge below learns "
+	page_head(&p, *name ? name : "dataset", 0);
+	LIT(&p, "<p class=\"muted\">What an adversary with the knowledge below learns "
 		"from the published buckets (Privacy-MaxEnt, Du, Teng and Zhu 2008).</p>");
 	assumptions(&p, res);
 	verdict(&p, res);
 	top_tuples(&p, res);
 	binding(&p, res);
-	LIT(&p, "</body></html>\n");
-	if (p.oom) {
-		free(p.s);
-		return NULL;
+	return page_done(&p, len);
+}
+
+/* ---- a sweep or an audit ----------------------------------------------------- */
+
+static const char *const kinds[] = {"positive", "negative", "mixed"};
+
+/* A point's kind as SPEC 4.2 names them: its index, or -1. */
+static int kind_of(const json_t *pt)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp(str(pt, "kind"), kinds[i]))
+			return i;
+	return -1;
+}
+
+/* Whether point i is the one the grid q puts there (kinds x T x K). */
+static int in_grid(const json_t *pt, const struct sweep_request *q, size_t i)
+{
+	size_t n_t = q->n_t ? q->n_t : 1, t = (i / q->n_k) % n_t;
+	const json_t *tv = get(pt, "qi_attributes"), *k = get(pt, "k");
+
+	return kind_of(pt) == (int)q->kinds[i / (q->n_k * n_t)] && json_is_integer(k) &&
+	       json_integer_value(k) == (json_int_t)q->k[i % q->n_k] &&
+	       (q->n_t ? json_is_integer(tv) && json_integer_value(tv) == (json_int_t)q->t[t]
+		       : json_is_null(tv));
+}
+
+/* The request that made the points, read back from them: the K of the
+ * first run of one kind and T, the T of the first kind's runs, the
+ * kinds. 0, or -1 when the points are not such a grid (no chart then). */
+static int points_grid(const json_t *pts, struct sweep_request *q)
+{
+	size_t n = json_array_size(pts), nk = 0, nt = 0, i;
+	const json_t *first = json_array_get(pts, 0);
+
+	while (nk < n && kind_of(json_array_get(pts, nk)) == kind_of(first) &&
+	       json_equal(get(json_array_get(pts, nk), "qi_attributes"), get(first, "qi_attributes")))
+		nk++;
+	while (nk && nt * nk < n && kind_of(json_array_get(pts, nt * nk)) == kind_of(first))
+		nt++;
+	if (!nk || n % (nk * nt) || n / (nk * nt) > 3 ||
+	    !(q->k = calloc(nk, sizeof *q->k)) || !(q->t = calloc(nt, sizeof *q->t)))
+		return -1;
+	q->n_k = nk;
+	q->n_kinds = n / (nk * nt);
+	q->n_t = json_is_null(get(first, "qi_attributes")) && nt == 1 ? 0 : nt;
+	for (i = 0; i < nk; i++)
+		q->k[i] = (size_t)json_integer_value(get(json_array_get(pts, i), "k"));
+	for (i = 0; i < q->n_t; i++)
+		q->t[i] = (size_t)json_integer_value(get(json_array_get(pts, i * nk), "qi_attributes"));
+	for (i = 0; i < q->n_kinds; i++) {
+		int k = kind_of(json_array_get(pts, i * nk * nt));
+
+		if (k < 0)
+			return -1;
+		q->kinds[i] = (enum sweep_kind)k;
 	}
-	if (len)
-		*len = p.len;
-	return p.s;
+	for (i = 0; i < n; i++)
+		if (!in_grid(json_array_get(pts, i), q, i))
+			return -1;
+	return 0;
+}
+
+/* The chart of accuracy against K that `pmaxent sweep --svg` draws. */
+static void sweep_page_chart(struct page *p, const json_t *pts, const char *name)
+{
+	struct sweep_request q = {0};
+	size_t len;
+	char *svg;
+
+	if (points_grid(pts, &q)) {
+		LIT(p, "<p class=\"muted\">The points are not one curve per kind and T over the "
+		       "same K, so there is no chart.</p>");
+	} else if ((svg = sweep_chart(name, &q, pts, &len))) {
+		put(p, svg, len); /* svg_render escapes its own text */
+		free(svg);
+	} else {
+		p->oom = 1;
+	}
+	sweep_request_finish(&q);
+}
+
+/* A cell of whatever v is: a number, text, a max_disclosure's p, or "all"
+ * for a null T. */
+static void cell(struct page *p, const json_t *v)
+{
+	if (json_is_object(v))
+		v = get(v, "p");
+	if (json_is_string(v)) {
+		LIT(p, "<td>");
+		text(p, json_string_value(v));
+		LIT(p, "</td>");
+	} else if (json_is_null(v)) {
+		LIT(p, "<td>all</td>");
+	} else {
+		num(p, v);
+	}
+}
+
+/* The points, one row each. */
+static void sweep_points(struct page *p, const json_t *pts)
+{
+	const json_t *pt;
+	size_t i;
+
+	LIT(p, "<h2>The points</h2><table><tr><th>kind</th><th>T</th><th>K</th><th>estimation "
+	       "accuracy (nats)</th><th>records at risk</th><th>fraction at risk</th><th>largest "
+	       "P*(s|q)</th><th>status</th><th>seconds</th></tr>");
+	json_array_foreach(pts, i, pt)
+	{
+		const json_t *pv = get(pt, "privacy");
+
+		LIT(p, "<tr>");
+		cell(p, get(pt, "kind"));
+		cell(p, get(pt, "qi_attributes"));
+		cell(p, get(pt, "k"));
+		num(p, get(pt, "estimation_accuracy"));
+		num(p, get(pv, "records_at_risk"));
+		num(p, get(pv, "records_at_risk_fraction"));
+		cell(p, get(pv, "max_disclosure"));
+		cell(p, get(pt, "status"));
+		num(p, get(pt, "seconds"));
+		LIT(p, "</tr>");
+	}
+	LIT(p, "</table>");
+}
+
+/* An audit's answer (SPEC 4.3): the verdict, the worst adversary, passes. */
+static void sweep_worst(struct page *p, const json_t *doc)
+{
+	const json_t *w = get(doc, "worst");
+
+	if (!json_is_string(get(doc, "verdict")) && !json_is_object(w))
+		return;
+	LIT(p, "<h2>Verdict</h2>");
+	if (json_is_string(get(doc, "verdict"))) {
+		LIT(p, "<p class=\"verdict\">");
+		text(p, str(doc, "verdict"));
+		LIT(p, "</p>");
+	}
+	if (json_is_boolean(get(doc, "passes"))) {
+		if (json_is_true(get(doc, "passes")))
+			LIT(p, "<p>It meets the target.</p>");
+		else
+			LIT(p, "<p>It does <b>not</b> meet the target.</p>");
+	}
+	if (!json_is_object(w))
+		return;
+	LIT(p, "<h2>The worst adversary</h2><table><tr><th>kind</th><th>T</th><th>K</th>"
+	       "<th>records at risk</th><th>fraction at risk</th><th>largest P*(s|q)</th></tr><tr>");
+	cell(p, get(w, "kind"));
+	cell(p, get(w, "qi_attributes"));
+	cell(p, get(w, "k"));
+	cell(p, get(w, "records_at_risk"));
+	cell(p, get(w, "records_at_risk_fraction"));
+	cell(p, get(w, "max_disclosure"));
+	LIT(p, "</tr></table>");
+}
+
+char *report_sweep_html(const json_t *doc, size_t *len)
+{
+	struct page p = {0};
+	const json_t *pts = get(doc, "points");
+	const char *name = *str(doc, "name") ? str(doc, "name") : NULL;
+
+	page_head(&p, name ? name : "sweep", 1);
+	putf(&p, "<p class=\"muted\">%zu solve", json_array_size(pts));
+	plural(&p, json_array_size(pts));
+	LIT(&p, ", each against an adversary holding the Top-K rules of its kind (SPEC 4.2; "
+		"Privacy-MaxEnt, Du, Teng and Zhu 2008).</p>");
+	sweep_worst(&p, doc);
+	LIT(&p, "<h2>Estimation accuracy against K</h2>");
+	if (json_array_size(pts))
+		sweep_page_chart(&p, pts, name);
+	sweep_points(&p, pts);
+	return page_done(&p, len);
+}
+
+/* ---- which page ------------------------------------------------------------- */
+
+/* What doc is, for a message: "an array", or "it has no ... (found keys:
+ * a, b)". */
+static enum pm_status not_a_report(const json_t *doc, struct pm_error *err)
+{
+	static const char *const types[] = {"an object", "an array", "a string", "an integer",
+					    "a number", "true", "false", "null"};
+	char keys[512] = "";
+	size_t n = 0, at = 0;
+	const char *k;
+	const json_t *v;
+
+	if (!json_is_object(doc))
+		return error_set(err, PM_ERR_INPUT, "", "not a result or a sweep: it is %s",
+				 types[json_typeof(doc)]);
+	json_object_foreach((json_t *)doc, k, v)
+	{
+		int w = snprintf(keys + at, sizeof keys - at, "%s%s", n++ ? ", " : "", k);
+
+		if (w < 0 || (size_t)w >= sizeof keys - at) {
+			snprintf(keys + at, sizeof keys - at, ", ...");
+			break;
+		}
+		at += (size_t)w;
+	}
+	return error_set(err, PM_ERR_INPUT, "",
+			 "not a result or a sweep: it has no \"posterior\" or \"points\" (%s%s)",
+			 n ? "found keys: " : "it is empty", keys);
+}
+
+enum pm_status report_document(const json_t *doc, char **html, size_t *len, struct pm_error *err)
+{
+	const char *key = json_is_array(get(doc, "posterior")) ? "posterior"
+			  : json_is_array(get(doc, "points")) ? "points"
+							       : NULL;
+
+	*html = NULL;
+	if (!key && (get(doc, "posterior") || get(doc, "points")))
+		return error_set(err, PM_ERR_INPUT, "",
+				 "not a result or a sweep: its \"%s\" is not an array",
+				 get(doc, "posterior") ? "posterior" : "points");
+	if (!key)
+		return not_a_report(doc, err);
+	*html = !strcmp(key, "posterior") ? report_html(doc, len) : report_sweep_html(doc, len);
+	if (!*html)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory writing the report");
+	return PM_OK;
 }

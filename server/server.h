@@ -628,6 +628,30 @@ void http_stop(struct http_server *h);
  * HTML page: caller frees the NUL-terminated text; *len (may be NULL) its
  * length. NULL when out of memory. */
 char *report_html(const json_t *result, size_t *len);
+/* The page of a sweep or an audit (SPEC 4.2, 4.3): its points as a table,
+ * the chart of accuracy against K (sweep_chart) when they form the grid
+ * kinds x T x K, and the worst adversary and the verdict when present.
+ * Ownership and NULL as report_html. */
+char *report_sweep_html(const json_t *sweep, size_t *len);
+/* The page doc asks for: a result (it has a "posterior" array) as
+ * report_html, a sweep (a "points" array) as report_sweep_html; anything
+ * else is PM_ERR_INPUT, the message naming what doc is ("not a result or
+ * a sweep: it has no ... (found keys: rules)"). *html: caller frees. */
+enum pm_status report_document(const json_t *doc, char **html, size_t *len,
+			       struct pm_error *err);
+
+/* ---- csv_out.c ---------------------------------------------------------- */
+
+/* Where a CSV cell goes: n bytes of s (not NUL-terminated). */
+typedef void (*csv_out_put)(void *ctx, const char *s, size_t n);
+/* Whether s (NULL: no) would be a formula to a spreadsheet: it begins with
+ * '=', '+', '-', '@', a tab or a CR and is not a decimal number. */
+int csv_out_formula(const char *s);
+/* The one way pmaxent writes a CSV cell (NULL: empty): a leading ' where
+ * csv_out_formula says so (OWASP CSV injection), then RFC 4180 quoting
+ * when it holds a comma, quote or line break or starts or ends with a
+ * space. No separator. */
+void csv_out_cell(const char *s, csv_out_put put, void *ctx);
 
 /* ---- sweep.c ----------------------------------------------------------- */
 

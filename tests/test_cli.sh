@@ -341,6 +341,154 @@ err_has "pmaxent: --k: expected an integer, got 'x'"
 run 2 sweep "$DATA/figure1.csv" --sa disease --group group --kind both --k 1
 err_is 'pmaxent: kinds[0]: must be "positive", "negative" or "mixed", got a string'
 
+# ---- report: a result, a sweep, nothing else (issue 36) ------------------------
+run 0 sweep "$DATA/figure1.csv" --sa disease --group group --kind positive,mixed --k 0,2 --qi-attributes 1,2 --min-support 1
+cp "$OUT" "$TMP/sweep.json"
+run 0 report "$TMP/sweep.json"
+out_has "<h1>Sweep report: sweep</h1>"
+out_has "<svg"
+out_has "positive, T = 2"
+if [ "$(grep -o '<tr><td>' "$OUT" | wc -l)" = 8 ]; then ok; else bad "report of a sweep: expected 8 point rows"; fi
+# an audit: a sweep with the worst adversary and a verdict (SPEC 4.3)
+python3 - "$TMP/sweep.json" "$TMP/audit.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["worst"] = {"k": 2, "kind": "mixed", "qi_attributes": 2, "records_at_risk": 5,
+              "records_at_risk_fraction": 0.625, "max_disclosure": 1}
+d["verdict"] = "<script>alert(1)</script> the worst adversary & <b>K = 2</b>"
+d["passes"] = False
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 0 report "$TMP/audit.json"
+out_has "<h2>The worst adversary</h2>"
+out_has "&lt;script&gt;alert(1)&lt;/script&gt; the worst adversary &amp; &lt;b&gt;K = 2&lt;/b&gt;"
+out_has "does <b>not</b> meet the target"
+if grep -qF "<script>" "$OUT"; then bad "report of an audit: the verdict went in unescaped"; else ok; fi
+# points that are no grid (hand-made): a table, no chart
+printf '{"points": [{"kind": "positive", "k": 1}, {"kind": "odd", "k": "x", "privacy": 7}]}' >"$TMP/odd_points.json"
+run 0 report "$TMP/odd_points.json"
+out_has "there is no chart"
+# anything else: exit 2 naming what it is (each of these crashed the report)
+printf '{}' >"$TMP/empty.json"
+run 2 report "$TMP/empty.json"
+err_is "pmaxent: report: $TMP/empty.json is not a result or a sweep: it has no \"posterior\" or \"points\" (it is empty)"
+out_empty
+run 2 report "$DATA/cli_knowledge.json"
+err_is "pmaxent: report: $DATA/cli_knowledge.json is not a result or a sweep: it has no \"posterior\" or \"points\" (found keys: rules)"
+printf '{"status": 1}' >"$TMP/status.json"
+run 2 report "$TMP/status.json"
+err_has 'is not a result or a sweep: it has no "posterior" or "points" (found keys: status)'
+printf '[{"posterior": []}]' >"$TMP/array.json"
+run 2 report "$TMP/array.json"
+err_has "is not a result or a sweep: it is an array"
+printf '{"posterior": {}}' >"$TMP/post_obj.json"
+run 2 report "$TMP/post_obj.json"
+err_has 'is not a result or a sweep: its "posterior" is not an array'
+# a result of any shape renders (no field is trusted to be there or typed)
+printf '{"posterior": [], "status": 1, "dataset": [], "rules": [{"if": 3, "binding": 7}], "privacy": {"top": [{"sa": 1, "qi": "x"}], "max_disclosure": []}}' >"$TMP/odd_result.json"
+run 0 report "$TMP/odd_result.json"
+out_has "<h1>Privacy report: dataset</h1>"
+# every text of a result is escaped: a binding, a rule's values, a name
+run 0 solve "$DATA/figure1.csv" "$EX/vague.json" --sa disease --group group
+python3 - "$OUT" "$TMP/xss.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+x = '<img src=x onerror=alert(1)>'
+d["rules"][0]["binding"] = x
+d["rules"][0]["then"] = x
+d["rules"][0]["if"] = {x: x}
+d["dataset"]["name"] = x
+d["reason"] = x
+d["privacy"]["max_disclosure"]["sa"] = x
+d["privacy"]["top"][0]["qi"] = [x]
+json.dump(d, open(sys.argv[2], "w"))
+PY
+run 0 report "$TMP/xss.json"
+out_has "at its &lt;img src=x onerror=alert(1)&gt;"
+if grep -qF "<img" "$OUT"; then bad "report: a text went in unescaped: $(grep -oF '<img' "$OUT" | head -3)"; else ok; fi
+# - is stdin, for report as for every FILE
+run 0 solve "$DATA/figure1.csv" --sa disease --group group
+cp "$OUT" "$TMP/fig1_result.json"
+run 0 report "$TMP/fig1_result.json"
+cp "$OUT" "$TMP/fig1_report.html"
+"$BIN" report - <"$TMP/fig1_result.json" >"$OUT" 2>"$ERR"
+if [ $? -eq 0 ] && cmp -s "$OUT" "$TMP/fig1_report.html"; then ok; else bad "report - differs from report FILE: $(cat "$ERR")"; fi
+
+# ---- inputs: - for stdin, refused at the first byte, --max-input (issue 36) ----
+# run_in RC FILE ARGS...: as run, with stdin from FILE
+run_in() {
+	local want=$1 in=$2 rc
+	shift 2
+	"$BIN" "$@" <"$in" >"$OUT" 2>"$ERR"
+	rc=$?
+	if [ "$rc" -eq "$want" ]; then ok; else bad "pmaxent $* <$in exited $rc, expected $want; stderr: $(head -c 500 "$ERR")"; fi
+}
+run_in 0 "$DATA/figure1.csv" solve - --sa disease --group group
+json_ok 'd["dataset"]["records"] == 8 and d["dataset"]["name"] == "stdin"'
+run_in 0 "$EX/vague.json" solve "$DATA/figure1.csv" - --sa disease --group group
+json_ok 'd["rules"][0]["binding"] == "min"'
+run_in 0 "$DATA/codec_small.json" solve -
+json_ok 'd["status"] == "converged"'
+run_in 2 "$DATA/codec_small.json" solve - --sa disease --group group
+err_has "--sa and --group apply only to CSV input, and stdin begins as JSON"
+run_in 2 "$DATA/figure1.csv" solve - - --sa disease --group group
+err_has "stdin ('-') can be only one of the inputs"
+run_in 0 "$DATA/figure1.csv" mine - --sa disease --group group --positive 1 --negative 1 --min-support 1
+json_ok 'len(d["rules"]) == 2'
+run_in 0 "$DATA/figure1.csv" sweep - --sa disease --group group --kind positive --k 0
+json_ok 'len(d["points"]) == 1'
+run 0 anatomize "$DATA/cli_table.csv" --sa disease --qi age,sex,zip --l 3 --seed 7
+cp "$OUT" "$TMP/anatomized_file.json"
+run_in 0 "$DATA/cli_table.csv" anatomize - --sa disease --qi age,sex,zip --l 3 --seed 7
+if cmp -s "$OUT" "$TMP/anatomized_file.json"; then ok; else bad "anatomize - differs from anatomize FILE"; fi
+# not JSON or CSV: refused at the first byte, at once and in bounded memory
+ln -s /dev/zero "$TMP/zero.csv"
+ln -s /dev/urandom "$TMP/random.csv"
+# guarded ARGS...: pmaxent ARGS under 10 s and 2 GB of address space (not
+# under AddressSanitizer, which reserves terabytes of it at start)
+if nm "$BIN" 2>/dev/null | grep -q __asan_init; then VLIMIT=unlimited; else VLIMIT=2000000; fi
+guarded() {
+	(ulimit -v $VLIMIT; timeout 10 "$BIN" "$@") >"$OUT" 2>"$ERR"
+}
+for args in "solve /dev/zero" "report /dev/zero" "solve $TMP/zero.csv --sa a --group g" \
+	"anatomize $TMP/zero.csv --sa a --qi b --l 2" "mine /dev/zero --positive 1 --negative 1"; do
+	# shellcheck disable=SC2086
+	guarded $args
+	rc=$?
+	if [ $rc -eq 2 ] && grep -qF "text: a NUL byte (0x00) at byte 0" "$ERR"; then ok; else bad "pmaxent $args: exit $rc, $(head -c 300 "$ERR")"; fi
+done
+for args in "solve /dev/urandom" "report /dev/urandom" "solve $TMP/random.csv --sa a --group g"; do
+	# shellcheck disable=SC2086
+	guarded $args
+	rc=$?
+	if [ $rc -eq 2 ] && grep -qE "is not (JSON|CSV) text: " "$ERR"; then ok; else bad "pmaxent $args: exit $rc, $(head -c 300 "$ERR")"; fi
+done
+guarded solve - </dev/zero
+if [ $? -eq 2 ] && grep -qF "stdin is not JSON or CSV text: a NUL byte" "$ERR"; then ok; else bad "solve - </dev/zero: $(head -c 300 "$ERR")"; fi
+printf '\xef\xbb\xbf{"rules": [\xff]}' >"$TMP/bad_utf8.json"
+run 2 solve "$DATA/figure1.csv" "$TMP/bad_utf8.json" --sa disease --group group
+err_is "pmaxent: $TMP/bad_utf8.json is not JSON text: a byte that is not UTF-8 (0xff) at byte 14"
+printf 'age,disease\n' >"$TMP/header.json"
+run 2 report "$TMP/header.json"
+err_is "pmaxent: $TMP/header.json is not JSON text: a byte that cannot begin a JSON document ('{' or '[') (0x61) at byte 0"
+# --max-input: a command's option or before the command; reading stops there
+run 2 solve "$DATA/figure1.csv" --sa disease --group group --max-input 100
+err_is "pmaxent: --max-input: $DATA/figure1.csv is 227 bytes, over the limit of 100 bytes"
+run 2 --max-input 100 report "$TMP/fig1_result.json"
+err_has "over the limit of 100 bytes"
+run_in 2 "$DATA/figure1.csv" solve - --sa disease --group group --max-input 100
+err_is "pmaxent: --max-input: stdin is 227 bytes, over the limit of 100 bytes"
+cat "$DATA/figure1.csv" | "$BIN" solve - --sa disease --group group --max-input 100 >"$OUT" 2>"$ERR"
+if [ $? -eq 2 ]; then ok; else bad "solve - from a pipe over --max-input did not exit 2"; fi
+err_is "pmaxent: --max-input: stdin is larger than the limit of 100 bytes (read no further)"
+guarded solve - --max-input 1000000 </dev/urandom
+if grep -qE "stdin is (not JSON or CSV text|larger than the limit)" "$ERR"; then ok; else bad "solve - </dev/urandom: $(head -c 300 "$ERR")"; fi
+run_in 0 "$DATA/figure1.csv" solve - --sa disease --group group --max-input 227
+run 2 solve "$DATA/figure1.csv" --sa disease --group group --max-input 0
+err_has "--max-input: expected a number of bytes from 1 to 2^60, got '0'"
+run 2 report "$TMP/fig1_result.json" --max-input lots
+err_has "--max-input: expected an integer, got 'lots'"
+
 # ---- interval rules ------------------------------------------------------------
 # P(Flu | male) is 0.375 without knowledge on the paper's Figure 1. At
 # least 0.5 binds at min and gives what probability 0.5 gives; at most
@@ -513,6 +661,14 @@ printf 'city,n,s\n"a,b",1,x\n"q""q",1,y\nc,2,x\nd,2,z\n' >"$TMP/quoted.csv"
 run 0 anatomize "$TMP/quoted.csv" --sa s --qi city,n --l 2 --csv
 out_has '"a,b"'
 out_has '"q""q"'
+# formulas come out behind a ' (OWASP CSV injection), numbers as they are
+run 0 anatomize "$DATA/csv_formulas.csv" --sa d --qi city --l 2 --csv
+for cell in "'=1+1" "'+SUM(1+1)" "'@A1" "'-2+3" "-2" "-2.5e3"; do
+	if tr ',' '\n' <"$OUT" | grep -qxF -- "$cell"; then ok; else bad "anatomize --csv lacks the cell $cell: $(cat "$OUT")"; fi
+done
+if tr ',' '\n' <"$OUT" | grep -E '^[-=+@]' | grep -vxE -- '[-+]?[0-9.]+(e[0-9]+)?' | grep -q .; then
+	bad "anatomize --csv writes a formula: $(cat "$OUT")"
+else ok; fi
 run 2 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2
 err_has "pmaxent: --l: the table is not 2-eligible"
 run 0 anatomize "$DATA/cli_skewed.csv" --sa disease --qi age,sex --l 2 --set-aside
@@ -581,6 +737,15 @@ json_ok 'd["records"] == 300000 and d["groups"] == 60000'
 lines=$(grep -c '^pmaxent: sent .* MB' "$ERR")
 if [ "$lines" -ge 6 ] && [ "$lines" -le 11 ]; then ok; else bad "$lines progress lines: $(cat "$ERR")"; fi
 err_has "(100%)"
+# - reads a CSV from stdin; /dev/zero ends at its first byte, --max-input
+run_in 0 "$DATA/figure1.csv" upload - --server "$url" --sa disease --group group
+json_ok 'd["records"] == 8'
+guarded upload /dev/zero --server "$url" --sa disease --group group
+if [ $? -eq 2 ] && grep -qF "/dev/zero is not CSV text: a NUL byte (0x00) at byte 0" "$ERR"; then ok; else bad "upload /dev/zero: $(head -c 300 "$ERR")"; fi
+guarded upload - --server "$url" --sa disease --group group </dev/zero
+if [ $? -eq 2 ] && grep -qF "stdin is not CSV text: a NUL byte" "$ERR"; then ok; else bad "upload - </dev/zero: $(head -c 300 "$ERR")"; fi
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --max-input 100
+err_is "pmaxent: --max-input: $DATA/figure1.csv is 227 bytes, over the limit of 100 bytes"
 # refused by the service (4xx): its detail, exit 2, nothing on stdout
 run 2 upload "$DATA/figure1.csv" --server "$url" --sa illness --group group
 err_has 'pmaxent: sa: no column "illness" in the header (HTTP 422)'

@@ -2,7 +2,8 @@
  * GET /v1/analyses/{id}/risk (server/risk.c) end to end, on the paper's
  * Figure 1: the tuples ranked by their largest P*(s|q) beside the
  * no-knowledge estimate, JSON pages and CSV, named people, the statuses
- * (400, 404, 405, 409), HEAD, and another tenant's analysis.
+ * (400, 404, 405, 409), HEAD, and another tenant's analysis; QI and SA
+ * values that are formulas come back behind a ' in both CSVs.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <math.h>
@@ -396,6 +397,63 @@ static void test_labels_and_ties(void)
 	free(dir);
 }
 
+/* ---- exports safe to open ------------------------------------------------ */
+
+/* Every cell of a CSV body (no quoted commas in it) that begins with =, +,
+ * -, @, a tab or a CR is a number; how many cells are each of want. */
+static void count_cells(const char *body, const char *const *want, size_t n_want, size_t *seen)
+{
+	char *copy = strdup(body ? body : ""), *save = NULL, *end;
+
+	for (char *c = strtok_r(copy, ",\r\n", &save); c; c = strtok_r(NULL, ",\r\n", &save)) {
+		if (strchr("=+-@\t", *c)) {
+			strtod(c, &end);
+			CHECK(*end == '\0');
+		}
+		for (size_t i = 0; i < n_want; i++)
+			seen[i] += !strcmp(c, want[i]);
+	}
+	free(copy);
+}
+
+/* QI and SA values that are formulas come back behind a ' in the posterior
+ * and risk CSVs; the numbers -2 and -2.5e3 as they are. */
+static void test_formulas(void)
+{
+	static const char *const want[] = {"'=1+1", "'+SUM(1+1)", "'@A1", "'-2+3", "-2", "-2.5e3"};
+	static const char *const routes[] = {"posterior", "risk"};
+	char *dir = temp_dir(), *csv = data_file("csv_formulas.csv"), *ds = NULL, *an, path[160];
+	struct http_server *h = start(dir, 1, 4, NULL, 0);
+	unsigned port = http_port(h);
+	json_t *result = NULL;
+	struct resp r = call(port, "POST", "/v1/datasets?sa=d&group=group",
+			     "Content-Type: text/csv\r\n", csv, csv ? strlen(csv) : 0);
+
+	CHECK(r.status == 201);
+	if (r.status == 201)
+		ds = strdup(jstr(r.json, "id"));
+	resp_free(&r);
+	an = analysed(port, ds, "{}", &result);
+	for (size_t i = 0; i < 2; i++) {
+		size_t seen[6] = {0};
+
+		snprintf(path, sizeof path, "/v1/analyses/%s/%s", an ? an : "", routes[i]);
+		r = call(port, "GET", path, "Accept: text/csv\r\n", NULL, 0);
+		CHECK(r.status == 200);
+		count_cells(r.body, want, 6, seen);
+		for (size_t w = 0; w < 6; w++)
+			CHECK(seen[w] > 0);
+		resp_free(&r);
+	}
+	json_decref(result);
+	http_stop(h);
+	free(csv);
+	free(ds);
+	free(an);
+	rm_tree(dir);
+	free(dir);
+}
+
 /* ---- before success, and another tenant ------------------------------------ */
 
 /* A solve stalled for a minute: 409 while it is queued or running, and
@@ -473,6 +531,7 @@ int main(void)
 	test_figure1();
 	test_people();
 	test_labels_and_ties();
+	test_formulas();
 	test_conflict();
 	test_tenants();
 	return check_done();
