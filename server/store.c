@@ -90,8 +90,12 @@ static const char *query_sql(enum query q, int *n_params)
 		*n_params = store_sweep_params[q - Q_SW_INSERT];
 		return store_sweep_sql[q - Q_SW_INSERT];
 	}
-	*n_params = store_jobs_params[q - Q_AN_CLAIM];
-	return store_jobs_sql[q - Q_AN_CLAIM];
+	if (q < Q_AN_TURN) {
+		*n_params = store_jobs_params[q - Q_AN_CLAIM];
+		return store_jobs_sql[q - Q_AN_CLAIM];
+	}
+	*n_params = store_tenant_params[q - Q_AN_TURN];
+	return store_tenant_sql[q - Q_AN_TURN];
 }
 
 /* The cached statement for q, with no bindings. */
@@ -332,6 +336,8 @@ static enum pm_status configure(struct store *s, struct pm_error *err)
 		ret = exec(s, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", err);
 	if (!ret)
 		ret = store_schema(s, err);
+	if (!ret)
+		ret = store_tenant_key(s, err);
 	return ret;
 }
 
@@ -523,6 +529,8 @@ enum pm_status store_job_insert(struct store *s, const struct store_jobs *t, con
 	int changes = 0;
 
 	ret = store_write_begin(s, t->insert, &st, err);
+	if (!ret)
+		ret = store_tenant_admit_job(s, tenant, err);
 	if (ret)
 		goto out;
 	store_bind_str(s, st, 1, id);

@@ -701,7 +701,7 @@ static void test_bad_files(void)
 	CHECK(sqlite3_exec(db, "PRAGMA user_version = 99", NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	CHECK(store_open(dir, &s, &err) == PM_ERR_IO);
-	CHECK_CONTAINS(err.message, "has schema version 99; this pmaxent knows 5");
+	CHECK_CONTAINS(err.message, "has schema version 99; this pmaxent knows 6");
 
 	/* a data directory that cannot be created */
 	snprintf(path, sizeof path, "%s/corrupt/pmaxent.db/sub", root);
