@@ -467,6 +467,12 @@ struct http_options {
 	const char *database;
 	size_t workers;		 /* analysis workers, default: cores */
 	size_t queue_capacity;	 /* queued analyses before 503, default 64 */
+	/* fair shares (issue 36): one tenant's queued analyses and sweeps
+	 * before 429 (0: half of queue_capacity with a token file, else the
+	 * whole queue); its datasets and their bytes before 403 (0: no
+	 * limit; default 1000 and 10 GiB) */
+	size_t queue_per_tenant, tenant_max_datasets;
+	uint64_t tenant_max_bytes;
 	size_t dataset_cache_mb; /* parsed datasets kept (store_cache_limit), MiB */
 	const char *token_file;	 /* lines "TOKEN TENANT [admin]"; NULL: no access control */
 	size_t max_body;	 /* request body cap, bytes (413 above) */
