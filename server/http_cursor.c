@@ -2,11 +2,11 @@
  * Opaque list cursors (issue 36). A list pages by the store's row seq,
  * which counts the rows of every tenant: handed out as is, tenant B's
  * next cursor would tell how many rows the others made. So the seq is
- * sealed: encrypted with a keystream drawn from a fresh random nonce and
- * authenticated with a MAC over the nonce, the ciphertext, the tenant and
- * the list's path. Two pages' cursors share nothing a client can read;
- * a cursor of another tenant or list, or one changed in any bit, fails
- * to open (400). The key is the store's (store_cursor_key): the same on
+ * sealed: encrypted with a keystream drawn from a fresh random nonce,
+ * the tenant and the list's path, and authenticated with a MAC over the
+ * nonce, the seq, the tenant and the path. Two pages' cursors share
+ * nothing a client can read; a cursor of another tenant or list, or one
+ * changed in any bit, fails to open (400). The key is the store's (store_cursor_key): the same on
  * every node, so any node continues a list another began.
  *
  * The pseudo-random function is SipHash-2-4 (Aumasson and Bernstein),
@@ -129,8 +129,9 @@ void http_cursor_seal(const unsigned char *key, const char *tenant, const char *
 	/* a nonce that repeats only weakens hiding, never the MAC */
 	if (getrandom(b, 8, 0) != 8)
 		store64(b, (uint64_t)seq * 0x9e3779b97f4a7c15ULL);
-	store64(b + 8, (uint64_t)seq ^ prf(key, b, 8, tenant, path));
+	store64(b + 8, (uint64_t)seq);
 	store64(b + 16, prf(key + 16, b, 16, tenant, path));
+	store64(b + 8, (uint64_t)seq ^ prf(key, b, 8, tenant, path));
 	for (size_t i = 0; i < CURSOR_BYTES; i += 3) {
 		uint32_t w = (uint32_t)b[i] << 16 | (uint32_t)b[i + 1] << 8 | b[i + 2];
 
@@ -171,12 +172,11 @@ int http_cursor_open(const unsigned char *key, const char *tenant, const char *p
 	*seq = 0;
 	if (decode(text, b))
 		return -1;
+	v = load64(b + 8) ^ prf(key, b, 8, tenant, path);
+	store64(b + 8, v);
 	/* every bit compared, so the time taken does not tell how many matched */
 	diff = load64(b + 16) ^ prf(key + 16, b, 16, tenant, path);
-	if (diff)
-		return -1;
-	v = load64(b + 8) ^ prf(key, b, 8, tenant, path);
-	if (v > INT64_MAX)
+	if (diff || v > INT64_MAX)
 		return -1;
 	*seq = (int64_t)v;
 	return 0;
