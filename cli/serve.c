@@ -193,14 +193,15 @@ static int serve_tenants(const struct cmd *c, const struct args *a, struct http_
 
 	if ((rc = serve_number(c, a, OPT_QUEUE_PER_TENANT, "--queue-per-tenant", 1, 1000000,
 			       &o->queue_per_tenant)) >= 0 ||
-	    (rc = serve_number(c, a, OPT_TENANT_MAX_DATASETS, "--tenant-max-datasets", 0,
-			       1LL << 40, &o->tenant_max_datasets)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_TENANT_MAX_DATASETS, "--tenant-max-datasets", 0, 1LL << 40,
+			       &o->tenant_max_datasets)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_TENANT_MAX_BYTES, "--tenant-max-bytes", 0, 1LL << 60,
 			       &bytes)) >= 0)
 		return rc;
 	o->tenant_max_bytes = bytes;
 	if (o->queue_per_tenant > o->queue_capacity) {
-		fprintf(stderr, "pmaxent: --queue-per-tenant (%zu) must not be above --queue (%zu)\n",
+		fprintf(stderr,
+			"pmaxent: --queue-per-tenant (%zu) must not be above --queue (%zu)\n",
 			o->queue_per_tenant, o->queue_capacity);
 		cli_usage_hint(c);
 		return 2;

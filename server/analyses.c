@@ -295,7 +295,8 @@ static void analysis_list(struct http_server *h, const struct http_request *r,
 	items = json_array();
 	for (size_t i = 0; items && i < n && i < limit; i++)
 		json_array_append_new(items, analysis_json(h, &rows[i], 0));
-	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur), limit);
+	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur),
+			  limit);
 out:
 	store_row_finish(&ds);
 	store_rows_free(rows, n);

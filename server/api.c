@@ -426,7 +426,8 @@ static void dataset_list(struct http_server *h, const struct http_request *r,
 	items = json_array();
 	for (size_t i = 0; items && i < n && i < limit; i++)
 		json_array_append_new(items, http_stored_json(rows[i].summary));
-	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur), limit);
+	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur),
+			  limit);
 	store_rows_free(rows, n);
 }
 

@@ -492,8 +492,8 @@ static int page_limit(const struct http_request *r, size_t def, size_t max, size
 	errno = 0;
 	v = strtoll(l, &end, 10);
 	if (!*l || *end || errno || v < 1 || (unsigned long long)v > max) {
-		http_problem(res, 400, "limit", "must be an integer from 1 to %zu, got '%.40s'", max,
-			     l);
+		http_problem(res, 400, "limit", "must be an integer from 1 to %zu, got '%.40s'",
+			     max, l);
 		return -1;
 	}
 	*limit = (size_t)v;

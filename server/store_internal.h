@@ -91,7 +91,7 @@ struct store {
 	struct db_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
 	size_t chunk_bytes; /* a packed dataset's chunks, at most (store_datasets.c) */
-	struct store_limits limits;	     /* per tenant (store_tenants.c) */
+	struct store_limits limits;		   /* per tenant (store_tenants.c) */
 	unsigned char cursor_key[STORE_KEY_BYTES]; /* store_cursor_key */
 };
 
@@ -188,8 +188,7 @@ enum pm_status store_tenant_admit_dataset(struct store *s, const char *tenant, i
 					  struct pm_error *err);
 /* The claimed job id's tenant had its turn (in the claim's transaction):
  * the next claim prefers every other tenant with work queued. */
-enum pm_status store_tenant_turn(struct store *s, int sweeps, const char *id,
-				 struct pm_error *err);
+enum pm_status store_tenant_turn(struct store *s, int sweeps, const char *id, struct pm_error *err);
 /* Reads the cursor key into s, made at the first start and shared by
  * every node of the store (after the schema is in place). */
 enum pm_status store_tenant_key(struct store *s, struct pm_error *err);

@@ -63,7 +63,7 @@
  * indexes count a tenant's queued jobs; store_secrets holds the key that
  * seals list cursors, the same on every node. */
 #define TENANTS                                                                                    \
-	"CREATE TABLE IF NOT EXISTS tenant_turns(tenant TEXT PRIMARY KEY, turn BIGINT NOT NULL);" \
+	"CREATE TABLE IF NOT EXISTS tenant_turns(tenant TEXT PRIMARY KEY, turn BIGINT NOT NULL);"  \
 	"CREATE INDEX IF NOT EXISTS tenant_turns_turn ON tenant_turns(turn);"                      \
 	"ALTER TABLE datasets ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;"                         \
 	"UPDATE datasets SET bytes = length(summary) + length(body) + COALESCE((SELECT"            \

@@ -46,8 +46,8 @@ const char *const store_tenant_sql[Q_COUNT - Q_AN_TURN] = {
 };
 
 const int store_tenant_params[Q_COUNT - Q_AN_TURN] = {
-    [Q_AN_TURN - Q_AN_TURN] = 1,    [Q_SW_TURN - Q_AN_TURN] = 1,    [Q_TN_LOCK - Q_AN_TURN] = 1,
-    [Q_TN_QUEUED - Q_AN_TURN] = 1,  [Q_TN_USAGE - Q_AN_TURN] = 1,   [Q_SECRET_PUT - Q_AN_TURN] = 2,
+    [Q_AN_TURN - Q_AN_TURN] = 1,    [Q_SW_TURN - Q_AN_TURN] = 1,  [Q_TN_LOCK - Q_AN_TURN] = 1,
+    [Q_TN_QUEUED - Q_AN_TURN] = 1,  [Q_TN_USAGE - Q_AN_TURN] = 1, [Q_SECRET_PUT - Q_AN_TURN] = 2,
     [Q_SECRET_GET - Q_AN_TURN] = 1,
 };
 
@@ -162,8 +162,8 @@ static enum pm_status new_key(char *buf, struct pm_error *err)
 	while (got < sizeof k) {
 		n = getrandom(k + got, sizeof k - got, 0);
 		if (n < 0 && errno != EINTR)
-			return error_set(err, PM_ERR_IO, "", "no random bytes for the cursor key: %s",
-					 strerror(errno));
+			return error_set(err, PM_ERR_IO, "",
+					 "no random bytes for the cursor key: %s", strerror(errno));
 		got += n > 0 ? (size_t)n : 0;
 	}
 	for (size_t i = 0; i < sizeof k; i++)

@@ -86,7 +86,8 @@ static void sweep_list(struct http_server *h, const struct http_request *r,
 		json_object_del(o, "progress");
 		json_array_append_new(items, o);
 	}
-	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur), limit);
+	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur),
+			  limit);
 	store_rows_free(rows, n);
 }
 
