@@ -31,6 +31,13 @@ const char serve_usage[] =
     "                       naming the limit (default: 3/4 of the machine's\n"
     "                       memory over --workers, at least 1024)\n"
     "  --queue N            queued analyses before 503 Retry-After (default 64)\n"
+    "  --queue-per-tenant N of them one tenant may hold; over it: 429 Retry-After\n"
+    "                       (default: half of --queue with --token-file, else all)\n"
+    "  --tenant-max-datasets N\n"
+    "                       datasets one tenant may store, 403 above (default 1000;\n"
+    "                       0: no limit)\n"
+    "  --tenant-max-bytes B bytes its datasets may take as stored, 403 above\n"
+    "                       (default 10737418240; 0: no limit)\n"
     "  --dataset-cache MB   datasets kept read for the next analysis, counted by\n"
     "                       about the memory of their arrays (default 1024; 0: none)\n"
     "  --token-file F       lines 'TOKEN TENANT' or 'TOKEN TENANT admin' ('#'\n"
@@ -72,6 +79,9 @@ const struct option serve_options[] = {
     {"workers", required_argument, NULL, OPT_BASE + OPT_WORKERS},
     {"worker-memory", required_argument, NULL, OPT_BASE + OPT_WORKER_MEMORY},
     {"queue", required_argument, NULL, OPT_BASE + OPT_QUEUE},
+    {"queue-per-tenant", required_argument, NULL, OPT_BASE + OPT_QUEUE_PER_TENANT},
+    {"tenant-max-datasets", required_argument, NULL, OPT_BASE + OPT_TENANT_MAX_DATASETS},
+    {"tenant-max-bytes", required_argument, NULL, OPT_BASE + OPT_TENANT_MAX_BYTES},
     {"dataset-cache", required_argument, NULL, OPT_BASE + OPT_DATASET_CACHE},
     {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
     {"max-body", required_argument, NULL, OPT_BASE + OPT_MAX_BODY},
@@ -180,6 +190,30 @@ static int serve_limits(const struct cmd *c, const struct args *a, struct http_o
 	return -1;
 }
 
+/* A tenant's shares (issue 36): -1 when fine or absent, else 2. */
+static int serve_tenants(const struct cmd *c, const struct args *a, struct http_options *o)
+{
+	size_t bytes = (size_t)o->tenant_max_bytes;
+	int rc;
+
+	if ((rc = serve_number(c, a, OPT_QUEUE_PER_TENANT, "--queue-per-tenant", 1, 1000000,
+			       &o->queue_per_tenant)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_TENANT_MAX_DATASETS, "--tenant-max-datasets", 0, 1LL << 40,
+			       &o->tenant_max_datasets)) >= 0 ||
+	    (rc = serve_number(c, a, OPT_TENANT_MAX_BYTES, "--tenant-max-bytes", 0, 1LL << 60,
+			       &bytes)) >= 0)
+		return rc;
+	o->tenant_max_bytes = bytes;
+	if (o->queue_per_tenant > o->queue_capacity) {
+		fprintf(stderr,
+			"pmaxent: --queue-per-tenant (%zu) must not be above --queue (%zu)\n",
+			o->queue_per_tenant, o->queue_capacity);
+		cli_usage_hint(c);
+		return 2;
+	}
+	return -1;
+}
+
 static int serve_flags(const struct cmd *c, const struct args *a, struct http_options *o)
 {
 	size_t port, memory = 0;
@@ -200,7 +234,7 @@ static int serve_flags(const struct cmd *c, const struct args *a, struct http_op
 			       &o->max_solve_body)) >= 0 ||
 	    (rc = serve_number(c, a, OPT_MAX_UPLOAD, "--max-upload", 1, 1LL << 40,
 			       &o->max_upload)) >= 0 ||
-	    (rc = serve_limits(c, a, o)) >= 0)
+	    (rc = serve_limits(c, a, o)) >= 0 || (rc = serve_tenants(c, a, o)) >= 0)
 		return rc;
 	o->port = (unsigned)port;
 	o->worker_memory = memory << 20;

@@ -396,9 +396,9 @@ static void analysis_list(struct http_server *h, const struct http_request *r,
 	size_t limit, n = 0;
 	int64_t after;
 	json_t *items;
-	char cur[32];
+	char cur[HTTP_CURSOR_SIZE];
 
-	if (http_page_params(r, HTTP_PAGE_DEFAULT, HTTP_PAGE_MAX, &limit, &after, res))
+	if (http_list_params(h, r, &limit, &after, res))
 		return;
 	if (store_dataset_get(h->store, r->id, r->tenant, 0, &ds, &err) ||
 	    store_analysis_list(h->store, r->id, r->tenant, after, limit + 1, &rows, &n, &err)) {
@@ -408,7 +408,8 @@ static void analysis_list(struct http_server *h, const struct http_request *r,
 	items = json_array();
 	for (size_t i = 0; items && i < n && i < limit; i++)
 		json_array_append_new(items, analysis_json(h, &rows[i], 0));
-	http_page_respond(res, r, json_object(), items, http_list_next(rows, n, limit, cur), limit);
+	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur),
+			  limit);
 out:
 	store_row_finish(&ds);
 	store_rows_free(rows, n);

@@ -205,7 +205,12 @@ void api_job_start(struct http_server *h, const struct http_request *r,
 
 	http_new_id(id, k->prefix);
 	if (k->insert(h->store, id, r->tenant, r->id, request, &err)) {
-		api_store_failed(res, r, &err);
+		if (err.status == PM_ERR_BUSY) { /* this tenant's share of the queue */
+			http_problem(res, 429, err.field, "%s", err.message);
+			res->retry_after = 5;
+		} else {
+			api_store_failed(res, r, &err);
+		}
 		return;
 	}
 	if (jobs_submit(h->jobs, id, &err)) {
@@ -388,7 +393,11 @@ static void dataset_create(struct http_server *h, const struct http_request *r,
 		goto out;
 	}
 	if (store_dataset_put(h->store, id, r->tenant, text, ds, &err)) {
-		http_problem_err(res, &err);
+		/* a quota: the tenant may store more only after deleting some */
+		if (err.status == PM_ERR_TOO_LARGE)
+			http_problem(res, 403, err.field, "%s", err.message);
+		else
+			http_problem_err(res, &err);
 		goto out;
 	}
 	http_json(res, 201, json_incref(sum));
@@ -408,9 +417,9 @@ static void dataset_list(struct http_server *h, const struct http_request *r,
 	size_t limit, n = 0;
 	int64_t after;
 	json_t *items;
-	char cur[32];
+	char cur[HTTP_CURSOR_SIZE];
 
-	if (http_page_params(r, HTTP_PAGE_DEFAULT, HTTP_PAGE_MAX, &limit, &after, res))
+	if (http_list_params(h, r, &limit, &after, res))
 		return;
 	if (store_dataset_list(h->store, r->tenant, after, limit + 1, &rows, &n, &err)) {
 		http_problem_err(res, &err);
@@ -419,7 +428,8 @@ static void dataset_list(struct http_server *h, const struct http_request *r,
 	items = json_array();
 	for (size_t i = 0; items && i < n && i < limit; i++)
 		json_array_append_new(items, http_stored_json(rows[i].summary));
-	http_page_respond(res, r, json_object(), items, http_list_next(rows, n, limit, cur), limit);
+	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur),
+			  limit);
 	store_rows_free(rows, n);
 }
 

@@ -230,7 +230,7 @@ static int check_request_line(const char *s, size_t n, const struct gate_limits 
 
 /* What the header fields said that matters for framing. */
 struct head_fields {
-	int host, length, http11;
+	int host, length, http11, auth;
 	uint64_t content_length;
 };
 
@@ -299,6 +299,10 @@ static int check_field(const char *s, size_t n, const struct gate_limits *l, str
 		return check_length(s + a, b - a, l, f, v);
 	if (name_is(s, k, "Host") && f->host++)
 		return verdict(v, 400, "more than one Host header");
+	/* libmicrohttpd would hand authenticate() the first of two: which
+	 * one a proxy and this service each believe must not differ */
+	if (name_is(s, k, "Authorization") && f->auth++)
+		return verdict(v, 400, "more than one Authorization header");
 	return 0;
 }
 

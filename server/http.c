@@ -61,6 +61,8 @@ void http_options_init(struct http_options *o)
 	o->data_dir = "./var";
 	o->workers = (size_t)parallel_cpus();
 	o->queue_capacity = 64;
+	o->tenant_max_datasets = 1000;
+	o->tenant_max_bytes = (uint64_t)10 << 30;
 	o->dataset_cache_mb = STORE_CACHE_BYTES >> 20;
 	o->max_body = (size_t)64 << 20;
 	o->max_solve_body = (size_t)1 << 20;
@@ -779,6 +781,19 @@ static enum pm_status configure(struct http_server *h, const struct http_options
 	return PM_OK; /* the store creates the data directory, private */
 }
 
+/* What one tenant may hold (issue 36). Without access control there is
+ * one tenant, who may use the whole queue. */
+static void tenant_limits(struct http_server *h)
+{
+	struct store_limits l = {.queued = h->o.queue_per_tenant,
+				 .datasets = h->o.tenant_max_datasets,
+				 .bytes = h->o.tenant_max_bytes};
+
+	if (!l.queued && h->o.token_file)
+		l.queued = h->o.queue_capacity > 1 ? h->o.queue_capacity / 2 : 1;
+	store_set_limits(h->store, &l);
+}
+
 enum pm_status http_start(const struct http_options *o, struct http_server **out,
 			  struct pm_error *err)
 {
@@ -800,6 +815,8 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 		st = store_open(h->data_dir, &h->store, err);
 	if (!st)
 		store_cache_limit(h->store, h->o.dataset_cache_mb << 20);
+	if (!st)
+		tenant_limits(h);
 	if (!st)
 		st = start_jobs(h, err);
 	if (!st)

@@ -186,9 +186,30 @@ void http_next_link(struct http_response *res, const struct http_request *r, siz
  * and responds 200 with the Link header of the next page. */
 void http_page_respond(struct http_response *res, const struct http_request *r, json_t *page,
 		       json_t *items, const char *next, size_t limit);
+/* A list of store rows (datasets, a dataset's analyses or sweeps):
+ * ?limit= as http_page_params, ?cursor= a sealed cursor of this tenant
+ * and path (http_cursor.c) opened into *after (0 without one); another
+ * tenant's, another list's or a forged one is a 400. */
+int http_list_params(const struct http_server *h, const struct http_request *r, size_t *limit,
+		     int64_t *after, struct http_response *res);
 /* The cursor after a page of store rows (asked for limit + 1): the seq of
- * its last row when more follow, written to buf (32 bytes), else NULL. */
-const char *http_list_next(const struct store_row *rows, size_t n, size_t limit, char *buf);
+ * its last row, sealed for this tenant and path, when more follow,
+ * written to buf (HTTP_CURSOR_SIZE bytes), else NULL. */
+const char *http_list_next(const struct http_server *h, const struct http_request *r,
+			   const struct store_row *rows, size_t n, size_t limit, char *buf);
+
+/* ---- http_cursor.c: opaque list cursors ---------------------------------- */
+
+/* A cursor's text and its NUL. */
+#define HTTP_CURSOR_SIZE 33
+/* seq sealed under key (STORE_KEY_BYTES) for tenant and path, into out
+ * (HTTP_CURSOR_SIZE bytes): base64url, a fresh nonce each time. */
+void http_cursor_seal(const unsigned char *key, const char *tenant, const char *path, int64_t seq,
+		      char *out);
+/* The seq text sealed for this tenant and path: 0, or -1 when it is not
+ * a cursor sealed by key for them. */
+int http_cursor_open(const unsigned char *key, const char *tenant, const char *path,
+		     const char *text, int64_t *seq);
 
 /* A growing text buffer; a failed allocation sticks in oom. */
 struct http_text_buf {

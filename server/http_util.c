@@ -484,26 +484,39 @@ json_t *http_stored_json(const char *text)
 	return text ? json_loads(text, 0, NULL) : NULL;
 }
 
-/* ?limit= and ?cursor= of a list: 0, or -1 with a 400 in res. */
-int http_page_params(const struct http_request *r, size_t def, size_t max, size_t *limit,
-		     int64_t *after, struct http_response *res)
+/* ?limit= of a list: 0, or -1 with a 400 in res. */
+static int page_limit(const struct http_request *r, size_t def, size_t max, size_t *limit,
+		      struct http_response *res)
 {
-	const char *l = http_query(r, "limit"), *c = http_query(r, "cursor");
+	const char *l = http_query(r, "limit");
 	char *end;
 	long long v;
 
 	*limit = def;
-	*after = 0;
-	if (l) {
-		errno = 0;
-		v = strtoll(l, &end, 10);
-		if (!*l || *end || errno || v < 1 || (unsigned long long)v > max) {
-			http_problem(res, 400, "limit",
-				     "must be an integer from 1 to %zu, got '%.40s'", max, l);
-			return -1;
-		}
-		*limit = (size_t)v;
+	if (!l)
+		return 0;
+	errno = 0;
+	v = strtoll(l, &end, 10);
+	if (!*l || *end || errno || v < 1 || (unsigned long long)v > max) {
+		http_problem(res, 400, "limit", "must be an integer from 1 to %zu, got '%.40s'",
+			     max, l);
+		return -1;
 	}
+	*limit = (size_t)v;
+	return 0;
+}
+
+/* ?limit= and ?cursor= (an offset) of a list: 0, or -1 with a 400 in res. */
+int http_page_params(const struct http_request *r, size_t def, size_t max, size_t *limit,
+		     int64_t *after, struct http_response *res)
+{
+	const char *c = http_query(r, "cursor");
+	char *end;
+	long long v;
+
+	*after = 0;
+	if (page_limit(r, def, max, limit, res))
+		return -1;
 	if (c) {
 		errno = 0;
 		v = strtoll(c, &end, 10);
@@ -513,6 +526,22 @@ int http_page_params(const struct http_request *r, size_t def, size_t max, size_
 			return -1;
 		}
 		*after = v;
+	}
+	return 0;
+}
+
+int http_list_params(const struct http_server *h, const struct http_request *r, size_t *limit,
+		     int64_t *after, struct http_response *res)
+{
+	const char *c = http_query(r, "cursor");
+
+	*after = 0;
+	if (page_limit(r, HTTP_PAGE_DEFAULT, HTTP_PAGE_MAX, limit, res))
+		return -1;
+	if (c && http_cursor_open(store_cursor_key(h->store), r->tenant, r->path, c, after)) {
+		http_problem(res, 400, "cursor",
+			     "'%.40s' is not a cursor this service returned for this list", c);
+		return -1;
 	}
 	return 0;
 }
@@ -550,13 +579,14 @@ void http_page_respond(struct http_response *res, const struct http_request *r, 
 		http_next_link(res, r, limit, next);
 }
 
-/* The cursor after a list page: the seq of its last row, when more rows
- * follow (the store was asked for limit + 1). */
-const char *http_list_next(const struct store_row *rows, size_t n, size_t limit, char *buf)
+/* The cursor after a list page: the seq of its last row, sealed, when
+ * more rows follow (the store was asked for limit + 1). */
+const char *http_list_next(const struct http_server *h, const struct http_request *r,
+			   const struct store_row *rows, size_t n, size_t limit, char *buf)
 {
 	if (n <= limit)
 		return NULL;
-	snprintf(buf, 32, "%" PRId64, rows[limit - 1].seq);
+	http_cursor_seal(store_cursor_key(h->store), r->tenant, r->path, rows[limit - 1].seq, buf);
 	return buf;
 }
 

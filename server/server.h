@@ -229,8 +229,10 @@ struct store_cache_stats {
 void store_cache_stats(struct store *s, struct store_cache_stats *out);
 /*
  * The queue in the store, shared by every node (store_jobs.c). A node
- * claims the oldest queued analysis (sweeps: the oldest sweep), moving it
- * to running with an attempt counted, its name as owner and a lease of
+ * claims a queued analysis (sweeps: a sweep) round robin by tenant: the
+ * oldest job of the tenant whose last claim is oldest (or who never had
+ * one), so that one tenant's many jobs do not hold the others back; it
+ * moves it to running with an attempt counted, its name as owner and a lease of
  * lease_ms; with_crashed 0 leaves jobs that crashed a node before (they
  * run alone). *found 0 when none is queued.
  */
@@ -265,6 +267,22 @@ enum pm_status store_job_reap(struct store *s, int max_crashes, const char *prob
 			      struct store_reaped *out, struct pm_error *err);
 /* Analyses and sweeps queued, in the whole store. */
 enum pm_status store_job_queued(struct store *s, int64_t *n, struct pm_error *err);
+/* Per-tenant limits the store enforces as it writes (store_tenants.c);
+ * 0: none (the default). Over queued, inserting an analysis or sweep is
+ * PM_ERR_BUSY with field "queue_per_tenant"; over datasets or bytes
+ * (what the tenant's datasets take: summaries and packed chunks),
+ * storing a dataset is PM_ERR_TOO_LARGE with field "tenant_max_datasets"
+ * or "tenant_max_bytes". */
+struct store_limits {
+	size_t queued, datasets;
+	uint64_t bytes;
+};
+void store_set_limits(struct store *s, const struct store_limits *l);
+/* The secret key that seals list cursors (http_cursor.c): random, made
+ * at the store's first start and the same on every node sharing it.
+ * Owned by s (STORE_KEY_BYTES bytes). */
+#define STORE_KEY_BYTES 32
+const unsigned char *store_cursor_key(const struct store *s);
 /* Whether other nodes may share the store (PostgreSQL; SQLite's data
  * directory is one process's). */
 int store_shared(struct store *s);
@@ -577,6 +595,12 @@ struct http_options {
 	const char *database;
 	size_t workers;		 /* analysis workers, default: cores */
 	size_t queue_capacity;	 /* queued analyses before 503, default 64 */
+	/* fair shares (issue 36): one tenant's queued analyses and sweeps
+	 * before 429 (0: half of queue_capacity with a token file, else the
+	 * whole queue); its datasets and their bytes before 403 (0: no
+	 * limit; default 1000 and 10 GiB) */
+	size_t queue_per_tenant, tenant_max_datasets;
+	uint64_t tenant_max_bytes;
 	size_t dataset_cache_mb; /* parsed datasets kept (store_cache_limit), MiB */
 	const char *token_file;	 /* lines "TOKEN TENANT [admin]"; NULL: no access control */
 	size_t max_body;	 /* request body cap, bytes (413 above) */

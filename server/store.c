@@ -91,9 +91,13 @@ static const char *query_sql(enum query q, int *n_params)
 		*n_params = store_sweep_params[q - Q_SW_INSERT];
 		return store_sweep_sql[q - Q_SW_INSERT];
 	}
-	if (q < Q_RS_SUCCEED) {
+	if (q < Q_AN_TURN) {
 		*n_params = store_jobs_params[q - Q_AN_CLAIM];
 		return store_jobs_sql[q - Q_AN_CLAIM];
+	}
+	if (q < Q_RS_SUCCEED) {
+		*n_params = store_tenant_params[q - Q_AN_TURN];
+		return store_tenant_sql[q - Q_AN_TURN];
 	}
 	*n_params = store_result_params[q - Q_RS_SUCCEED];
 	return store_result_sql[q - Q_RS_SUCCEED];
@@ -337,6 +341,8 @@ static enum pm_status configure(struct store *s, struct pm_error *err)
 		ret = exec(s, "PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON", err);
 	if (!ret)
 		ret = store_schema(s, err);
+	if (!ret)
+		ret = store_tenant_key(s, err);
 	return ret;
 }
 
@@ -528,6 +534,8 @@ enum pm_status store_job_insert(struct store *s, const struct store_jobs *t, con
 	int changes = 0;
 
 	ret = store_write_begin(s, t->insert, &st, err);
+	if (!ret)
+		ret = store_tenant_admit_job(s, tenant, err);
 	if (ret)
 		goto out;
 	store_bind_str(s, st, 1, id);

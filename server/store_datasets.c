@@ -18,8 +18,8 @@
 
 const char *const store_dataset_sql[Q_SW_INSERT - Q_DS_INSERT] = {
     [Q_DS_INSERT - Q_DS_INSERT] =
-	"INSERT INTO datasets(id, tenant, summary, body, created, updated, chunks)"
-	" VALUES(?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+	"INSERT INTO datasets(id, tenant, summary, body, created, updated, chunks, bytes)"
+	" VALUES(?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)",
     [Q_DS_GET - Q_DS_INSERT] =
 	"SELECT seq, id, tenant, summary, CASE WHEN ?3 = 1 THEN body END, created,"
 	" updated, chunks FROM datasets"
@@ -36,7 +36,7 @@ const char *const store_dataset_sql[Q_SW_INSERT - Q_DS_INSERT] = {
 };
 
 const int store_dataset_params[Q_SW_INSERT - Q_DS_INSERT] = {
-    [Q_DS_INSERT - Q_DS_INSERT] = 6,	[Q_DS_GET - Q_DS_INSERT] = 3,
+    [Q_DS_INSERT - Q_DS_INSERT] = 7,	[Q_DS_GET - Q_DS_INSERT] = 3,
     [Q_DS_LIST - Q_DS_INSERT] = 3,	[Q_DS_EXISTS - Q_DS_INSERT] = 2,
     [Q_DS_DELETE - Q_DS_INSERT] = 2,	[Q_DS_CHUNK_PUT - Q_DS_INSERT] = 3,
     [Q_DS_CHUNK_GET - Q_DS_INSERT] = 2,
@@ -57,19 +57,24 @@ int store_read_dataset(struct store *s, struct db_stmt *st, struct store_row *r)
 /* ---- writing ---------------------------------------------------------------- */
 
 /* The datasets row (in the caller's transaction): body "" and n chunks
- * for a packed dataset, the JSON text and 0 for the old form. */
+ * of packed bytes for a packed dataset, the JSON text and 0 for the old
+ * form; within the tenant's quota (store_tenants.c). */
 static enum pm_status insert_row(struct store *s, struct db_stmt *st, const char *id,
 				 const char *tenant, const char *summary, const char *body,
-				 int64_t chunks, struct pm_error *err)
+				 int64_t chunks, size_t packed, struct pm_error *err)
 {
-	enum pm_status ret;
+	int64_t bytes = (int64_t)(strlen(summary) + strlen(body) + packed);
+	enum pm_status ret = store_tenant_admit_dataset(s, tenant, bytes, err);
 
+	if (ret)
+		return ret;
 	store_bind_str(s, st, 1, id);
 	store_bind_str(s, st, 2, tenant);
 	store_bind_str(s, st, 3, summary);
 	store_bind_str(s, st, 4, body);
 	store_bind_int(s, st, 5, (int64_t)time(NULL));
 	store_bind_int(s, st, 6, chunks);
+	store_bind_int(s, st, 7, bytes);
 	ret = store_run(s, st, NULL, err);
 	if (ret == PM_ERR_CONFLICT)
 		ret = error_set(err, PM_ERR_CONFLICT, "", "dataset \"%s\" already exists", id);
@@ -83,7 +88,7 @@ enum pm_status store_dataset_insert(struct store *s, const char *id, const char 
 	enum pm_status ret = store_write_begin(s, Q_DS_INSERT, &st, err);
 
 	if (!ret)
-		ret = insert_row(s, st, id, tenant, summary, body, 0, err);
+		ret = insert_row(s, st, id, tenant, summary, body, 0, 0, err);
 	return store_write_end(s, st, ret, err);
 }
 
@@ -120,7 +125,7 @@ enum pm_status store_dataset_put(struct store *s, const char *id, const char *te
 	n = (len + s->chunk_bytes - 1) / s->chunk_bytes;
 	ret = store_write_begin(s, Q_DS_INSERT, &st, err);
 	if (!ret)
-		ret = insert_row(s, st, id, tenant, summary, "", (int64_t)n, err);
+		ret = insert_row(s, st, id, tenant, summary, "", (int64_t)n, len, err);
 	if (!ret)
 		ret = insert_chunks(s, id, blob, len, err);
 	ret = store_write_end(s, st, ret, err);

@@ -70,6 +70,14 @@ enum query {
 	Q_AN_REAP,
 	Q_SW_REAP,
 	Q_QUEUED,
+	/* store_tenants.c (store_tenant_sql): turns, limits, the cursor key */
+	Q_AN_TURN,
+	Q_SW_TURN,
+	Q_TN_LOCK,
+	Q_TN_QUEUED,
+	Q_TN_USAGE,
+	Q_SECRET_PUT,
+	Q_SECRET_GET,
 	/* store_results.c (store_result_sql): results in chunks */
 	Q_RS_SUCCEED,
 	Q_RS_REQUEST_LEN,
@@ -89,6 +97,8 @@ struct store {
 	struct db_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
 	size_t chunk_bytes; /* a packed dataset's chunks, at most (store_datasets.c) */
+	struct store_limits limits;		   /* per tenant (store_tenants.c) */
+	unsigned char cursor_key[STORE_KEY_BYTES]; /* store_cursor_key */
 };
 
 /* The parsed datasets' cache of at most limit bytes (store_cache.c);
@@ -109,8 +119,11 @@ extern const int store_dataset_params[Q_SW_INSERT - Q_DS_INSERT];
 extern const char *const store_sweep_sql[Q_AN_CLAIM - Q_SW_INSERT];
 extern const int store_sweep_params[Q_AN_CLAIM - Q_SW_INSERT];
 /* The same of Q_AN_CLAIM .. Q_QUEUED (store_jobs.c). */
-extern const char *const store_jobs_sql[Q_RS_SUCCEED - Q_AN_CLAIM];
-extern const int store_jobs_params[Q_RS_SUCCEED - Q_AN_CLAIM];
+extern const char *const store_jobs_sql[Q_AN_TURN - Q_AN_CLAIM];
+extern const int store_jobs_params[Q_AN_TURN - Q_AN_CLAIM];
+/* The same of Q_AN_TURN .. Q_SECRET_GET (store_tenants.c). */
+extern const char *const store_tenant_sql[Q_RS_SUCCEED - Q_AN_TURN];
+extern const int store_tenant_params[Q_RS_SUCCEED - Q_AN_TURN];
 /* The same of Q_RS_SUCCEED .. Q_RS_HEAD (store_results.c). */
 extern const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED];
 extern const int store_result_params[Q_COUNT - Q_RS_SUCCEED];
@@ -180,6 +193,23 @@ enum pm_status store_delete_row(struct store *s, enum query q, const char *what,
  * when what is stored does not read back. */
 enum pm_status store_dataset_load(struct store *s, const char *id, const char *tenant,
 				  struct dataset **out, size_t *bytes, struct pm_error *err);
+
+/* Within the caller's write transaction (store_tenants.c), so that the
+ * check and the write are one: may tenant queue one more job (limit
+ * queued: PM_ERR_BUSY naming queue_per_tenant), store one more dataset
+ * of bytes (limits datasets and bytes: PM_ERR_TOO_LARGE naming
+ * tenant_max_datasets or tenant_max_bytes)? On PostgreSQL the tenant's
+ * writes take turns (an advisory lock until commit), so that two nodes
+ * cannot both pass the check with one place left. */
+enum pm_status store_tenant_admit_job(struct store *s, const char *tenant, struct pm_error *err);
+enum pm_status store_tenant_admit_dataset(struct store *s, const char *tenant, int64_t bytes,
+					  struct pm_error *err);
+/* The claimed job id's tenant had its turn (in the claim's transaction):
+ * the next claim prefers every other tenant with work queued. */
+enum pm_status store_tenant_turn(struct store *s, int sweeps, const char *id, struct pm_error *err);
+/* Reads the cursor key into s, made at the first start and shared by
+ * every node of the store (after the schema is in place). */
+enum pm_status store_tenant_key(struct store *s, struct pm_error *err);
 
 /* Creates the tables on a new database and migrates an older one
  * (store_schema.c); refuses one from a newer pmaxent. */

@@ -21,13 +21,17 @@
 #define STORE_CHANNEL "pmaxent_jobs"
 
 /* A claim: ?1 owner, ?2 lease (ms), ?3 now (s, the updated column), ?4
- * whether a job that crashed before may be taken (it runs alone). */
+ * whether a job that crashed before may be taken (it runs alone). Round
+ * robin by tenant (issue 36): the tenant whose last turn (tenant_turns,
+ * store_tenants.c) is oldest, a tenant that never had one first, and of
+ * its jobs the oldest. */
 #define CLAIM(T, EXTRA)                                                                            \
 	"UPDATE " T " SET status = 'running', attempts = attempts + 1, owner = ?1,"                \
 	" lease_until = now_ms() + ?2, progress = NULL, updated = ?3" EXTRA                        \
-	" WHERE id = (SELECT id FROM " T                                                           \
-	" WHERE status = 'queued' AND (crashes = 0 OR ?4 = 1) ORDER BY seq LIMIT 1"                \
-	" /*PG: FOR UPDATE SKIP LOCKED*/) RETURNING id, attempts, crashes"
+	" WHERE id = (SELECT q.id FROM " T " q"                                                    \
+	" WHERE q.status = 'queued' AND (q.crashes = 0 OR ?4 = 1) ORDER BY COALESCE((SELECT"       \
+	" t.turn FROM tenant_turns t WHERE t.tenant = q.tenant), 0), q.seq LIMIT 1"                \
+	" /*PG: FOR UPDATE OF q SKIP LOCKED*/) RETURNING id, attempts, crashes"
 /* ?1 id, ?2 owner, ?3 attempt, ?4 lease (ms), ?5 progress */
 #define BEAT(T)                                                                                    \
 	"UPDATE " T " SET lease_until = now_ms() + ?4, progress = CAST(?5 AS TEXT)"                \
@@ -47,7 +51,7 @@
 	" WHERE status = 'running' AND (?4 = 1 OR lease_until IS NULL OR lease_until < now_ms())"  \
 	" RETURNING id, status"
 
-const char *const store_jobs_sql[Q_RS_SUCCEED - Q_AN_CLAIM] = {
+const char *const store_jobs_sql[Q_AN_TURN - Q_AN_CLAIM] = {
     [Q_AN_CLAIM - Q_AN_CLAIM] = CLAIM("analyses", ""),
     /* a sweep's run starts over: no points */
     [Q_SW_CLAIM - Q_AN_CLAIM] = CLAIM("sweeps", ", points = NULL"),
@@ -64,7 +68,7 @@ const char *const store_jobs_sql[Q_RS_SUCCEED - Q_AN_CLAIM] = {
 			      " + (SELECT count(*) FROM sweeps WHERE status = 'queued')",
 };
 
-const int store_jobs_params[Q_RS_SUCCEED - Q_AN_CLAIM] = {
+const int store_jobs_params[Q_AN_TURN - Q_AN_CLAIM] = {
     [Q_AN_CLAIM - Q_AN_CLAIM] = 4, [Q_SW_CLAIM - Q_AN_CLAIM] = 4,  [Q_AN_BEAT - Q_AN_CLAIM] = 5,
     [Q_SW_BEAT - Q_AN_CLAIM] = 5,  [Q_AN_FINISH - Q_AN_CLAIM] = 6, [Q_SW_FINISH - Q_AN_CLAIM] = 6,
     [Q_AN_REAP - Q_AN_CLAIM] = 4,  [Q_SW_REAP - Q_AN_CLAIM] = 4,   [Q_QUEUED - Q_AN_CLAIM] = 0,
@@ -100,6 +104,10 @@ enum pm_status store_job_claim(struct store *s, int sweeps, const char *owner, i
 		store_bind_int(s, st, 3, (int64_t)time(NULL));
 		store_bind_int(s, st, 4, with_crashed != 0);
 		ret = read_claim(s, st, out, found, err);
+	}
+	if (!ret && *found) {
+		s->db->ops->reset(st); /* done with its row */
+		ret = store_tenant_turn(s, sweeps, out->id, err);
 	}
 	return store_write_end(s, st, ret, err);
 }

@@ -7,7 +7,7 @@
 
 /* Bumped whenever the schema changes; open refuses newer databases and
  * migrates older ones (schema). */
-#define STORE_SCHEMA_VERSION 6
+#define STORE_SCHEMA_VERSION 7
 
 /* The first tables (schema version 2), SEQ the key's type. */
 #define SCHEMA(SEQ)                                                                                \
@@ -55,7 +55,24 @@
 	" dataset_id TEXT NOT NULL REFERENCES datasets(id) ON DELETE CASCADE,"                     \
 	" seq INTEGER NOT NULL, data " BLOB " NOT NULL, PRIMARY KEY(dataset_id, seq));"
 
-/* 5 -> 6: an analysis's request and result in chunks (part 0 and 1),
+/* 5 -> 6: tenants share fairly (store_tenants.c). tenant_turns: each
+ * tenant's last claim, so that the next claim goes to the tenant whose
+ * turn is oldest (round robin), not to the oldest job; datasets.bytes:
+ * what a dataset takes (its summary and packed chunks), summed for the
+ * tenant's storage quota, filled in for datasets stored before; the
+ * indexes count a tenant's queued jobs; store_secrets holds the key that
+ * seals list cursors, the same on every node. */
+#define TENANTS                                                                                    \
+	"CREATE TABLE IF NOT EXISTS tenant_turns(tenant TEXT PRIMARY KEY, turn BIGINT NOT NULL);"  \
+	"CREATE INDEX IF NOT EXISTS tenant_turns_turn ON tenant_turns(turn);"                      \
+	"ALTER TABLE datasets ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;"                         \
+	"UPDATE datasets SET bytes = length(summary) + length(body) + COALESCE((SELECT"            \
+	" sum(length(c.data)) FROM dataset_chunks c WHERE c.dataset_id = datasets.id), 0);"        \
+	"CREATE INDEX IF NOT EXISTS analyses_tenant_status ON analyses(tenant, status);"           \
+	"CREATE INDEX IF NOT EXISTS sweeps_tenant_status ON sweeps(tenant, status);"               \
+	"CREATE TABLE IF NOT EXISTS store_secrets(name TEXT PRIMARY KEY, value TEXT NOT NULL);"
+
+/* 6 -> 7: an analysis's request and result in chunks (part 0 and 1),
  * with their lengths, the result's tag and summary on the row
  * (store_results.c); a length NULL is a text stored before, in the row. */
 #define TEXTS(BLOB)                                                                                \
@@ -89,6 +106,7 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 	    /* 3 -> 4: leases (now_ms() is db_sqlite.c's) */
 	    LEASES,
 	    CHUNKS("BLOB"),
+	    TENANTS,
 	    TEXTS("BLOB"),
 	},
     /* PostgreSQL came at version 3: a new database only */
@@ -101,6 +119,7 @@ static const char *const MIGRATIONS[2][STORE_SCHEMA_VERSION] = {
 		   " AS 'SELECT CAST(floor(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)"
 		   " AS BIGINT)';",
 	    CHUNKS("BYTEA"),
+	    TENANTS,
 	    TEXTS("BYTEA"),
 	},
 };

@@ -70,9 +70,9 @@ static void sweep_list(struct http_server *h, const struct http_request *r,
 	size_t limit, n = 0;
 	int64_t after;
 	json_t *items;
-	char cur[32];
+	char cur[HTTP_CURSOR_SIZE];
 
-	if (http_page_params(r, HTTP_PAGE_DEFAULT, HTTP_PAGE_MAX, &limit, &after, res))
+	if (http_list_params(h, r, &limit, &after, res))
 		return;
 	if (store_sweep_list(h->store, r->id, r->tenant, after, limit + 1, &rows, &n, &err)) {
 		api_store_failed(res, r, &err);
@@ -86,7 +86,8 @@ static void sweep_list(struct http_server *h, const struct http_request *r,
 		json_object_del(o, "progress");
 		json_array_append_new(items, o);
 	}
-	http_page_respond(res, r, json_object(), items, http_list_next(rows, n, limit, cur), limit);
+	http_page_respond(res, r, json_object(), items, http_list_next(h, r, rows, n, limit, cur),
+			  limit);
 	store_rows_free(rows, n);
 }
 

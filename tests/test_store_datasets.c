@@ -181,7 +181,7 @@ static void test_damage(struct store *s)
 }
 
 /* Schema version 4 (before the chunks): the same database with the
- * chunks taken out, a dataset as JSON text in it. */
+ * chunks (and version 6's tenant tables) taken out, a dataset as JSON text in it. */
 static void test_upgrade(struct store **sp)
 {
 	struct dataset *ds = data_dataset("codec_small.json");
@@ -192,18 +192,20 @@ static void test_upgrade(struct store **sp)
 
 	CHECK(store_dataset_insert(*sp, "ds_v4", "t1", "{\"v\":4}", text, &err) == PM_OK);
 	store_close(*sp);
-	/* back to version 4: without what versions 5 and 6 added */
+	/* back to version 4: without what versions 5, 6 and 7 added */
 	CHECK(raw_sql("DROP TABLE analysis_texts; ALTER TABLE analyses DROP COLUMN result_len;"
 		      "ALTER TABLE analyses DROP COLUMN request_len;"
 		      "ALTER TABLE analyses DROP COLUMN result_tag;"
 		      "ALTER TABLE analyses DROP COLUMN result_summary;"
+		      "DROP TABLE tenant_turns; DROP TABLE store_secrets;"
+		      "ALTER TABLE datasets DROP COLUMN bytes;"
 		      "DROP TABLE dataset_chunks; ALTER TABLE datasets DROP COLUMN chunks") == 0);
 	CHECK(raw_sql(is_pg() ? "UPDATE pmaxent_schema SET version = 4; SELECT max(version) "
 				"FROM pmaxent_schema"
 			      : "PRAGMA user_version = 4; PRAGMA user_version") == 4);
 	*sp = open_store();
 	CHECK(raw_sql(is_pg() ? "SELECT max(version) FROM pmaxent_schema"
-			      : "PRAGMA user_version") == 6);
+			      : "PRAGMA user_version") == 7);
 	CHECK(store_dataset_parsed(*sp, "ds_v4", "t1", &back, &err) == PM_OK);
 	again = back ? text_of(back) : NULL;
 	CHECK(text && again && !strcmp(text, again));
