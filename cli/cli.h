@@ -58,6 +58,7 @@ enum opt_id {
 	OPT_NAME,
 	OPT_TOKEN,
 	OPT_CSV,
+	OPT_GRACE,
 	N_OPTS
 };
 

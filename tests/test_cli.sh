@@ -522,7 +522,7 @@ kill -TERM "$first"
 wait "$first"
 if [ "$(stat -c %a "$TMP/var/pmaxent.db")" = 600 ]; then ok; else bad "pmaxent.db is not 0600"; fi
 if [ "$(stat -c %a "$TMP/var/pmaxent.lock")" = 600 ]; then ok; else bad "pmaxent.lock is not 0600"; fi
-printf 'secret-1 alice\n' >"$TMP/tokens"
+printf 'secret-1-0123456789abc alice\n' >"$TMP/tokens"
 chmod 644 "$TMP/tokens"
 run 2 serve --port 0 --data-dir "$TMP/var" --token-file "$TMP/tokens"
 err_is "pmaxent: --token-file: $TMP/tokens is accessible by group or others (mode 0644); make it private: chmod 600 $TMP/tokens"
@@ -593,7 +593,7 @@ wait "$srv"
 run 1 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
 err_has "pmaxent: cannot connect to 127.0.0.1:"
 # a service with access control: the token goes along
-printf 'secret-2 bob\n' >"$TMP/tokens2"
+printf 'secret-2-0123456789abc bob\n' >"$TMP/tokens2"
 chmod 600 "$TMP/tokens2"
 "$BIN" serve --port 0 --data-dir "$TMP/up" --quiet --token-file "$TMP/tokens2" 2>"$TMP/serve3.log" &
 srv=$!
@@ -601,7 +601,7 @@ for _ in $(seq 100); do grep -q "listening on" "$TMP/serve3.log" && break; sleep
 url=$(grep -o 'http://[^ ]*' "$TMP/serve3.log")
 run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
 err_has "(HTTP 401)"
-run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token secret-2
+run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token secret-2-0123456789abc
 json_ok 'd["records"] == 8'
 kill -TERM "$srv"
 wait "$srv"

@@ -65,7 +65,7 @@ static void kill9_check_log(const char *log)
 	CHECK_CONTAINS(text, "\"method\":\"POST\",\"path\":\"/v1/datasets\",\"status\":201");
 	CHECK_CONTAINS(text, "\"tenant\":\"auditor\"");
 	CHECK_CONTAINS(text, "pmaxent: SIGTERM: shutting down\npmaxent: stopped\n");
-	CHECK(text && !strstr(text, "kill9-secret"));
+	CHECK(text && !strstr(text, "kill9-secret-0123456789"));
 	free(text);
 }
 
@@ -88,11 +88,11 @@ static void test_kill9(void)
 	}
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
 	snprintf(log, sizeof log, "%s/server.log", dir);
-	write_file(tokens, "kill9-secret auditor admin\n");
+	write_file(tokens, "kill9-secret-0123456789 auditor admin\n");
 	pid = spawn(bin, dir, tokens, log);
 	port = wait_port(log, 1);
 	CHECK(port > 0);
-	as("kill9-secret");
+	as("kill9-secret-0123456789");
 	ds = upload(port, slow_dataset);
 	an = analyse(port, ds ? ds : "", slow_request);
 	CHECK(wait_running(port, an ? an : ""));
