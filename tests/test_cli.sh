@@ -603,6 +603,25 @@ run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
 err_has "(HTTP 401)"
 run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token secret-2-0123456789abc
 json_ok 'd["records"] == 8'
+# the token kept out of ps: a file, or the environment; --token wins over
+# --token-file, which wins over PMAXENT_TOKEN
+printf 'secret-2-0123456789abc\n' >"$TMP/client-token"
+printf 'wrong-token-0123456789\n' >"$TMP/wrong-token"
+run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/client-token"
+json_ok 'd["records"] == 8'
+PMAXENT_TOKEN=secret-2-0123456789abc run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
+json_ok 'd["records"] == 8'
+PMAXENT_TOKEN=wrong-token-0123456789 run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/client-token"
+json_ok 'd["records"] == 8'
+PMAXENT_TOKEN=secret-2-0123456789abc run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/wrong-token"
+err_has "the bearer token is not valid (HTTP 401)"
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token wrong-token-0123456789 --token-file "$TMP/client-token"
+err_has "(HTTP 401)"
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/missing-token"
+err_has "pmaxent: --token-file: cannot open $TMP/missing-token"
+: >"$TMP/empty-token"
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/empty-token"
+err_has "has no token on its first line"
 kill -TERM "$srv"
 wait "$srv"
 
