@@ -268,12 +268,28 @@ static int method_allowed(const char *allow, const char *method)
 	return 0;
 }
 
+/* A connection handed over whose first request has not begun: http_stop
+ * waits for it as for a request in flight (MHD may take it up on its own
+ * thread only after the SIGTERM). Its flag is the connection's socket
+ * context. */
+static void fresh_done(struct http_server *h, int *fresh)
+{
+	if (!fresh || !*fresh)
+		return;
+	*fresh = 0;
+	pthread_mutex_lock(&h->drain_mu);
+	h->fresh--;
+	pthread_cond_broadcast(&h->drain_cv);
+	pthread_mutex_unlock(&h->drain_mu);
+}
+
 /* The request line has been read: the raw target is kept, everything
  * else waits for the headers (begin). Its result is the request's *con_cls. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 {
 	struct http_server *h = cls;
 	struct conn *c = calloc(1, sizeof *c);
+	const union MHD_ConnectionInfo *ci;
 
 	if (c && !(c->raw = strdup(uri))) {
 		free(c);
@@ -285,6 +301,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 		h->in_flight++;
 		pthread_mutex_unlock(&h->drain_mu);
 	}
+	if ((ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT)))
+		fresh_done(h, ci->socket_context);
 	return c;
 }
 
@@ -558,6 +576,17 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
 	if (ci)
 		gate_served(h->gate, ci->client_addr,
 			    toe == MHD_CONNECTION_NOTIFY_STARTED ? 1 : -1);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = calloc(1, sizeof(int));
+		if (*socket_context)
+			*(int *)*socket_context = 1;
+		else
+			fresh_done(h, &(int){1}); /* not counted any further */
+	} else {
+		fresh_done(h, *socket_context);
+		free(*socket_context);
+		*socket_context = NULL;
+	}
 }
 
 /* The gate's well-framed connections go to MHD (which closes fd itself
@@ -566,7 +595,11 @@ static void handoff(void *ctx, int fd, const struct sockaddr *addr, socklen_t le
 {
 	struct http_server *h = ctx;
 
-	MHD_add_connection(h->daemon, fd, addr, len);
+	pthread_mutex_lock(&h->drain_mu);
+	h->fresh++;
+	pthread_mutex_unlock(&h->drain_mu);
+	if (MHD_add_connection(h->daemon, fd, addr, len) != MHD_YES)
+		fresh_done(h, &(int){1});
 }
 
 /* The limits the gate enforces, from the options. */
@@ -755,6 +788,7 @@ static void drain(struct http_server *h)
 	gate_stop(h->gate);
 	if (!h->daemon)
 		return;
+	wait_for(h, &h->fresh, deadline);
 	wait_for(h, &h->in_flight, deadline);
 	pthread_mutex_lock(&h->drain_mu);
 	/* synchronous solves see it in their progress callback */

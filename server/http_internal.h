@@ -93,6 +93,7 @@ struct http_server {
 	pthread_mutex_t drain_mu;
 	pthread_cond_t drain_cv;
 	size_t in_flight, handling; /* requests begun; of them, being handled */
+	size_t fresh;		    /* connections handed over, no request begun yet */
 	pthread_mutex_t sync_mu;
 	size_t sync_running, sync_max; /* concurrent POST /v1/solve */
 };
