@@ -78,6 +78,7 @@ static void readyz(struct http_server *h, struct http_response *res)
 
 	if (__atomic_load_n(&h->draining, __ATOMIC_RELAXED)) {
 		http_problem(res, 503, "store", "the service is stopping");
+		res->retry_after = 5;
 	} else if (store_ping(h->store, HTTP_READY_TIMEOUT, &err)) {
 		http_problem(res, 503, "store", "the store is not ready: %s", err.message);
 		res->retry_after = 5;
