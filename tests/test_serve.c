@@ -562,6 +562,64 @@ static void test_sighup(void)
 	free(dir);
 }
 
+/* Requests read the tokens while reloads swap them: each request keeps
+ * the set it authenticated with (the sanitizer build sees any use after
+ * a free). A token in both files never fails. */
+struct hammer {
+	unsigned port;
+	int stop, failures, done;
+};
+
+static void *hammer_run(void *arg)
+{
+	struct hammer *m = arg;
+
+	while (!__atomic_load_n(&m->stop, __ATOMIC_ACQUIRE)) {
+		struct resp r = call(m->port, "GET", "/v1/datasets",
+				     "Authorization: Bearer token-kept-0123456789\r\n", NULL, 0);
+
+		__atomic_add_fetch(&m->failures, r.status != 200, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&m->done, 1, __ATOMIC_RELAXED);
+		resp_free(&r);
+	}
+	return NULL;
+}
+
+static void test_reload_under_load(void)
+{
+	char *dir = temp_dir(), tokens[512];
+	struct http_server *h;
+	struct hammer m = {0};
+	struct pm_error err = {0};
+	pthread_t t[3];
+
+	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
+	write_file(tokens, "token-kept-0123456789 alice\n");
+	h = start(dir, 1, 4, tokens, 0);
+	m.port = http_port(h);
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, hammer_run, &m);
+	for (int i = 0; i < 200; i++) {
+		write_file(tokens, i % 2 ? "token-kept-0123456789 alice\n"
+				 : "token-kept-0123456789 alice\ntoken-other-0123456789 bob\n");
+		CHECK(http_reload(h, &err) == PM_OK);
+		usleep(2000);
+	}
+	/* a refused file: the set in use stays */
+	write_file(tokens, "short alice\n");
+	CHECK(http_reload(h, &err) == PM_ERR_INPUT);
+	CHECK_CONTAINS(err.message, "line 1: the token has 5 characters");
+	__atomic_store_n(&m.stop, 1, __ATOMIC_RELEASE);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	CHECK(m.done > 0 && m.failures == 0);
+	CHECK(status_as(m.port, "token-kept-0123456789") == 200);
+	as(NULL);
+	http_stop(h);
+	rm_tree(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -573,6 +631,7 @@ int main(void)
 	test_sigterm_upload();
 	test_sigterm_grace_over();
 	test_sighup();
+	test_reload_under_load();
 	test_kill9();
 	free(slow_dataset);
 	return check_done();
