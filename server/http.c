@@ -73,33 +73,6 @@ void http_options_init(struct http_options *o)
 
 /* ---- access control ------------------------------------------------------ */
 
-/* The current token set, with a reference for the caller (NULL without
- * access control). */
-static struct http_tokens *tokens_get(struct http_server *h)
-{
-	struct http_tokens *t;
-
-	pthread_mutex_lock(&h->tokens_mu);
-	if ((t = h->tokens))
-		t->refs++;
-	pthread_mutex_unlock(&h->tokens_mu);
-	return t;
-}
-
-/* Drops a reference; the last one frees the set. */
-static void tokens_put(struct http_server *h, struct http_tokens *t)
-{
-	int last;
-
-	if (!t)
-		return;
-	pthread_mutex_lock(&h->tokens_mu);
-	last = --t->refs == 0;
-	pthread_mutex_unlock(&h->tokens_mu);
-	if (last)
-		tokens_free(t);
-}
-
 /* The tenant of the request's bearer token, "" without access control,
  * NULL when the token is missing or unknown; *admin: whether it may read
  * the whole service's state (/metrics). The tenant lives in c->tokens,

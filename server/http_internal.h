@@ -147,6 +147,11 @@ void tokens_free(struct http_tokens *t);
 /* The entry of the token a[0..n), or NULL; compared in a time that does
  * not tell how much of a guess was right. Borrowed from t. */
 const struct http_token *tokens_find(const struct http_tokens *t, const char *a, size_t n);
+/* The server's current set with a reference for the caller (NULL without
+ * access control), and the reference dropped: the last one frees the set,
+ * so a reload never frees one a request still reads. */
+struct http_tokens *tokens_get(struct http_server *h);
+void tokens_put(struct http_server *h, struct http_tokens *t);
 
 /* ---- http_util.c: helpers for the handlers ----------------------------- */
 

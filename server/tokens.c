@@ -2,7 +2,9 @@
  * The token file of `pmaxent serve` (SPEC section 6): lines "TOKEN TENANT
  * [admin]" read into a set, checked as a whole (a refused file changes
  * nothing: at start the service does not start, at SIGHUP the tokens in
- * use stay), and the lookup of a request's bearer token.
+ * use stay), the lookup of a request's bearer token, and the references
+ * requests hold on the set they authenticated with while a reload swaps
+ * in another.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -166,3 +168,29 @@ out:
 	return st;
 }
 
+/* The current token set, with a reference for the caller (NULL without
+ * access control). */
+struct http_tokens *tokens_get(struct http_server *h)
+{
+	struct http_tokens *t;
+
+	pthread_mutex_lock(&h->tokens_mu);
+	if ((t = h->tokens))
+		t->refs++;
+	pthread_mutex_unlock(&h->tokens_mu);
+	return t;
+}
+
+/* Drops a reference; the last one frees the set. */
+void tokens_put(struct http_server *h, struct http_tokens *t)
+{
+	int last;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&h->tokens_mu);
+	last = --t->refs == 0;
+	pthread_mutex_unlock(&h->tokens_mu);
+	if (last)
+		tokens_free(t);
+}
