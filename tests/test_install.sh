@@ -22,7 +22,7 @@ check() { # check DESCRIPTION COMMAND...
 	if "$@" >/dev/null 2>&1; then ok; else bad "$what"; fi
 }
 
-if ! meson install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$dest.log" 2>&1; then
+if ! "${MESON:-meson}" install -C "$build" --destdir "$dest" --no-rebuild --quiet >"$dest.log" 2>&1; then
 	bad "meson install failed: $(tail -5 "$dest.log")"
 fi
 rm -f "$dest.log"
