@@ -63,6 +63,7 @@ enum opt_id {
 	OPT_TOKEN,
 	OPT_CSV,
 	OPT_MAX_INPUT,
+	OPT_GRACE,
 	N_OPTS
 };
 

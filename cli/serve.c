@@ -14,7 +14,10 @@ const char serve_usage[] =
     "usage: pmaxent serve [OPTIONS]\n"
     "\n"
     "Runs the HTTP/JSON service until SIGTERM or SIGINT, then stops gracefully:\n"
-    "running analyses are put back in the queue and run again on the next start.\n"
+    "no new connections, the requests in flight get up to --grace seconds to\n"
+    "finish, running analyses are put back in the queue and run again on the\n"
+    "next start. SIGHUP reads the token file again (a file refused keeps the\n"
+    "tokens in use, and the log says why).\n"
     "Prints 'pmaxent: listening on http://ADDR:PORT' on stderr once it listens,\n"
     "then one JSON access-log line per request.\n"
     "\n"
@@ -41,9 +44,10 @@ const char serve_usage[] =
     "  --dataset-cache MB   datasets kept read for the next analysis, counted by\n"
     "                       about the memory of their arrays (default 1024; 0: none)\n"
     "  --token-file F       lines 'TOKEN TENANT' or 'TOKEN TENANT admin' ('#'\n"
-    "                       comments; the file must be private, chmod 600): every\n"
-    "                       request but /healthz needs 'Authorization: Bearer TOKEN',\n"
-    "                       /metrics one with the admin role\n"
+    "                       comments; tokens of 16 characters or more; the file\n"
+    "                       must be private, chmod 600): every request but\n"
+    "                       /healthz and /readyz needs 'Authorization: Bearer\n"
+    "                       TOKEN', /metrics one with the admin role\n"
     "  --max-body BYTES     request body limit, 413 above (default 67108864)\n"
     "  --max-solve-body BYTES\n"
     "                       POST /v1/solve body limit (default 1048576)\n"
@@ -65,6 +69,8 @@ const char serve_usage[] =
     "                       (default 30)\n"
     "  --heartbeat S        seconds between renewals, each with the job's\n"
     "                       progress (default 1; below --lease)\n"
+    "  --grace S            seconds requests in flight get to finish at SIGTERM\n"
+    "                       (default 30); what is left then is cut off\n"
     "  --insecure           allow a non-loopback address without a token file\n"
     "  --quiet              no access log\n"
     "  -h, --help           show this help\n"
@@ -98,6 +104,7 @@ const struct option serve_options[] = {
     {"max-attempts", required_argument, NULL, OPT_BASE + OPT_MAX_ATTEMPTS},
     {"lease", required_argument, NULL, OPT_BASE + OPT_LEASE},
     {"heartbeat", required_argument, NULL, OPT_BASE + OPT_HEARTBEAT},
+    {"grace", required_argument, NULL, OPT_BASE + OPT_GRACE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -168,7 +175,8 @@ static int serve_limits(const struct cmd *c, const struct args *a, struct http_o
 	    (rc = serve_seconds(c, a, OPT_SOLVE_LIMIT, "--solve-time-limit", 1e7,
 				&o->solve_time_limit)) >= 0 ||
 	    (rc = serve_seconds(c, a, OPT_LEASE, "--lease", 86400, &o->lease)) >= 0 ||
-	    (rc = serve_seconds(c, a, OPT_HEARTBEAT, "--heartbeat", 3600, &o->heartbeat)) >= 0)
+	    (rc = serve_seconds(c, a, OPT_HEARTBEAT, "--heartbeat", 3600, &o->heartbeat)) >= 0 ||
+	    (rc = serve_seconds(c, a, OPT_GRACE, "--grace", 86400, &o->grace)) >= 0)
 		return rc;
 	if (o->heartbeat >= o->lease) {
 		fprintf(stderr,
@@ -266,23 +274,38 @@ static void serve_field(struct pm_error *err)
 	memcpy(err->field, buf, sizeof buf);
 }
 
+/* SIGHUP: the token file read again; a refused one changes nothing. */
+static void serve_reload(struct http_server *h, const struct http_options *o)
+{
+	struct pm_error err = {0};
+
+	if (!o->token_file)
+		fprintf(stderr, "pmaxent: SIGHUP: no token file to read again\n");
+	else if (http_reload(h, &err))
+		fprintf(stderr, "pmaxent: SIGHUP: %s refused, the tokens in use are kept: %s\n",
+			o->token_file, err.message);
+	else
+		fprintf(stderr, "pmaxent: SIGHUP: tokens read again from %s\n", o->token_file);
+}
+
 int serve_run(const struct cmd *c, const struct args *a)
 {
 	struct http_options o;
 	struct http_server *h = NULL;
 	struct pm_error err = {0};
 	enum pm_status st;
-	sigset_t stop;
+	sigset_t set;
 	int sig = 0, rc = serve_flags(c, a, &o), v6;
 
 	if (rc >= 0)
 		return rc;
 	/* blocked before any thread starts, so every thread inherits the mask
 	 * and only sigwait below sees them */
-	sigemptyset(&stop);
-	sigaddset(&stop, SIGTERM);
-	sigaddset(&stop, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	if ((st = http_start(&o, &h, &err))) {
 		serve_field(&err);
@@ -291,7 +314,8 @@ int serve_run(const struct cmd *c, const struct args *a)
 	v6 = strchr(o.listen, ':') && o.listen[0] != '[';
 	fprintf(stderr, "pmaxent: listening on http://%s%s%s:%u\n", v6 ? "[" : "", o.listen,
 		v6 ? "]" : "", http_port(h));
-	sigwait(&stop, &sig);
+	while (!sigwait(&set, &sig) && sig == SIGHUP)
+		serve_reload(h, &o);
 	fprintf(stderr, "pmaxent: %s: shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	http_stop(h);
 	fprintf(stderr, "pmaxent: stopped\n");

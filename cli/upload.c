@@ -37,7 +37,10 @@ const char upload_usage[] =
     "  --sa COL             CSV: the sensitive attribute column\n"
     "  --group COL          CSV: the group column\n"
     "  --name N             CSV: the dataset's name\n"
-    "  --token T            'Authorization: Bearer T' (a service with --token-file)\n"
+    "  --token T            'Authorization: Bearer T' (a service with --token-file);\n"
+    "                       visible to other users in ps: prefer the two below\n"
+    "  --token-file F       the token is the first line of file F\n"
+    "                       (default: $PMAXENT_TOKEN, when set)\n"
     "  -h, --help           show this help\n"
     "\n"
     "exit status: 0 stored, 2 bad argument or refused by the service (4xx:\n"
@@ -50,6 +53,7 @@ const struct option upload_options[] = {
     {"group", required_argument, NULL, OPT_BASE + OPT_GROUP},
     {"name", required_argument, NULL, OPT_BASE + OPT_NAME},
     {"token", required_argument, NULL, OPT_BASE + OPT_TOKEN},
+    {"token-file", required_argument, NULL, OPT_BASE + OPT_TOKEN_FILE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -334,19 +338,76 @@ static int open_input(const struct args *a, FILE **f, long long *size, struct so
 	return 0;
 }
 
+/* The first line of path, without its line end and surrounding blanks,
+ * into out; 0, or 2 after a message. */
+static int token_from_file(const char *path, char *out, size_t cap)
+{
+	FILE *f = fopen(path, "r");
+	char *p = out;
+	size_t n;
+
+	if (!f) {
+		fprintf(stderr, "pmaxent: --token-file: cannot open %s: %s\n", path,
+			strerror(errno));
+		return 2;
+	}
+	if (!fgets(out, (int)cap, f))
+		out[0] = '\0';
+	fclose(f);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	n = strcspn(p, "\r\n");
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--;
+	memmove(out, p, n);
+	out[n] = '\0';
+	if (!n) {
+		fprintf(stderr, "pmaxent: --token-file: %s has no token on its first line\n",
+			path);
+		return 2;
+	}
+	return 0;
+}
+
+/* The bearer token: --token, else --token-file, else $PMAXENT_TOKEN
+ * ("" for none). 0, or 2 after a message. The two last keep the token
+ * out of the process list. */
+static int bearer_token(const struct args *a, char *out, size_t cap)
+{
+	const char *env = getenv("PMAXENT_TOKEN");
+	const char *t = a->opt[OPT_TOKEN] ? a->opt[OPT_TOKEN] : a->opt[OPT_TOKEN_FILE] ? NULL : env;
+
+	out[0] = '\0';
+	if (!t && a->opt[OPT_TOKEN_FILE])
+		return token_from_file(a->opt[OPT_TOKEN_FILE], out, cap);
+	if (t && strlen(t) >= cap) {
+		fprintf(stderr, "pmaxent: the token is longer than %zu bytes\n", cap - 1);
+		return 2;
+	}
+	snprintf(out, cap, "%s", t ? t : "");
+	for (const char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+			fprintf(stderr, "pmaxent: the token holds a control character\n");
+			return 2;
+		}
+	return 0;
+}
+
 /* The request head; -1 after a usage message. */
 static int make_head(const struct cmd *c, const struct args *a, const struct target *t,
 		     long long size, char *head, size_t cap)
 {
 	int csv = !ends_with(a->pos[0], ".json");
-	char path[4096], auth[600] = "";
+	char path[4096], auth[600] = "", token[512];
 
 	if (csv && (!a->opt[OPT_SA] || !a->opt[OPT_GROUP]))
 		return cli_usage_error(c, "%s", "a CSV upload needs --sa COL and --group COL"), -1;
 	if (request_path(t, a, csv, path, sizeof path))
 		return cli_usage_error(c, "%s", "--sa, --group and --name are too long"), -1;
-	if (a->opt[OPT_TOKEN] && strlen(a->opt[OPT_TOKEN]) < 512)
-		snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", a->opt[OPT_TOKEN]);
+	if (bearer_token(a, token, sizeof token))
+		return -1;
+	if (token[0])
+		snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", token);
 	snprintf(head, cap,
 		 "POST %s HTTP/1.1\r\nHost: %s:%s\r\nContent-Type: %s\r\nContent-Length: "
 		 "%lld\r\n%sConnection: close\r\n\r\n",

@@ -70,6 +70,23 @@ static enum http_route item_route(const char *rest, const char *prefix, enum htt
 	return ROUTE_NONE;
 }
 
+/* Ready when the store answers in time (/healthz says only that the
+ * process runs). The problem names the store, never its path or URI. */
+static void readyz(struct http_server *h, struct http_response *res)
+{
+	struct pm_error err = {0};
+
+	if (__atomic_load_n(&h->draining, __ATOMIC_RELAXED)) {
+		http_problem(res, 503, "store", "the service is stopping");
+		res->retry_after = 5;
+	} else if (store_ping(h->store, HTTP_READY_TIMEOUT, &err)) {
+		http_problem(res, 503, "store", "the store is not ready: %s", err.message);
+		res->retry_after = 5;
+	} else {
+		http_json(res, 200, json_pack("{s:s}", "status", "ready"));
+	}
+}
+
 enum http_route api_route(const char *path, char *id)
 {
 	static const struct {
@@ -78,7 +95,8 @@ enum http_route api_route(const char *path, char *id)
 	} fixed[] = {
 	    {"/v1/datasets", ROUTE_DATASETS},	 {"/v1/solve", ROUTE_SOLVE},
 	    {"/v1/openapi.yaml", ROUTE_OPENAPI}, {"/healthz", ROUTE_HEALTHZ},
-	    {"/metrics", ROUTE_METRICS},	 {"/", ROUTE_DASHBOARD},
+	    {"/readyz", ROUTE_READYZ},		 {"/metrics", ROUTE_METRICS},
+	    {"/", ROUTE_DASHBOARD},
 	};
 	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES},
 							  {"sweeps", ROUTE_DATASET_SWEEPS}},
@@ -116,6 +134,7 @@ const char *api_allow(enum http_route route)
 	    [ROUTE_SOLVE] = "POST",
 	    [ROUTE_OPENAPI] = "GET, HEAD",
 	    [ROUTE_HEALTHZ] = "GET, HEAD",
+	    [ROUTE_READYZ] = "GET, HEAD",
 	    [ROUTE_DASHBOARD] = "GET, HEAD",
 	    [ROUTE_METRICS] = "GET, HEAD",
 	};
@@ -589,6 +608,9 @@ void api_handle(struct http_server *h, const struct http_request *r, struct http
 		break;
 	case ROUTE_HEALTHZ:
 		http_json(res, 200, json_pack("{s:s}", "status", "ok"));
+		break;
+	case ROUTE_READYZ:
+		readyz(h, res);
 		break;
 	case ROUTE_METRICS:
 		if ((text = metrics_render(h, &len)))

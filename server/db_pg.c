@@ -57,7 +57,10 @@ static void quiet(void *arg, const char *message)
 	(void)message;
 }
 
-/* A failed result (or none) as a pm_status with the server's words. */
+/* A failed result (or none) as a pm_status. The server's words, which
+ * may name its host or socket path, go to the server log with the URI
+ * (without its password); err, which may reach a client in a problem
+ * document, has the SQLSTATE only. */
 static enum pm_status fail(struct db_pg *d, PGresult *res, struct pm_error *err)
 {
 	const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
@@ -66,19 +69,22 @@ static enum pm_status fail(struct db_pg *d, PGresult *res, struct pm_error *err)
 	snprintf(msg, sizeof msg, "%s", res ? PQresultErrorMessage(res) : PQerrorMessage(d->c));
 	msg[strcspn(msg, "\n")] = '\0';
 	if (state && !strcmp(state, "23505")) /* unique_violation */
-		return error_set(err, PM_ERR_CONFLICT, "", "database %s: %s", d->base.where, msg);
-	if (state && !strncmp(state, "23", 2)) /* other integrity constraints */
-		return error_set(err, PM_ERR_INTERNAL, "", "database %s: %s", d->base.where, msg);
+		return error_set(err, PM_ERR_CONFLICT, "", "the database: a unique key is taken");
 	if (state && !strcmp(state, "53200")) /* out_of_memory */
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory in the database");
+	fprintf(stderr, "pmaxent: database %s: %s\n", d->base.where, msg);
+	if (state && !strncmp(state, "23", 2)) /* other integrity constraints */
+		return error_set(err, PM_ERR_INTERNAL, "", "the database refused a row (SQLSTATE %s)",
+				 state);
 	/* no connection (the server restarting, or unreachable), class 08
 	 * (connection exception) or 57P0x (shutting down, starting up): the
 	 * request may be tried again in a moment (503 Retry-After) */
 	if (PQstatus(d->c) != CONNECTION_OK ||
 	    (state && (!strncmp(state, "08", 2) || !strncmp(state, "57P0", 4))))
-		return error_set(err, PM_ERR_BUSY, "", "database %s is unavailable: %s",
-				 d->base.where, msg);
-	return error_set(err, PM_ERR_IO, "", "database %s: %s", d->base.where, msg);
+		return error_set(err, PM_ERR_BUSY, "", "the database is unavailable%s%s%s",
+				 state ? " (SQLSTATE " : "", state ? state : "", state ? ")" : "");
+	return error_set(err, PM_ERR_IO, "", "the database failed (SQLSTATE %s)",
+			 state ? state : "none");
 }
 
 /* Outside a transaction, a lost connection is made again (its prepared

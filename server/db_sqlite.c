@@ -23,7 +23,10 @@ struct db_sqlite {
 	struct db_stmt *stmts;
 };
 
-/* A failure as a pm_status, SQLite's words in err (db.h). */
+/* A failure as a pm_status, SQLite's words in err (db.h). The file's
+ * path goes to the server log only: err's message may reach a client
+ * (a problem document), which has no business knowing where the data
+ * lives. */
 static enum pm_status fail(struct db_sqlite *d, int rc, struct pm_error *err)
 {
 	const char *msg = d->db ? sqlite3_errmsg(d->db) : sqlite3_errstr(rc);
@@ -31,10 +34,11 @@ static enum pm_status fail(struct db_sqlite *d, int rc, struct pm_error *err)
 	if ((rc & 0xff) == SQLITE_NOMEM)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory in the database");
 	if (rc == SQLITE_CONSTRAINT_UNIQUE || rc == SQLITE_CONSTRAINT_PRIMARYKEY)
-		return error_set(err, PM_ERR_CONFLICT, "", "database %s: %s", d->base.where, msg);
+		return error_set(err, PM_ERR_CONFLICT, "", "the database: %s", msg);
+	fprintf(stderr, "pmaxent: database %s: %s\n", d->base.where, msg);
 	if ((rc & 0xff) == SQLITE_CONSTRAINT)
-		return error_set(err, PM_ERR_INTERNAL, "", "database %s: %s", d->base.where, msg);
-	return error_set(err, PM_ERR_IO, "", "database %s: %s", d->base.where, msg);
+		return error_set(err, PM_ERR_INTERNAL, "", "the database: %s", msg);
+	return error_set(err, PM_ERR_IO, "", "the database: %s", msg);
 }
 
 static enum pm_status s_exec(struct db *b, const char *sql, struct pm_error *err)

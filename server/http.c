@@ -17,6 +17,7 @@
 #include <math.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "db.h"
@@ -40,8 +41,10 @@ struct conn {
 	struct http_target target; /* decoded once, strictly */
 	enum http_route route;
 	char id[HTTP_ID_SIZE];
-	const char *tenant;
+	const char *tenant;	    /* in tokens, or "" */
+	struct http_tokens *tokens; /* the set tenant is from: a reference */
 	int admin; /* the token has the admin role (or no access control) */
+	int handled; /* counted in http_server.handling */
 	char *body;
 	size_t len, cap, limit;
 	int begun;     /* the headers have been seen (begin) */
@@ -76,35 +79,27 @@ void http_options_init(struct http_options *o)
 	o->max_attempts = 3;
 	o->lease = JOBS_LEASE;
 	o->heartbeat = JOBS_HEARTBEAT;
+	o->grace = HTTP_GRACE;
 }
 
 /* ---- access control ------------------------------------------------------ */
 
-/* Compares without an early exit, so the time taken does not tell how much
- * of a guess was right. */
-static int same_token(const char *a, size_t an, const char *b)
-{
-	size_t bn = strlen(b);
-	unsigned d = an != bn;
-
-	for (size_t i = 0; i < bn; i++)
-		d |= (unsigned char)b[i] ^ (unsigned char)(an ? a[i % an] : 0);
-	return d == 0;
-}
-
 /* The tenant of the request's bearer token, "" without access control,
  * NULL when the token is missing or unknown; *admin: whether it may read
- * the whole service's state (/metrics). */
-static const char *authenticate(const struct http_server *h, struct MHD_Connection *con,
-				int *missing, int *admin)
+ * the whole service's state (/metrics). The tenant lives in c->tokens,
+ * which the request holds until it ends. */
+static const char *authenticate(struct http_server *h, struct MHD_Connection *con,
+				struct conn *c, int *missing)
 {
 	const char *a = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
 	const char *tenant = NULL;
+	struct http_tokens *t = c->tokens = tokens_get(h);
+	const struct http_token *found;
 	size_t n;
 
 	*missing = 0;
-	*admin = !h->tokens;
-	if (!h->tokens)
+	c->admin = !t;
+	if (!t)
 		return "";
 	if (!a || strncasecmp(a, "Bearer ", 7)) {
 		*missing = 1;
@@ -114,110 +109,28 @@ static const char *authenticate(const struct http_server *h, struct MHD_Connecti
 		;
 	for (n = strlen(a); n && a[n - 1] == ' '; n--)
 		;
-	for (size_t i = 0; i < h->n_tokens; i++)
-		if (same_token(a, n, h->tokens[i].token)) {
-			tenant = h->tokens[i].tenant;
-			*admin = h->tokens[i].admin;
-		}
+	if ((found = tokens_find(t, a, n))) {
+		tenant = found->tenant;
+		c->admin = found->admin;
+	}
 	return tenant;
 }
 
-static void free_tokens(struct http_server *h)
+enum pm_status http_reload(struct http_server *h, struct pm_error *err)
 {
-	for (size_t i = 0; i < h->n_tokens; i++) {
-		free(h->tokens[i].token);
-		free(h->tokens[i].tenant);
-	}
-	free(h->tokens);
-	h->tokens = NULL;
-	h->n_tokens = 0;
-}
-
-/* One "TOKEN TENANT [admin]" line (comments and blanks already skipped).
- * Messages never quote the token. */
-static enum pm_status add_token(struct http_server *h, char *line, size_t lineno,
-				struct pm_error *err)
-{
-	char *save, *tok = strtok_r(line, " \t\r\n", &save);
-	char *tenant = strtok_r(NULL, " \t\r\n", &save);
-	char *role = tenant ? strtok_r(NULL, " \t\r\n", &save) : NULL;
-	struct http_token *grown;
-
-	if (!tenant || (role && strtok_r(NULL, " \t\r\n", &save)))
-		return error_set(err, PM_ERR_INPUT, "token_file",
-				 "line %zu: expected 'TOKEN TENANT' or 'TOKEN TENANT admin'",
-				 lineno);
-	if (role && strcmp(role, "admin"))
-		return error_set(err, PM_ERR_INPUT, "token_file",
-				 "line %zu: the third field is the role, 'admin', got '%.32s'",
-				 lineno, role);
-	for (size_t i = 0; i < h->n_tokens; i++)
-		if (!strcmp(h->tokens[i].token, tok))
-			return error_set(err, PM_ERR_INPUT, "token_file",
-					 "line %zu: the same token appears twice", lineno);
-	grown = realloc(h->tokens, (h->n_tokens + 1) * sizeof *grown);
-	if (!grown)
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	h->tokens = grown;
-	grown[h->n_tokens].token = strdup(tok);
-	grown[h->n_tokens].tenant = strdup(tenant);
-	grown[h->n_tokens].admin = role != NULL;
-	if (!grown[h->n_tokens].token || !grown[h->n_tokens].tenant) {
-		free(grown[h->n_tokens].token);
-		free(grown[h->n_tokens].tenant);
-		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
-	}
-	h->n_tokens++;
-	return PM_OK;
-}
-
-/* Tokens are secrets: like ssh with a private key, a token file that
- * group or others may read (or write) is refused rather than used. */
-static enum pm_status check_private(FILE *f, const char *path, struct pm_error *err)
-{
-	struct stat st;
-
-	if (fstat(fileno(f), &st))
-		return error_set(err, PM_ERR_IO, "token_file", "cannot stat %s: %s", path,
-				 strerror(errno));
-	if (st.st_mode & 077)
-		return error_set(
-		    err, PM_ERR_INPUT, "token_file",
-		    "%s is accessible by group or others (mode %04o); make it private: "
-		    "chmod 600 %s",
-		    path, (unsigned)(st.st_mode & 07777), path);
-	return PM_OK;
-}
-
-/* Lines "TOKEN TENANT [admin]"; '#' starts a comment line; blank lines are
- * fine. */
-static enum pm_status load_tokens(struct http_server *h, const char *path, struct pm_error *err)
-{
-	FILE *f = fopen(path, "r");
-	char *line = NULL, *p;
-	size_t cap = 0, lineno = 0;
+	struct http_tokens *t = NULL, *old;
 	enum pm_status st;
 
-	if (!f)
-		return error_set(err, PM_ERR_IO, "token_file", "cannot open %s: %s", path,
-				 strerror(errno));
-	st = check_private(f, path, err);
-	while (!st && getline(&line, &cap, f) != -1) {
-		lineno++;
-		for (p = line; *p == ' ' || *p == '\t'; p++)
-			;
-		if (*p && *p != '#' && *p != '\n' && *p != '\r')
-			st = add_token(h, p, lineno, err);
-	}
-	if (!st && ferror(f))
-		st = error_set(err, PM_ERR_IO, "token_file", "cannot read %s: %s", path,
-			       strerror(errno));
-	if (!st && !h->n_tokens)
-		st = error_set(err, PM_ERR_INPUT, "token_file", "%s holds no 'TOKEN TENANT' line",
-			       path);
-	free(line);
-	fclose(f);
-	return st;
+	if (!h || !h->o.token_file)
+		return PM_OK;
+	if ((st = tokens_load(h->o.token_file, &t, err)))
+		return st;
+	pthread_mutex_lock(&h->tokens_mu);
+	old = h->tokens;
+	h->tokens = t;
+	pthread_mutex_unlock(&h->tokens_mu);
+	tokens_put(h, old); /* freed when the last request using it ends */
+	return PM_OK;
 }
 
 /* ---- responses, logging ---------------------------------------------------- */
@@ -263,16 +176,6 @@ static void add_headers(struct MHD_Response *mr, const struct http_response *res
 		snprintf(ra, sizeof ra, "%d", res->retry_after);
 		MHD_add_response_header(mr, MHD_HTTP_HEADER_RETRY_AFTER, ra);
 	}
-}
-
-/* Whether the connection closes after this response. */
-static int closes(struct http_server *h, struct MHD_Connection *con)
-{
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-	return __atomic_load_n(&h->stopping, __ATOMIC_RELAXED) || !ci ||
-	       !gate_keep_alive(ci->connect_fd);
 }
 
 /* The MHD response of res, taking its body or its stream (NULL when out
@@ -328,6 +231,20 @@ static void browser_headers(struct MHD_Response *mr, enum http_route route)
 	MHD_add_response_header(mr, "Referrer-Policy", "no-referrer");
 }
 
+/* Whether a response closes its connection: while the service stops, so
+ * that no client sends another request into a socket about to close; or
+ * when the connection's next request could not be checked before it is
+ * read (gate_keep.c). */
+static int ends_connection(const struct http_server *h, struct MHD_Connection *con)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(con, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	return __atomic_load_n(&h->draining, __ATOMIC_RELAXED) ||
+	       __atomic_load_n(&h->stopping, __ATOMIC_RELAXED) || !ci ||
+	       !gate_keep_alive(ci->connect_fd);
+}
+
 /* Sends res (taking its body), with ETag/304 on GET, and logs it. */
 static enum MHD_Result send_response(struct http_server *h, struct MHD_Connection *con,
 				     struct conn *c, const char *method, struct http_response *res)
@@ -356,10 +273,7 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 	if (mr) {
 		add_headers(mr, res);
 		browser_headers(mr, c->route);
-		/* the next request on the connection is checked as it is read
-		 * (gate_keep.c); a connection that cannot be, or a service
-		 * that is stopping, closes after this one */
-		if (closes(h, con))
+		if (ends_connection(h, con))
 			MHD_add_response_header(mr, MHD_HTTP_HEADER_CONNECTION, "close");
 		if (etag[0]) {
 			MHD_add_response_header(mr, MHD_HTTP_HEADER_ETAG, etag);
@@ -394,19 +308,65 @@ static int method_allowed(const char *allow, const char *method)
 	return 0;
 }
 
+/* A connection handed over whose first request has not begun: http_stop
+ * waits for it as for a request in flight (MHD may take it up on its own
+ * thread only after the SIGTERM). Its flag is the connection's socket
+ * context. */
+static void fresh_done(struct http_server *h, int *fresh)
+{
+	if (!fresh || !*fresh)
+		return;
+	*fresh = 0;
+	pthread_mutex_lock(&h->drain_mu);
+	h->fresh--;
+	pthread_cond_broadcast(&h->drain_cv);
+	pthread_mutex_unlock(&h->drain_mu);
+}
+
 /* The request line has been read: the raw target is kept, everything
  * else waits for the headers (begin). Its result is the request's *con_cls. */
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 {
+	struct http_server *h = cls;
 	struct conn *c = calloc(1, sizeof *c);
+	const union MHD_ConnectionInfo *ci;
 
 	if (c && !(c->raw = strdup(uri))) {
 		free(c);
 		c = NULL;
 	}
-	if (c)
+	if (c) {
 		c->t0 = pipeline_now();
+		pthread_mutex_lock(&h->drain_mu);
+		h->in_flight++;
+		pthread_mutex_unlock(&h->drain_mu);
+	}
+	if ((ci = MHD_get_connection_info(con, MHD_CONNECTION_INFO_SOCKET_CONTEXT)))
+		fresh_done(h, ci->socket_context);
 	return c;
+}
+
+/* A request whose body is in is handled unless the grace is over: then it
+ * is refused whole (503), never half done, for its answer could not be
+ * sent. Counted until it ends, so that http_stop waits for its answer. */
+static int may_handle(struct http_server *h, struct conn *c)
+{
+	pthread_mutex_lock(&h->drain_mu);
+	c->handled = !h->stopping;
+	h->handling += (size_t)c->handled;
+	pthread_mutex_unlock(&h->drain_mu);
+	return c->handled;
+}
+
+/* The request has ended (answered, or its connection cut). */
+static void request_ended(struct http_server *h, struct conn *c)
+{
+	pthread_mutex_lock(&h->drain_mu);
+	h->in_flight--;
+	h->handling -= (size_t)c->handled;
+	pthread_cond_broadcast(&h->drain_cv);
+	pthread_mutex_unlock(&h->drain_mu);
+	tokens_put(h, c->tokens);
 }
 
 /* Is this a text/csv POST /v1/datasets, read as it arrives (upload.c)? */
@@ -427,7 +387,7 @@ static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, 
 	const char *cl;
 	unsigned st;
 	char detail[256];
-	int missing;
+	int missing = 0;
 
 	st = http_target_parse(c->raw, &c->target, detail, sizeof detail);
 	c->route = st ? ROUTE_NONE : api_route(c->target.path, c->id);
@@ -436,9 +396,10 @@ static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, 
 		   : c->streams		   ? h->o.max_upload
 					   : h->o.max_body;
 	/* the dashboard's page is public: it asks for the token itself */
-	c->tenant = c->route == ROUTE_HEALTHZ || c->route == ROUTE_DASHBOARD
+	c->tenant = c->route == ROUTE_HEALTHZ || c->route == ROUTE_READYZ ||
+			    c->route == ROUTE_DASHBOARD
 			? ""
-			: authenticate(h, con, &missing, &c->admin);
+			: authenticate(h, con, c, &missing);
 	cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (!c->tenant) {
 		http_problem(res, 401, NULL, "%s",
@@ -529,7 +490,10 @@ static enum MHD_Result finish_request(struct http_server *h, struct MHD_Connecti
 		r.body = c->body;
 		r.body_len = c->len;
 	}
-	if (c->too_large)
+	if (!may_handle(h, c)) {
+		http_problem(&res, 503, NULL, "the service is stopping; try again");
+		res.retry_after = 5;
+	} else if (c->too_large)
 		http_problem(&res, 413, NULL, "the request body is over the limit of %zu bytes",
 			     c->limit);
 	else if (c->upload_oom)
@@ -577,9 +541,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *con, const c
 static void on_completed(void *cls, struct MHD_Connection *con, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
+	struct http_server *h = cls;
 	struct conn *c = *con_cls;
 
 	if (c) {
+		request_ended(h, c);
 		free(c->body);
 		upload_destroy(c->upload);
 		free(c->raw);
@@ -655,6 +621,17 @@ static void on_connection(void *cls, struct MHD_Connection *con, void **socket_c
 		(started ? gate_keep_started : gate_keep_closed)(fi->connect_fd, con);
 	if (ci)
 		gate_served(h->gate, ci->client_addr, started ? 1 : -1);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		*socket_context = calloc(1, sizeof(int));
+		if (*socket_context)
+			*(int *)*socket_context = 1;
+		else
+			fresh_done(h, &(int){1}); /* not counted any further */
+	} else {
+		fresh_done(h, *socket_context);
+		free(*socket_context);
+		*socket_context = NULL;
+	}
 }
 
 /* The gate's well-framed connections go to MHD (which closes fd itself
@@ -663,7 +640,11 @@ static void handoff(void *ctx, int fd, const struct sockaddr *addr, socklen_t le
 {
 	struct http_server *h = ctx;
 
-	MHD_add_connection(h->daemon, fd, addr, len);
+	pthread_mutex_lock(&h->drain_mu);
+	h->fresh++;
+	pthread_mutex_unlock(&h->drain_mu);
+	if (MHD_add_connection(h->daemon, fd, addr, len) != MHD_YES)
+		fresh_done(h, &(int){1});
 }
 
 /* The limits the gate enforces, from the options. */
@@ -776,7 +757,7 @@ static enum pm_status configure(struct http_server *h, const struct http_options
 				 "refusing to listen on %s without access control: give a token "
 				 "file (--token-file) or --insecure",
 				 h->listen);
-	if (o->token_file && (st = load_tokens(h, o->token_file, err)))
+	if (o->token_file && (st = tokens_load(o->token_file, &h->tokens, err)))
 		return st;
 	return PM_OK; /* the store creates the data directory, private */
 }
@@ -806,6 +787,9 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 	if (!h)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
 	pthread_mutex_init(&h->sync_mu, NULL);
+	pthread_mutex_init(&h->tokens_mu, NULL);
+	pthread_mutex_init(&h->drain_mu, NULL);
+	pthread_cond_init(&h->drain_cv, NULL);
 	st = configure(h, o, &ss, &v6, err);
 	if (!st)
 		st = enough_files(&h->o, err); /* before any side effect */
@@ -834,22 +818,70 @@ unsigned http_port(const struct http_server *h)
 	return h ? gate_port(h->gate) : 0;
 }
 
+/* Waits until no request counted by *count is left, or until the deadline
+ * (pipeline_now() seconds). */
+static void wait_for(struct http_server *h, const size_t *count, double deadline)
+{
+	struct timespec ts;
+	double left;
+
+	pthread_mutex_lock(&h->drain_mu);
+	while (*count && (left = deadline - pipeline_now()) > 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)left;
+		ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&h->drain_cv, &h->drain_mu, &ts);
+	}
+	pthread_mutex_unlock(&h->drain_mu);
+}
+
+/* No new connections; the requests in flight have the grace to finish.
+ * MHD_stop_daemon cuts every connection at once, answered or not, so it
+ * comes only after: an upload that got its 201 has it sent, one cut short
+ * is dropped (on_completed) and stores nothing. A request handled when
+ * the grace ends (its body in, a commit under way) still gets its answer
+ * out, for up to HTTP_ANSWER_WAIT more seconds. */
+static void drain(struct http_server *h)
+{
+	double deadline = pipeline_now() + h->o.grace;
+
+	__atomic_store_n(&h->draining, 1, __ATOMIC_RELAXED);
+	gate_stop(h->gate);
+	if (!h->daemon)
+		return;
+	wait_for(h, &h->fresh, deadline);
+	wait_for(h, &h->in_flight, deadline);
+	pthread_mutex_lock(&h->drain_mu);
+	/* synchronous solves see it in their progress callback */
+	__atomic_store_n(&h->stopping, 1, __ATOMIC_RELAXED);
+	if (h->in_flight && !h->o.quiet)
+		fprintf(stderr, "pmaxent: the grace of %g s is over: %zu requests cut off\n",
+			h->o.grace, h->in_flight - h->handling);
+	pthread_mutex_unlock(&h->drain_mu);
+	wait_for(h, &h->handling, pipeline_now() + HTTP_ANSWER_WAIT);
+}
+
 void http_stop(struct http_server *h)
 {
 	if (!h)
 		return;
-	/* synchronous solves see this in their progress callback */
-	__atomic_store_n(&h->stopping, 1, __ATOMIC_RELAXED);
-	gate_stop(h->gate); /* no new connections */
+	drain(h);
 	if (h->daemon)
-		MHD_stop_daemon(h->daemon); /* waits for the requests in flight */
+		MHD_stop_daemon(h->daemon);
 	gate_destroy(h->gate);
 	/* running analyses are cancelled and re-queued in the store */
 	jobs_destroy(h->jobs);
 	store_close(h->store);
 	metrics_destroy(h->metrics);
-	free_tokens(h);
+	tokens_put(h, h->tokens);
 	pthread_mutex_destroy(&h->sync_mu);
+	pthread_mutex_destroy(&h->tokens_mu);
+	pthread_mutex_destroy(&h->drain_mu);
+	pthread_cond_destroy(&h->drain_cv);
 	free(h->listen);
 	free(h->data_dir);
 	free(h);

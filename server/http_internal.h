@@ -23,6 +23,16 @@
 #define HTTP_MAX_HEADERS 100
 #define HTTP_MAX_HEAD	 16384
 
+/* A token's fewest characters: 16 random letters and digits are 95 bits,
+ * out of reach of guessing over HTTP; shorter ones are placeholders
+ * ("test", "x") left in a token file. */
+#define HTTP_TOKEN_MIN 16
+/* Seconds /readyz waits for the store. */
+#define HTTP_READY_TIMEOUT 2.0
+/* Seconds http_stop waits, after the grace, for the answers of requests
+ * being handled when it ended (a commit under way). */
+#define HTTP_ANSWER_WAIT 10.0
+
 /* list pages (?limit=) of datasets and analyses */
 #define HTTP_PAGE_DEFAULT 50
 #define HTTP_PAGE_MAX	  1000
@@ -42,6 +52,7 @@ enum http_route {
 	ROUTE_SOLVE,		/* /v1/solve */
 	ROUTE_OPENAPI,		/* /v1/openapi.yaml */
 	ROUTE_HEALTHZ,		/* /healthz */
+	ROUTE_READYZ,		/* /readyz */
 	ROUTE_DASHBOARD,	/* / */
 	ROUTE_METRICS,		/* /metrics */
 	ROUTE_NONE,		/* no such resource */
@@ -51,6 +62,16 @@ enum http_route {
 struct http_token {
 	char *token, *tenant;
 	int admin; /* may read the whole service's state (/metrics) */
+};
+
+/* The tokens of one reading of the token file. A reload (SIGHUP) puts a
+ * new set in place while requests still use the old one: each request
+ * holds a reference from its authentication to its end, and the last
+ * one out frees the set. */
+struct http_tokens {
+	struct http_token *v;
+	size_t n;
+	int refs; /* under http_server.tokens_mu */
 };
 
 struct metrics;
@@ -63,9 +84,16 @@ struct http_server {
 	struct metrics *metrics;
 	struct MHD_Daemon *daemon;
 	struct gate *gate;	   /* the listening socket and the connection limits */
-	struct http_token *tokens; /* NULL when access control is off */
-	size_t n_tokens;
-	int stopping; /* set by http_stop; synchronous solves poll it */
+	struct http_tokens *tokens; /* NULL when access control is off */
+	pthread_mutex_t tokens_mu;  /* guards tokens (the pointer) and refs */
+	/* http_stop: draining (no new connections, responses close theirs),
+	 * then stopping (the grace is over: synchronous solves poll it, and
+	 * a request not yet handled is refused rather than half done) */
+	int draining, stopping;
+	pthread_mutex_t drain_mu;
+	pthread_cond_t drain_cv;
+	size_t in_flight, handling; /* requests begun; of them, being handled */
+	size_t fresh;		    /* connections handed over, no request begun yet */
 	pthread_mutex_t sync_mu;
 	size_t sync_running, sync_max; /* concurrent POST /v1/solve */
 };
@@ -119,6 +147,23 @@ struct http_response {
 	void (*stream_free)(void *ctx);
 	void *stream_ctx;
 };
+
+/* ---- tokens.c: the token file ---------------------------------------- */
+
+/* Reads and checks the whole file (private, a line per token of at least
+ * HTTP_TOKEN_MIN characters, no byte order mark, no token twice); errors
+ * name the line, never the token. *out: a new set with one reference, the
+ * caller's; free with tokens_free when the last is dropped. */
+enum pm_status tokens_load(const char *path, struct http_tokens **out, struct pm_error *err);
+void tokens_free(struct http_tokens *t);
+/* The entry of the token a[0..n), or NULL; compared in a time that does
+ * not tell how much of a guess was right. Borrowed from t. */
+const struct http_token *tokens_find(const struct http_tokens *t, const char *a, size_t n);
+/* The server's current set with a reference for the caller (NULL without
+ * access control), and the reference dropped: the last one frees the set,
+ * so a reload never frees one a request still reads. */
+struct http_tokens *tokens_get(struct http_server *h);
+void tokens_put(struct http_server *h, struct http_tokens *t);
 
 /* ---- http_util.c: helpers for the handlers ----------------------------- */
 

@@ -68,6 +68,7 @@ const char *metrics_route_name(enum http_route route)
 	    [ROUTE_SOLVE] = "/v1/solve",
 	    [ROUTE_OPENAPI] = "/v1/openapi.yaml",
 	    [ROUTE_HEALTHZ] = "/healthz",
+	    [ROUTE_READYZ] = "/readyz",
 	    [ROUTE_METRICS] = "/metrics",
 	    [ROUTE_NONE] = "none",
 	};

@@ -185,6 +185,10 @@ void store_rows_free(struct store_row *rows, size_t n);
 /* Opens (creating if needed) DIR/pmaxent.db. Caller frees with store_close. */
 enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err);
 void store_close(struct store *s);
+/* Whether the store answers a trivial query within seconds (/readyz): a
+ * store held that long by other work, or unreachable, does not. The
+ * database's words go to err without its path or URI. */
+enum pm_status store_ping(struct store *s, double seconds, struct pm_error *err);
 
 /* Stores ds packed (dataset_pack) with its summary JSON text, in chunks
  * of at most STORE_CHUNK_BYTES, all in one transaction: a 10M-record
@@ -630,7 +634,13 @@ struct http_options {
 	 * process raise test_signal (jobs_options) */
 	const char *test_crash;
 	int test_signal;
+	/* seconds http_stop lets requests in flight finish (HTTP_GRACE) */
+	double grace;
 };
+
+/* The default grace: longer than a large upload's last blocks and
+ * commit, well under systemd's default stop timeout (90 s). */
+#define HTTP_GRACE 30.0
 
 void http_options_init(struct http_options *o);
 
@@ -642,8 +652,16 @@ enum pm_status http_start(const struct http_options *o, struct http_server **out
 			  struct pm_error *err);
 /* The port actually bound (useful with port 0). */
 unsigned http_port(const struct http_server *h);
-/* Graceful shutdown: stop accepting, cancel running analyses and mark them
- * for re-run, close the database. http_stop(NULL) is a no-op. */
+/* Reads the token file again (SIGHUP): the new tokens apply from the next
+ * request on. A file that cannot be read or is refused leaves the tokens
+ * as they were (err says why). Without a token file there is nothing to
+ * read: PM_OK. */
+enum pm_status http_reload(struct http_server *h, struct pm_error *err);
+/* Graceful shutdown: stop accepting, let the requests in flight finish
+ * for up to the grace (responses then close their connections), cut what
+ * is left (an upload cut short stores nothing), cancel running analyses
+ * and mark them for re-run, close the database. http_stop(NULL) is a
+ * no-op. */
 void http_stop(struct http_server *h);
 
 /* ---- report.c ----------------------------------------------------------- */

@@ -421,6 +421,29 @@ void store_close(struct store *s)
 	free(s);
 }
 
+/* The lock is taken with a deadline: /readyz must answer in time even
+ * when a long write holds the store, or a lost database holds its call. */
+enum pm_status store_ping(struct store *s, double seconds, struct pm_error *err)
+{
+	struct timespec until;
+	enum pm_status ret;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)seconds;
+	until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_mutex_timedlock(&s->lock, &until))
+		return error_set(err, PM_ERR_BUSY, "store", "the store did not answer within %g s",
+				 seconds);
+	/* a read of a table: SELECT 1 alone would not touch SQLite's file */
+	ret = exec(s, "SELECT count(*) FROM datasets WHERE id = ''", err);
+	pthread_mutex_unlock(&s->lock);
+	return ret;
+}
+
 /* ---- rows of any table ------------------------------------------------------ */
 
 /* One dataset (Q_DS_GET) or analysis (Q_AN_GET) by id; tenant NULL

@@ -690,7 +690,7 @@ kill -TERM "$first"
 wait "$first"
 if [ "$(stat -c %a "$TMP/var/pmaxent.db")" = 600 ]; then ok; else bad "pmaxent.db is not 0600"; fi
 if [ "$(stat -c %a "$TMP/var/pmaxent.lock")" = 600 ]; then ok; else bad "pmaxent.lock is not 0600"; fi
-printf 'secret-1 alice\n' >"$TMP/tokens"
+printf 'secret-1-0123456789abc alice\n' >"$TMP/tokens"
 chmod 644 "$TMP/tokens"
 run 2 serve --port 0 --data-dir "$TMP/var" --token-file "$TMP/tokens"
 err_is "pmaxent: --token-file: $TMP/tokens is accessible by group or others (mode 0644); make it private: chmod 600 $TMP/tokens"
@@ -770,7 +770,7 @@ wait "$srv"
 run 1 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
 err_has "pmaxent: cannot connect to 127.0.0.1:"
 # a service with access control: the token goes along
-printf 'secret-2 bob\n' >"$TMP/tokens2"
+printf 'secret-2-0123456789abc bob\n' >"$TMP/tokens2"
 chmod 600 "$TMP/tokens2"
 "$BIN" serve --port 0 --data-dir "$TMP/up" --quiet --token-file "$TMP/tokens2" 2>"$TMP/serve3.log" &
 srv=$!
@@ -778,8 +778,27 @@ for _ in $(seq 100); do grep -q "listening on" "$TMP/serve3.log" && break; sleep
 url=$(grep -o 'http://[^ ]*' "$TMP/serve3.log")
 run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
 err_has "(HTTP 401)"
-run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token secret-2
+run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token secret-2-0123456789abc
 json_ok 'd["records"] == 8'
+# the token kept out of ps: a file, or the environment; --token wins over
+# --token-file, which wins over PMAXENT_TOKEN
+printf 'secret-2-0123456789abc\n' >"$TMP/client-token"
+printf 'wrong-token-0123456789\n' >"$TMP/wrong-token"
+run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/client-token"
+json_ok 'd["records"] == 8'
+PMAXENT_TOKEN=secret-2-0123456789abc run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group
+json_ok 'd["records"] == 8'
+PMAXENT_TOKEN=wrong-token-0123456789 run 0 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/client-token"
+json_ok 'd["records"] == 8'
+PMAXENT_TOKEN=secret-2-0123456789abc run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/wrong-token"
+err_has "the bearer token is not valid (HTTP 401)"
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token wrong-token-0123456789 --token-file "$TMP/client-token"
+err_has "(HTTP 401)"
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/missing-token"
+err_has "pmaxent: --token-file: cannot open $TMP/missing-token"
+: >"$TMP/empty-token"
+run 2 upload "$DATA/figure1.csv" --server "$url" --sa disease --group group --token-file "$TMP/empty-token"
+err_has "has no token on its first line"
 kill -TERM "$srv"
 wait "$srv"
 

@@ -445,7 +445,7 @@ static void check_isolation(unsigned port, const char *ds, const char *an)
 	char path[128];
 	struct resp r;
 
-	as("token-bob");
+	as("token-bob-0123456789");
 	snprintf(path, sizeof path, "/v1/datasets/%s", ds);
 	check_status(port, "GET", path, 404, ds);
 	check_status(port, "DELETE", path, 404, ds);
@@ -462,7 +462,7 @@ static void check_isolation(unsigned port, const char *ds, const char *an)
 	r = get(port, "/v1/datasets");
 	CHECK(r.status == 200 && json_array_size(json_object_get(r.json, "items")) == 0);
 	resp_free(&r);
-	as("token-alice");
+	as("token-alice-0123456789");
 	r = get(port, "/v1/datasets");
 	CHECK(r.status == 200 && json_array_size(json_object_get(r.json, "items")) == 1);
 	resp_free(&r);
@@ -479,7 +479,7 @@ static void check_refused(const struct http_options *o, enum pm_status st, const
 	CHECK(h == NULL);
 	CHECK_STR(err.field, field);
 	CHECK_CONTAINS(err.message, part);
-	CHECK(!strstr(err.message, "s3cret")); /* tokens never in messages */
+	CHECK(!strstr(err.message, "s3cret-0123456789abc")); /* tokens never in messages */
 }
 
 static void test_start_settings(const char *dir)
@@ -500,17 +500,17 @@ static void test_start_settings(const char *dir)
 	o.listen = "127.0.0.1";
 	snprintf(tokens, sizeof tokens, "%s/bad-tokens", dir);
 	o.token_file = tokens;
-	write_file(tokens, "# comment\ns3cret alice\ns3cret-only\n");
+	write_file(tokens, "# comment\ns3cret-0123456789abc alice\ns3cret-0123456789abc-only\n");
 	check_refused(&o, PM_ERR_INPUT, "token_file", "line 3: expected 'TOKEN TENANT'");
-	write_file(tokens, "s3cret alice\n\ns3cret bob\n");
+	write_file(tokens, "s3cret-0123456789abc alice\n\ns3cret-0123456789abc bob\n");
 	check_refused(&o, PM_ERR_INPUT, "token_file", "line 3: the same token appears twice");
 	write_file(tokens, "# nothing\n");
 	check_refused(&o, PM_ERR_INPUT, "token_file", "no 'TOKEN TENANT' line");
-	write_file(tokens, "s3cret alice root\n");
+	write_file(tokens, "s3cret-0123456789abc alice root\n");
 	check_refused(&o, PM_ERR_INPUT, "token_file",
 		      "line 1: the third field is the role, 'admin'");
 	/* like ssh's keys: a token file others may read is refused */
-	write_file(tokens, "s3cret alice\n");
+	write_file(tokens, "s3cret-0123456789abc alice\n");
 	chmod(tokens, 0640);
 	check_refused(&o, PM_ERR_INPUT, "token_file", "accessible by group or others (mode 0640)");
 	chmod(tokens, 0604);
@@ -559,15 +559,15 @@ static void test_tokens(void)
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
 	write_file(tokens,
-		   "# tenants\n\n  token-alice alice\ntoken-bob\tbob\ntoken-ops ops admin\n");
+		   "# tenants\n\n  token-alice-0123456789 alice\ntoken-bob-0123456789\tbob\ntoken-ops-0123456789 ops admin\n");
 	h = start(dir, 1, 4, tokens, 0);
 	port = http_port(h);
 	as(NULL);
 	check_401(port, "/v1/datasets", "Bearer realm=\"pmaxent\"");
 	check_401(port, "/metrics", "Bearer");
-	as("token-eve");
+	as("token-eve-0123456789");
 	check_401(port, "/v1/datasets", "error=\"invalid_token\"");
-	as("token-alic");
+	as("token-alice-012345678");
 	check_401(port, "/v1/datasets", "invalid_token");
 	snprintf(auth, sizeof auth, "Authorization: Basic dG9rZW4tYWxpY2U=\r\n");
 	check_401(port, "/v1/datasets", "Bearer");
@@ -579,16 +579,16 @@ static void test_tokens(void)
 	CHECK(r.status == 200 && !strcmp(jstr(r.json, "status"), "ok"));
 	resp_free(&r);
 	/* /metrics shows every tenant's work: the admin role only */
-	as("token-alice");
+	as("token-alice-0123456789");
 	r = get(port, "/metrics");
 	check_problem(&r, 403, NULL, "admin role");
 	resp_free(&r);
-	as("token-ops");
+	as("token-ops-0123456789");
 	r = get(port, "/metrics");
 	CHECK(r.status == 200 && strstr(r.body, "pmaxent_jobs_workers"));
 	resp_free(&r);
 
-	as("token-alice");
+	as("token-alice-0123456789");
 	ds = upload(port, small);
 	an = analyse(port, ds ? ds : "", "{}");
 	r = wait_done(port, an ? an : "");

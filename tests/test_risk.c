@@ -504,17 +504,17 @@ static void test_tenants(void)
 	struct resp r;
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-	write_file(tokens, "token-alice alice\ntoken-bob bob\n");
+	write_file(tokens, "token-alice-0123456789 alice\ntoken-bob-0123456789 bob\n");
 	h = start(dir, 1, 4, tokens, 0);
 	port = http_port(h);
-	as("token-alice");
+	as("token-alice-0123456789");
 	ds = upload_figure1(port);
 	an = analysed(port, ds, "{}", &result);
 	snprintf(path, sizeof path, "/v1/analyses/%s/risk", an ? an : "");
 	r = get(port, path);
 	CHECK(r.status == 200);
 	resp_free(&r);
-	as("token-bob");
+	as("token-bob-0123456789");
 	check_status(port, "GET", path, 404, an ? an : "");
 	as(NULL);
 	json_decref(result);

@@ -265,10 +265,10 @@ static void test_cancel_and_tenants(void)
 	struct resp r;
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-	write_file(tokens, "token-alice alice\ntoken-bob bob\n");
+	write_file(tokens, "token-alice-0123456789 alice\ntoken-bob-0123456789 bob\n");
 	h = start_opts(dir, 60, tokens);
 	port = http_port(h);
-	as("token-alice");
+	as("token-alice-0123456789");
 	gen = generated_json(500);
 	ds = upload(port, gen);
 	id = start_sweep(port, ds, slow);
@@ -280,7 +280,7 @@ static void test_cancel_and_tenants(void)
 	resp_free(&r);
 	check_chart(port, id);
 	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
-	as("token-bob");
+	as("token-bob-0123456789");
 	check_status(port, "GET", path, 404, id);
 	check_status(port, "DELETE", path, 404, id);
 	snprintf(path, sizeof path, "/v1/sweeps/%s/chart.svg", id);
@@ -289,7 +289,7 @@ static void test_cancel_and_tenants(void)
 	r = post_json(port, path, slow);
 	check_problem(&r, 404, NULL, ds);
 	resp_free(&r);
-	as("token-alice");
+	as("token-alice-0123456789");
 	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
 	r = del(port, path);
 	if (r.status != 200)

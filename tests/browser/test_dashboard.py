@@ -274,10 +274,10 @@ def provoke(b):
 def with_token(b, base, shots):
     b.open(base + "/")
     b.wait("!document.getElementById('token-form').hidden", "the token form")
-    b.js("""(() => { document.getElementById('token').value = 'sesame';
+    b.js("""(() => { document.getElementById('token').value = 'sesame-sesame-sesame';
         document.querySelector('#token-form button').click(); })()""")
     b.wait("document.getElementById('token-form').hidden && "
-           "sessionStorage.getItem('pmaxent-token') === 'sesame'", "the token kept")
+           "sessionStorage.getItem('pmaxent-token') === 'sesame-sesame-sesame'", "the token kept")
     time.sleep(1.5)  # a poll with the token
     assert "token" not in b.js("document.getElementById('message').textContent")
     b.screenshot(os.path.join(shots, "dashboard-token.png"))
@@ -298,7 +298,7 @@ def main():
         assert not b.csp_violations(), b.csp_violations()
         tokens = os.path.join(tmp, "tokens")
         with open(tokens, "w") as f:
-            f.write("sesame alice\n")
+            f.write("sesame-sesame-sesame alice\n")
         os.chmod(tokens, 0o600)
         srv, port = serve(os.path.join(tmp, "closed"), "--token-file", tokens)
         servers.append(srv)

@@ -917,12 +917,12 @@ def test_tokens_and_tenants(make_server, spec, tmp_path):
     from conftest import Client
 
     tokens = tmp_path / "tokens"
-    tokens.write_text("# token tenant\nsecret-alice-1 alice\n\nsecret-bob-2 bob\n")
+    tokens.write_text("# token tenant\nsecret-alice-1-0123456789 alice\n\nsecret-bob-2-0123456789 bob\n")
     tokens.chmod(0o600)
     srv = make_server(["--token-file", str(tokens)], name="auth")
     anon = Client(srv, spec)
-    alice = Client(srv, spec, token="secret-alice-1")
-    bob = Client(srv, spec, token="secret-bob-2")
+    alice = Client(srv, spec, token="secret-alice-1-0123456789")
+    bob = Client(srv, spec, token="secret-bob-2-0123456789")
     wrong = Client(srv, spec, token="secret-mallory")
     assert anon.get("/healthz").status == 200
     for cl in (anon, wrong):
