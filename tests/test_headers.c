@@ -255,7 +255,7 @@ static void test_refusals(void)
 					    "/v1/sweeps/sw_none/chart.svg", "/v1/datasets"};
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-	write_file(tokens, "sesame-sesame alice\n");
+	write_file(tokens, "sesame-sesame-sesame alice\n");
 	h = start(dir, 1, 8, tokens, 0);
 	port = http_port(h);
 	for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
@@ -264,7 +264,7 @@ static void test_refusals(void)
 		check_policy(&r, 0, paths[i]);
 		resp_free(&r);
 	}
-	snprintf(auth, sizeof auth, "Authorization: Bearer sesame-sesame\r\n");
+	snprintf(auth, sizeof auth, "Authorization: Bearer sesame-sesame-sesame\r\n");
 	r = get(port, "/v1/analyses/an_none/report");
 	CHECK(r.status == 404);
 	check_policy(&r, 0, "a report not found");

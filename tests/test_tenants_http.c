@@ -17,7 +17,7 @@
 /* needs Newton iterations (a probabilistic rule), so the stall applies */
 static const char *iterates = "{\"knowledge\": {\"rules\": [{\"if\": {\"sex\": \"M\"},"
 			      " \"then\": \"flu\", \"probability\": 0.5}]}}";
-static const char *tokens_text = "token-alice alice\ntoken-bob bob\n";
+static const char *tokens_text = "token-alice-0123456 alice\ntoken-bob-0123456789 bob\n";
 
 /* A server with the two tenants' tokens in dir, workers 1, and stall. */
 static struct http_server *start_tenants(const char *dir, double stall, struct http_options *o)
@@ -62,7 +62,7 @@ static void test_queue_share(void)
 
 	http_options_init(&o);
 	h = start_tenants(dir, 60, &o);
-	as("token-alice");
+	as("token-alice-0123456");
 	ds_a = upload(http_port(h), small);
 	for (int i = 0; i < 65; i++) {
 		id = post_analysis(http_port(h), ds_a, &r);
@@ -76,7 +76,7 @@ static void test_queue_share(void)
 	}
 	/* 32 queued, and the one running (claimed at once or not yet) */
 	CHECK(accepted >= 32 && accepted <= 33 && refused == 65 - accepted);
-	as("token-bob");
+	as("token-bob-0123456789");
 	ds_b = upload(http_port(h), small);
 	id = post_analysis(http_port(h), ds_b, &r);
 	if (!id)
@@ -103,17 +103,17 @@ static void test_round_robin(void)
 
 	http_options_init(&o);
 	h = start_tenants(dir, 0.4, &o);
-	as("token-alice");
+	as("token-alice-0123456");
 	ds_a = upload(http_port(h), small);
 	for (int i = 0; i < 6; i++)
 		a[i] = analyse(http_port(h), ds_a, iterates);
-	as("token-bob");
+	as("token-bob-0123456789");
 	ds_b = upload(http_port(h), small);
 	b = analyse(http_port(h), ds_b, iterates);
 	r = wait_done(http_port(h), b);
 	CHECK_STR(jstr(r.json, "status"), "succeeded");
 	resp_free(&r);
-	as("token-alice");
+	as("token-alice-0123456");
 	for (int i = 0; i < 6; i++) {
 		snprintf(path, sizeof path, "/v1/analyses/%s", a[i]);
 		r = get(http_port(h), path);
@@ -145,7 +145,7 @@ static void test_dataset_quota(void)
 
 	http_options_init(&o);
 	h = start_tenants(dir, 0, &o);
-	as("token-alice");
+	as("token-alice-0123456");
 	for (int i = 0; i < 1001; i++) {
 		r = post_json(http_port(h), "/v1/datasets", small);
 		stored += r.status == 201;
@@ -159,9 +159,9 @@ static void test_dataset_quota(void)
 	r = call(http_port(h), "POST", csv_path, "Content-Type: text/csv\r\n", csv, strlen(csv));
 	check_problem(&r, 403, "tenant_max_datasets", "delete some");
 	resp_free(&r);
-	as("token-bob");
+	as("token-bob-0123456789");
 	free(upload(http_port(h), small));
-	as("token-alice");
+	as("token-alice-0123456");
 	snprintf(path, sizeof path, "/v1/datasets/%s", first ? first : "");
 	r = del(http_port(h), path);
 	CHECK(r.status == 204);
@@ -187,7 +187,7 @@ static void test_byte_quota(void)
 	http_options_init(&o);
 	o.tenant_max_bytes = 4096;
 	h = start_tenants(dir, 0, &o);
-	as("token-alice");
+	as("token-alice-0123456");
 	for (r = post_json(http_port(h), "/v1/datasets", small); r.status == 201 && stored < 100;
 	     r = post_json(http_port(h), "/v1/datasets", small)) {
 		stored++;
@@ -196,7 +196,7 @@ static void test_byte_quota(void)
 	CHECK(stored >= 2 && stored < 100);
 	check_problem(&r, 403, "tenant_max_bytes", "--tenant-max-bytes");
 	resp_free(&r);
-	as("token-bob");
+	as("token-bob-0123456789");
 	free(upload(http_port(h), small));
 	free(small);
 	stop_tenants(h, dir, &o);
@@ -207,8 +207,8 @@ static void test_two_authorizations(void)
 {
 	char *dir = temp_dir();
 	const char *req = "GET /v1/datasets HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
-			  "Authorization: Bearer token-alice\r\n"
-			  "Authorization: Bearer token-bob\r\n\r\n";
+			  "Authorization: Bearer token-alice-0123456\r\n"
+			  "Authorization: Bearer token-bob-0123456789\r\n\r\n";
 	struct http_options o;
 	struct http_server *h;
 	struct resp r;
@@ -284,9 +284,9 @@ static void test_cursors(void)
 	h = start_tenants(dir, 0, &o);
 	port = http_port(h);
 	for (int i = 0; i < 3; i++) {
-		as("token-alice");
+		as("token-alice-0123456");
 		free(upload(port, small));
-		as("token-bob");
+		as("token-bob-0123456789");
 		mine[i] = upload(port, small);
 	}
 	CHECK(page_all(port, "/v1/datasets", ids, cursors, 8) == 3);
@@ -300,9 +300,9 @@ static void test_cursors(void)
 	CHECK(r.status == 200);
 	CHECK_STR(jstr(json_array_get(json_object_get(r.json, "items"), 0), "id"), mine[1]);
 	resp_free(&r);
-	as("token-alice");
+	as("token-alice-0123456");
 	bad_cursor(port, url);
-	as("token-bob");
+	as("token-bob-0123456789");
 	snprintf(forged, sizeof forged, "%s", cursors[0]);
 	forged[5] = forged[5] == 'A' ? 'B' : 'A';
 	snprintf(url, sizeof url, "/v1/datasets?cursor=%s", forged);
