@@ -44,3 +44,22 @@ rss = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", tm).group(1)
 print(f"{wall:.2f} {rss:.0f}")
 PY
 }
+
+# Starts `$1 serve --port 0 --quiet` with the data directory $2 (made if
+# missing; the log is $2.log), the rest further serve arguments; sets
+# serve_pid (the server itself, for /proc/PID/status) and url.
+bench_serve() {
+	local b=$1 dir=$2
+	shift 2
+	mkdir -p "$dir"
+	"$b" serve --port 0 --quiet --data-dir "$dir" "$@" 2>"$dir.log" &
+	serve_pid=$!
+	for _ in $(seq 600); do grep -qs 'listening on' "$dir.log" && break; sleep 0.05; done
+	url=$(grep -o 'http://[^ ]*' "$dir.log" | head -1)
+	[ -n "$url" ] || { echo "bench_serve: $b did not start: $(cat "$dir.log")" >&2; return 1; }
+}
+
+# The kB of field $2 (VmRSS, VmHWM) in /proc/$1/status.
+bench_vm() {
+	awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status"
+}
