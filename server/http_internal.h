@@ -386,12 +386,14 @@ void api_job_delete(struct http_server *h, const struct http_request *r,
 
 /* ---- result_stream.c --------------------------------------------------- */
 
-/* Sets res to a 200 of the analysis id as stored since schema 6: head
- * (its JSON without the closing brace, taken over), then "request" and
+/* Sets res to a 200 of the analysis id as stored in chunks: head (its
+ * JSON without the closing brace, taken over), then "request" and
  * "result" read chunk by chunk from the store as they are sent (lengths
- * from m), and the closing brace. -1 (a 500 in res) out of memory. */
+ * from m), and the closing brace. The first chunks m holds (taken) are
+ * not read again; when they are the whole texts the body is sent from
+ * memory. -1 (a 500 in res) out of memory. */
 int result_stream_respond(struct http_server *h, struct http_response *res, const char *id,
-			  char *head, size_t head_len, const struct store_result *m);
+			  char *head, size_t head_len, struct store_result *m);
 
 /* ---- analyses.c -------------------------------------------------------- */
 

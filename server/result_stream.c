@@ -27,7 +27,8 @@ struct piece {
 struct stream {
 	struct store *store;
 	char id[HTTP_ID_SIZE];
-	char *head; /* owned: the envelope */
+	char *head;    /* owned: the envelope */
+	char *request; /* owned: the request when it came whole with the head */
 	struct piece p[6];
 	size_t n;
 	/* the chunk in hand */
@@ -43,6 +44,7 @@ static void stream_free(void *ctx)
 
 	free(s->chunk);
 	free(s->head);
+	free(s->request);
 	free(s);
 }
 
@@ -96,13 +98,33 @@ static void add(struct stream *s, const char *mem, int stored, enum store_part p
 		s->p[s->n++] = (struct piece){mem, stored, part, len};
 }
 
+/* The body whole in memory, when the head brought every text whole: no
+ * store read while it is sent. -1 (a 500 in res) out of memory. */
+static int respond_whole(struct http_response *res, const struct stream *s, uint64_t total)
+{
+	char *buf = malloc(total + 1);
+	size_t at = 0;
+
+	if (!buf)
+		return http_oom(res);
+	for (size_t i = 0; i < s->n; i++) {
+		const char *from = s->p[i].stored ? s->chunk : s->p[i].mem;
+
+		memcpy(buf + at, from, s->p[i].len);
+		at += s->p[i].len;
+	}
+	http_take(res, 200, "application/json", buf, at);
+	return 0;
+}
+
 int result_stream_respond(struct http_server *h, struct http_response *res, const char *id,
-			  char *head, size_t head_len, const struct store_result *m)
+			  char *head, size_t head_len, struct store_result *m)
 {
 	static const char request_key[] = ",\"request\":", result_key[] = ",\"result\":",
 			  tail[] = "}\n";
 	struct stream *s = calloc(1, sizeof *s);
 	uint64_t total = 0;
+	int whole = 1, rc = 0;
 
 	if (!s) {
 		free(head);
@@ -115,15 +137,35 @@ int result_stream_respond(struct http_server *h, struct http_response *res, cons
 	add(s, head, 0, 0, head_len);
 	if (m->request_len > 0) {
 		add(s, request_key, 0, 0, sizeof request_key - 1);
-		add(s, NULL, 1, STORE_REQUEST, (uint64_t)m->request_len);
+		if (m->first[0] && m->first_len[0] == (uint64_t)m->request_len) {
+			s->request = m->first[0]; /* came whole with the head */
+			m->first[0] = NULL;
+			add(s, s->request, 0, 0, (uint64_t)m->request_len);
+		} else {
+			add(s, NULL, 1, STORE_REQUEST, (uint64_t)m->request_len);
+			whole = 0;
+		}
 	}
 	if (m->len > 0) {
 		add(s, result_key, 0, 0, sizeof result_key - 1);
 		add(s, NULL, 1, STORE_RESULT, (uint64_t)m->len);
+		if (m->first[1]) { /* its first chunk came with the head */
+			s->chunk = m->first[1];
+			s->chunk_len = m->first_len[1];
+			s->chunk_part = STORE_RESULT;
+			s->chunk_seq = 0;
+			m->first[1] = NULL;
+		}
+		whole &= s->chunk && s->chunk_len == (uint64_t)m->len;
 	}
 	add(s, tail, 0, 0, sizeof tail - 1);
 	for (size_t i = 0; i < s->n; i++)
 		total += s->p[i].len;
+	if (whole) {
+		rc = respond_whole(res, s, total);
+		stream_free(s);
+		return rc;
+	}
 	http_take(res, 200, "application/json", NULL, 0);
 	res->stream_len = total;
 	res->stream_read = stream_read;

@@ -379,6 +379,10 @@ struct store_result {
 	int64_t len;		  /* bytes of the result in chunks; -1: none */
 	char tag[STORE_TAG_SIZE]; /* the result's; "" without */
 	char *summary;		  /* JSON text, owned; NULL without */
+	/* with store_analysis_head's first: chunk 0 of the request and of
+	 * the result (owned, NUL-terminated; NULL without), first_len bytes */
+	char *first[2];
+	size_t first_len[2];
 	/* a text is in the row (stored before schema 6): read the analysis
 	 * whole with store_analysis_get */
 	int legacy;
@@ -386,8 +390,9 @@ struct store_result {
 void store_result_finish(struct store_result *m);
 /* The analysis without its request and result (row's request and result
  * NULL; both the caller's, store_row_finish and store_result_finish),
- * and what it says of them. */
-enum pm_status store_analysis_head(struct store *s, const char *id, const char *tenant,
+ * and what it says of them; first: with the first chunk of each text in
+ * the same query (all of a small analysis). */
+enum pm_status store_analysis_head(struct store *s, const char *id, const char *tenant, int first,
 				   struct store_row *row, struct store_result *meta,
 				   struct pm_error *err);
 /* Chunk seq (from 0) of an analysis's request or result: *out

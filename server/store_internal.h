@@ -84,6 +84,7 @@ enum query {
 	Q_RS_CHUNK_PUT,
 	Q_RS_CHUNK_GET,
 	Q_RS_HEAD,
+	Q_RS_HEAD_FIRST,
 	Q_COUNT
 };
 
@@ -124,7 +125,7 @@ extern const int store_jobs_params[Q_AN_TURN - Q_AN_CLAIM];
 /* The same of Q_AN_TURN .. Q_SECRET_GET (store_tenants.c). */
 extern const char *const store_tenant_sql[Q_RS_SUCCEED - Q_AN_TURN];
 extern const int store_tenant_params[Q_RS_SUCCEED - Q_AN_TURN];
-/* The same of Q_RS_SUCCEED .. Q_RS_HEAD (store_results.c). */
+/* The same of Q_RS_SUCCEED .. Q_RS_HEAD_FIRST (store_results.c). */
 extern const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED];
 extern const int store_result_params[Q_COUNT - Q_RS_SUCCEED];
 /* The cached statement of q (store.c); bind, step (store_step), then

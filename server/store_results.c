@@ -16,6 +16,17 @@
 
 #include "store_internal.h"
 
+/* The row without its request and result (columns as Q_AN_GET's), then
+ * the texts' lengths, the result's tag and summary, and EXTRA. */
+#define HEAD(EXTRA)                                                                                \
+	"SELECT seq, id, tenant, dataset_id, status, NULL, NULL, problem,"                         \
+	" attempts, created, updated, crashes, progress, request_len, result_len, result_tag,"     \
+	" result_summary" EXTRA " FROM analyses"                                                   \
+	" WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = CAST(?2 AS TEXT))"
+#define FIRST(PART)                                                                                \
+	", (SELECT data FROM analysis_texts t WHERE t.analysis_id = analyses.id"                   \
+	" AND t.part = " PART " AND t.seq = 0)"
+
 const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED] = {
     /* ?1 id, ?2 owner, ?3 attempt, ?4 length, ?5 tag, ?6 summary, ?7 now:
      * the compare-and-set of store_job_finish, to succeeded */
@@ -29,18 +40,15 @@ const char *const store_result_sql[Q_COUNT - Q_RS_SUCCEED] = {
 	"INSERT INTO analysis_texts(analysis_id, part, seq, data) VALUES (?1, ?2, ?3, ?4)",
     [Q_RS_CHUNK_GET - Q_RS_SUCCEED] =
 	"SELECT data FROM analysis_texts WHERE analysis_id = ?1 AND part = ?2 AND seq = ?3",
-    /* the row without its request and result (columns as Q_AN_GET's),
-     * then the texts' lengths, the result's tag and summary */
-    [Q_RS_HEAD - Q_RS_SUCCEED] =
-	"SELECT seq, id, tenant, dataset_id, status, NULL, NULL, problem,"
-	" attempts, created, updated, crashes, progress, request_len, result_len, result_tag,"
-	" result_summary FROM analyses"
-	" WHERE id = ?1 AND (CAST(?2 AS TEXT) IS NULL OR tenant = CAST(?2 AS TEXT))",
+    [Q_RS_HEAD - Q_RS_SUCCEED] = HEAD(""),
+    /* the same with the first chunk of each text: a small analysis (the
+     * usual case) in one query */
+    [Q_RS_HEAD_FIRST - Q_RS_SUCCEED] = HEAD(FIRST("0") FIRST("1")),
 };
 const int store_result_params[Q_COUNT - Q_RS_SUCCEED] = {
     [Q_RS_SUCCEED - Q_RS_SUCCEED] = 7,	 [Q_RS_REQUEST_LEN - Q_RS_SUCCEED] = 2,
     [Q_RS_CHUNK_PUT - Q_RS_SUCCEED] = 4, [Q_RS_CHUNK_GET - Q_RS_SUCCEED] = 3,
-    [Q_RS_HEAD - Q_RS_SUCCEED] = 2,
+    [Q_RS_HEAD - Q_RS_SUCCEED] = 2,	 [Q_RS_HEAD_FIRST - Q_RS_SUCCEED] = 2,
 };
 
 void store_text_tag(const char *text, size_t len, char out[STORE_TAG_SIZE])
@@ -113,8 +121,8 @@ enum pm_status store_request_put(struct store *s, const char *id, const char *te
 }
 
 /* The head's columns past the row's (Q_RS_HEAD). */
-static enum pm_status read_meta(struct store *s, struct db_stmt *st, struct store_result *m,
-				struct pm_error *err)
+static enum pm_status read_meta(struct store *s, struct db_stmt *st, int first,
+				struct store_result *m, struct pm_error *err)
 {
 	const char *tag = s->db->ops->col_text(st, 15), *status = s->db->ops->col_text(st, 4);
 
@@ -124,10 +132,22 @@ static enum pm_status read_meta(struct store *s, struct db_stmt *st, struct stor
 	m->legacy = m->request_len < 0 || (m->len < 0 && status && !strcmp(status, "succeeded"));
 	if (store_col_str(s, st, 16, &m->summary))
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory reading an analysis");
+	for (int part = 0; first && part < 2; part++) {
+		size_t n = 0;
+		const void *p = s->db->ops->col_blob(st, 17 + part, &n);
+
+		if (!p)
+			continue;
+		if (!(m->first[part] = malloc(n + 1)))
+			return error_set(err, PM_ERR_NOMEM, "", "out of memory reading an analysis");
+		memcpy(m->first[part], p, n);
+		m->first[part][n] = 0;
+		m->first_len[part] = n;
+	}
 	return PM_OK;
 }
 
-enum pm_status store_analysis_head(struct store *s, const char *id, const char *tenant,
+enum pm_status store_analysis_head(struct store *s, const char *id, const char *tenant, int first,
 				   struct store_row *row, struct store_result *meta,
 				   struct pm_error *err)
 {
@@ -138,7 +158,7 @@ enum pm_status store_analysis_head(struct store *s, const char *id, const char *
 	memset(row, 0, sizeof *row);
 	memset(meta, 0, sizeof *meta);
 	pthread_mutex_lock(&s->lock);
-	ret = store_prep(s, Q_RS_HEAD, &st, err);
+	ret = store_prep(s, first ? Q_RS_HEAD_FIRST : Q_RS_HEAD, &st, err);
 	if (!ret) {
 		store_bind_str(s, st, 1, id);
 		store_bind_str(s, st, 2, tenant);
@@ -149,7 +169,7 @@ enum pm_status store_analysis_head(struct store *s, const char *id, const char *
 	if (!ret && store_read_analysis(s, st, row))
 		ret = error_set(err, PM_ERR_NOMEM, "", "out of memory reading an analysis");
 	if (!ret)
-		ret = read_meta(s, st, meta, err);
+		ret = read_meta(s, st, first, meta, err);
 	if (st)
 		store_release(s, st);
 	pthread_mutex_unlock(&s->lock);
@@ -165,6 +185,8 @@ void store_result_finish(struct store_result *m)
 	if (!m)
 		return;
 	free(m->summary);
+	free(m->first[0]);
+	free(m->first[1]);
 	memset(m, 0, sizeof *m);
 }
 
@@ -240,7 +262,7 @@ enum pm_status store_texts_load(struct store *s, struct store_row *row, struct p
 {
 	struct store_row head;
 	struct store_result m;
-	enum pm_status ret = store_analysis_head(s, row->id, NULL, &head, &m, err);
+	enum pm_status ret = store_analysis_head(s, row->id, NULL, 0, &head, &m, err);
 
 	if (!ret && !row->request && m.request_len >= 0)
 		ret = store_text_read(s, row->id, STORE_REQUEST, m.request_len, &row->request, err);

@@ -795,7 +795,7 @@ static void test_lock_and_files(void)
 	CHECK(store_analysis_get(s, "an_done", NULL, &r, &err) == PM_OK);
 	CHECK_STR(r.result, "{\"x\":1}");
 	store_row_finish(&r);
-	CHECK(store_analysis_head(s, "an_done", "", &r, &m, &err) == PM_OK);
+	CHECK(store_analysis_head(s, "an_done", "", 0, &r, &m, &err) == PM_OK);
 	CHECK(m.legacy && m.len == -1 && m.request_len == -1 && !m.summary && !r.result);
 	store_row_finish(&r);
 	store_result_finish(&m);

@@ -252,7 +252,10 @@ static void test_results(struct store *s)
 	      PM_ERR_CONFLICT);
 	CHECK(store_analysis_succeed(s, c.id, "node1", c.attempt, text, n, "{\"s\":1}", &err) ==
 	      PM_OK);
-	CHECK(store_analysis_head(s, c.id, "t", &r, &m, &err) == PM_OK);
+	CHECK(store_analysis_head(s, c.id, "t", 1, &r, &m, &err) == PM_OK);
+	/* the first chunks came with it */
+	CHECK(m.first_len[0] == 2 && !strcmp(m.first[0], "{}"));
+	CHECK(m.first_len[1] == STORE_RESULT_CHUNK && !memcmp(m.first[1], text, STORE_RESULT_CHUNK));
 	store_text_tag(text, n, tag);
 	CHECK(m.len == (int64_t)n && !strcmp(m.tag, tag) && !m.legacy && m.request_len == 2);
 	CHECK(store_text_chunk(s, c.id, STORE_REQUEST, 0, &part, &len, &err) == PM_OK);
@@ -263,7 +266,7 @@ static void test_results(struct store *s)
 	CHECK(!r.result && !r.request);
 	store_row_finish(&r);
 	store_result_finish(&m);
-	CHECK(store_analysis_head(s, c.id, "other", &r, &m, &err) == PM_ERR_NOT_FOUND);
+	CHECK(store_analysis_head(s, c.id, "other", 0, &r, &m, &err) == PM_ERR_NOT_FOUND);
 	for (k = 0; store_text_chunk(s, c.id, STORE_RESULT, k, &part, &len, &err) == PM_OK; k++) {
 		CHECK(len == (k < 2 ? STORE_RESULT_CHUNK : n - 2 * STORE_RESULT_CHUNK));
 		CHECK(got + len <= n && !memcmp(part, text + got, len));
