@@ -374,7 +374,8 @@ static void send_problem(int fd, unsigned status, const char *detail)
 
 	n = snprintf(head, sizeof head,
 		     "HTTP/1.1 %u %s\r\nContent-Type: application/problem+json\r\n"
-		     "Content-Length: %zu\r\nConnection: close\r\n%s\r\n",
+		     "Content-Length: %zu\r\nX-Content-Type-Options: nosniff\r\n"
+		     "Connection: close\r\n%s\r\n",
 		     status, http_reason(status), blen + 1,
 		     status == 503 || status == 429 ? "Retry-After: 1\r\n" : "");
 	if (n > 0 && send(fd, head, (size_t)n, MSG_NOSIGNAL | MSG_MORE) == n && body)

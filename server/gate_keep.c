@@ -35,6 +35,7 @@ struct keep {
 	const void *con; /* its MHD connection, once MHD started it */
 	uint64_t left;	 /* bytes MHD may read before the next head is checked */
 	double head_t0;	 /* when an incomplete next head was first seen; 0: none */
+	int lowat;	 /* its SO_RCVLOWAT (0: the default, 1) */
 };
 
 /* By descriptor, for every gate of the process; made once, as large as
@@ -109,19 +110,16 @@ int gate_keep_alive(int fd)
 static int next_head(struct keep *k, int fd)
 {
 	const struct gate_limits *l = gate_limits_of_gate(k->g);
-	char *buf = malloc(l->max_head + 1);
+	char buf[HTTP_MAX_HEAD + 1]; /* on MHD's connection thread's stack */
+	size_t max = l->max_head < HTTP_MAX_HEAD ? l->max_head : HTTP_MAX_HEAD;
 	struct gate_verdict v;
 	ssize_t n;
 	int rc = 0, lowat = 1;
 
-	if (!buf)
-		return -1;
-	n = recvfrom(fd, buf, l->max_head + 1, MSG_PEEK | MSG_DONTWAIT, NULL, NULL);
-	if (n <= 0) {
-		free(buf);
+	n = recvfrom(fd, buf, max + 1, MSG_PEEK | MSG_DONTWAIT, NULL, NULL);
+	if (n <= 0)
 		return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ? -1
-											       : 0;
-	}
+											      : 0;
 	gate_check_head(buf, (size_t)n, l, &v);
 	if (!k->head_t0)
 		k->head_t0 = pipeline_now();
@@ -148,8 +146,9 @@ static int next_head(struct keep *k, int fd)
 		k->head_t0 = 0;
 		rc = 1;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
-	free(buf);
+	if (lowat != (k->lowat ? k->lowat : 1)) /* a syscall only when it changes */
+		setsockopt(fd, SOL_SOCKET, SO_RCVLOWAT, &lowat, sizeof lowat);
+	k->lowat = lowat;
 	return rc;
 }
 

@@ -203,16 +203,18 @@ static struct MHD_Response *response_of(struct http_response *res)
 }
 
 /*
- * The headers a browser obeys, on every response. Chosen by route, not by
- * content type: a 304 carries no type but its headers replace the cached
- * ones, and an error on an HTML route is still rendered by a browser.
- * Nothing the service serves needs more than the dashboard's policy: its
- * one script (by hash, scripts/embed_dashboard.py), calls to this origin,
- * charts as blob: images and the report in a sandboxed srcdoc frame,
- * which inherits this policy, so the report's inline style needs
- * 'unsafe-inline' (with no source to load, a style can send nothing
- * anywhere). Every other response, the report and the chart included,
- * runs nothing, loads nothing and opens in a unique origin (sandbox).
+ * The headers a browser obeys. nosniff on every response: a body is
+ * never taken for another type than it says. The rest on the routes that
+ * answer HTML or SVG, chosen by route, not by content type: a 304 carries
+ * no type but its headers replace the cached ones, and an error on such a
+ * route is still rendered by a browser. (A JSON body under nosniff is
+ * never rendered as a page; leaving them off it keeps polling cheap.) The
+ * dashboard's policy: its one script (by hash, scripts/embed_dashboard.py),
+ * calls to this origin, charts as blob: images and the report in a
+ * sandboxed srcdoc frame, which inherits this policy, so the report's
+ * inline style needs 'unsafe-inline' (with no source to load, a style can
+ * send nothing anywhere). The report and the chart run nothing, load
+ * nothing and open in a unique origin (sandbox).
  */
 static void browser_headers(struct MHD_Response *mr, enum http_route route)
 {
@@ -224,9 +226,11 @@ static void browser_headers(struct MHD_Response *mr, enum http_route route)
 				       "base-uri 'none'; form-action 'none'; "
 				       "frame-ancestors 'none'; sandbox";
 
+	MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
+	if (route != ROUTE_DASHBOARD && route != ROUTE_REPORT && route != ROUTE_SWEEP_CHART)
+		return;
 	MHD_add_response_header(mr, "Content-Security-Policy",
 				route == ROUTE_DASHBOARD ? dashboard : document);
-	MHD_add_response_header(mr, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(mr, "X-Frame-Options", "DENY");
 	MHD_add_response_header(mr, "Referrer-Policy", "no-referrer");
 }

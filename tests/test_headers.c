@@ -244,7 +244,8 @@ static void test_documented_paths(void)
 }
 
 /* Refusals on the HTML and SVG routes (a stranger, an unknown id, a
- * wrong method) carry the same headers: a browser renders them too. */
+ * wrong method) carry the same headers: a browser renders them too. A
+ * JSON route's carry nosniff alone. */
 static void test_refusals(void)
 {
 	char *dir = temp_dir(), tokens[512];
@@ -252,7 +253,8 @@ static void test_refusals(void)
 	unsigned port;
 	struct resp r;
 	static const char *const paths[] = {"/v1/analyses/an_none/report",
-					    "/v1/sweeps/sw_none/chart.svg", "/v1/datasets"};
+					    "/v1/sweeps/sw_none/chart.svg"};
+	char v[64];
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
 	write_file(tokens, "sesame-sesame-sesame alice\n");
@@ -264,6 +266,12 @@ static void test_refusals(void)
 		check_policy(&r, 0, paths[i]);
 		resp_free(&r);
 	}
+	/* a JSON route: nosniff alone (a JSON body is never rendered) */
+	r = get(port, "/v1/datasets");
+	CHECK(r.status == 401);
+	check_nosniff(&r, "/v1/datasets");
+	CHECK(!hdr(&r, "Content-Security-Policy", v, sizeof v));
+	resp_free(&r);
 	snprintf(auth, sizeof auth, "Authorization: Bearer sesame-sesame-sesame\r\n");
 	r = get(port, "/v1/analyses/an_none/report");
 	CHECK(r.status == 404);
