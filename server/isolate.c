@@ -235,19 +235,37 @@ struct reader {
 	struct isolate_answer a; /* the result, taken out of buf */
 };
 
+/* Room for the message begun at the buffer's start, whole (its length
+ * is in its head), or for another 64 KiB: one allocation for a large
+ * result, not a copy per doubling. */
+static int reader_room(struct reader *r)
+{
+	size_t cap = r->cap ? r->cap : 1 << 17;
+	uint64_t len;
+	char *b;
+
+	if (r->len >= 9) {
+		memcpy(&len, r->buf + 1, sizeof len);
+		if (len < SIZE_MAX - 65536 && cap < 9 + len + 1)
+			cap = 9 + (size_t)len + 1;
+	}
+	while (cap - r->len < 65536)
+		cap *= 2;
+	if (cap == r->cap)
+		return 0;
+	if (!(b = realloc(r->buf, cap))) {
+		r->oom = 1;
+		return -1;
+	}
+	r->buf = b;
+	r->cap = cap;
+	return 0;
+}
+
 static int reader_fill(struct reader *r, int fd)
 {
-	if (r->cap - r->len < 65536) {
-		size_t cap = r->cap ? 2 * r->cap : 1 << 17;
-		char *b = realloc(r->buf, cap);
-
-		if (!b) {
-			r->oom = 1;
-			return -1;
-		}
-		r->buf = b;
-		r->cap = cap;
-	}
+	if (reader_room(r))
+		return -1;
 	for (;;) {
 		ssize_t n = read(fd, r->buf + r->len, r->cap - r->len);
 
@@ -302,17 +320,17 @@ static int reader_take(struct reader *r, const struct isolate_options *o)
 	case MSG_RESULT:
 		if (len < sizeof r->a.seconds)
 			break;
+		/* the last message: its text becomes the answer where it lies */
 		memcpy(&r->a.seconds, p, sizeof r->a.seconds);
-		if ((r->a.text = malloc(len - sizeof r->a.seconds + 1))) {
-			r->a.len = len - sizeof r->a.seconds;
-			memcpy(r->a.text, p + sizeof r->a.seconds, r->a.len);
-			r->a.text[r->a.len] = 0;
-			r->done = 1;
-			r->st = PM_OK;
-		} else {
-			r->oom = 1;
-		}
-		break;
+		r->a.len = (size_t)len - sizeof r->a.seconds;
+		memmove(r->buf, p + sizeof r->a.seconds, r->a.len);
+		r->buf[r->a.len] = 0; /* reader_room left a byte for it */
+		r->a.text = r->buf;
+		r->buf = NULL;
+		r->len = r->cap = 0;
+		r->done = 1;
+		r->st = PM_OK;
+		return 1;
 	case MSG_ERROR:
 		if (len == sizeof(int32_t) + sizeof r->err) {
 			int32_t s;
@@ -423,6 +441,8 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 	if (pipe2(fds, O_CLOEXEC))
 		return error_set(err, PM_ERR_INTERNAL, "", "cannot make a pipe: %s",
 				 strerror(errno));
+	/* a large result in fewer turns between the two (best effort) */
+	fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
 	if ((pid = fork()) < 0) {
 		close(fds[0]);
 		close(fds[1]);
