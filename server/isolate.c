@@ -185,7 +185,12 @@ static void child_setup(int fd, size_t memory, int *out_fd)
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (fd != 3 && dup2(fd, 3) < 0)
 		_exit(5);
-	close_range(4, ~0U, 0);
+	if (close_range(4, ~0U, 0)) { /* a kernel before 5.9 */
+		long max = sysconf(_SC_OPEN_MAX);
+
+		for (int i = 4; i < (max > 0 && max < 65536 ? max : 65536); i++)
+			close(i);
+	}
 	*out_fd = 3;
 	if (MEMORY_LIMITED && memory && !getrlimit(RLIMIT_DATA, &rl)) {
 		size_t have = 0;
