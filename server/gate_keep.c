@@ -78,7 +78,7 @@ int gate_keep_handoff(struct gate *g, int fd, uint64_t checked)
 
 	pthread_mutex_lock(&table_mu);
 	if (ok)
-		table[fd] = (struct keep){g, NULL, checked, 0};
+		table[fd] = (struct keep){g, NULL, checked, 0, 0};
 	pthread_mutex_unlock(&table_mu);
 	return ok ? 0 : -1;
 }

@@ -27,13 +27,14 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "server.h"
 
 /* The messages of the pipe: a type byte, a 64-bit length, the payload. */
-enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_SUMMARY, MSG_RESULT, MSG_ERROR };
+enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_SUMMARY, MSG_RESULT, MSG_ERROR, MSG_JOB };
 
 /* How often the parent looks at its cancel flag and the deadline. */
 #define POLL_MS 20
@@ -77,6 +78,24 @@ static int write_all(int fd, const void *p, size_t n)
 
 	while (n) {
 		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* write_all on a socket, without SIGPIPE when the other end is gone. */
+static int write_all_socket(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
@@ -141,32 +160,29 @@ static int send_summary(int fd, const json_t *out, const char *const *drop)
 	return rc;
 }
 
-static void send_error(int fd, enum pm_status st, const struct pm_error *err)
-{
-	int32_t s = st;
-
-	if (send_msg(fd, MSG_ERROR, &s, sizeof s, err, sizeof *err))
-		_exit(4);
-}
-
-/* The end of a body: its result text (and summary) or its error, then
- * the exit. Out of memory writing the text is the body's error too. */
-static void child_finish(struct isolate_child *c, enum pm_status st, json_t *out,
-			 struct pm_error *err, const char *const *drop)
+/* The end of a body: its result text (and summary) or its error. Out of
+ * memory writing the text is the body's error too. -1 when the parent
+ * is gone. */
+static int child_answer(struct isolate_child *c, enum pm_status st, json_t *out,
+			struct pm_error *err, const char *const *drop)
 {
 	char *text = NULL;
 	double seconds;
+	int32_t s;
+	int rc = 0;
 
 	if (st == PM_OK && drop && json_is_object(out) && send_summary(c->fd, out, drop))
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the result");
 	if (st == PM_OK && !(text = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17))))
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the result");
-	if (st != PM_OK)
-		send_error(c->fd, st, err);
+	s = st;
 	seconds = json_number_value(json_object_get(out, "seconds"));
-	if (text && send_msg(c->fd, MSG_RESULT, &seconds, sizeof seconds, text, strlen(text)))
-		_exit(4);
-	_exit(0);
+	if (st != PM_OK)
+		rc = send_msg(c->fd, MSG_ERROR, &s, sizeof s, err, sizeof *err);
+	else
+		rc = send_msg(c->fd, MSG_RESULT, &seconds, sizeof seconds, text, strlen(text));
+	free(text);
+	return rc;
 }
 
 /* What the child inherits and must not keep: the parent's descriptors
@@ -223,7 +239,7 @@ static void child_main(int fd, const struct isolate_options *o, isolate_body bod
 		raise(o->test_signal);
 	}
 	st = body(arg, &c, &out, &err);
-	child_finish(&c, st, out, &err, o->summary_drop);
+	_exit(child_answer(&c, st, out, &err, o->summary_drop) ? 4 : 0);
 }
 
 /* ---- the parent's side ------------------------------------------------------ */
@@ -420,9 +436,36 @@ static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, stru
 			kill(pid, SIGKILL);
 			return;
 		}
+		if (r->done)
+			return; /* the answer is in: the last message of a job */
 		if (n > 0 && got <= 0 && !(got < 0 && errno == EAGAIN))
 			return; /* EOF: the child exited (or closed the pipe) */
 	}
+}
+
+/* How a run ended, from what was read (r), why the parent stopped it
+ * (parent_loop) and, when the child ended, its wait status. */
+static enum pm_status outcome(struct reader *r, int why, int status,
+			      const struct isolate_options *o, struct isolate_answer *out,
+			      struct pm_error *err)
+{
+	if (why == 1)
+		return error_set(err, PM_ERR_CANCELLED, "", "cancelled");
+	if (why == 3)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory reading a worker's answer");
+	if (r->done && r->st == PM_OK) {
+		*out = r->a;
+		memset(&r->a, 0, sizeof r->a);
+		return PM_OK;
+	}
+	if (r->done) {
+		*err = r->err;
+		err->status = r->st;
+		name_memory_limit(o, err);
+		return err->status;
+	}
+	death_error(status, why == 2, o, err);
+	return err->status;
 }
 
 void isolate_answer_finish(struct isolate_answer *a)
@@ -461,24 +504,189 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 	close(fds[0]);
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
-	if (why == 1) {
-		st = error_set(err, PM_ERR_CANCELLED, "", "cancelled");
-	} else if (why == 3) {
-		st = error_set(err, PM_ERR_NOMEM, "", "out of memory reading a worker's answer");
-	} else if (r.done && r.st == PM_OK) {
-		*out = r.a;
-		memset(&r.a, 0, sizeof r.a);
-		st = PM_OK;
-	} else if (r.done) {
-		*err = r.err;
-		err->status = r.st;
-		name_memory_limit(o, err);
-		st = err->status;
-	} else {
-		death_error(status, why == 2, o, err);
-		st = err->status;
-	}
+	st = outcome(&r, why, status, o, out, err);
 	isolate_answer_finish(&r.a);
 	free(r.buf);
 	return st;
+}
+
+/* ---- a worker kept across jobs ---------------------------------------------- */
+
+/*
+ * A child that runs job after job, so that its heap is warm: a child
+ * forked for one solve writes every page it uses for the first time, each
+ * a page fault (copy-on-write with the service), which costs a small
+ * analysis tens of milliseconds; a kept worker pays that once. It is
+ * forked at its first job, reads jobs from a socket (MSG_JOB: the tests'
+ * signal, the summary's keys, the job's bytes), answers each as a forked
+ * child does, and is forked again after one that killed it (a crash, the
+ * memory limit, a cancel or the deadline). What it holds between jobs is
+ * the serve function's (a dataset, say); generation tells the caller
+ * whether the worker is the one it sent that to.
+ */
+struct isolate_worker {
+	isolate_serve serve;
+	void *state;
+	size_t memory;
+	pid_t pid; /* 0: none running */
+	int fd;
+	uint64_t generation;
+};
+
+/* Reads n bytes; -1 at the end or on an error. */
+static int read_all(int fd, void *p, size_t n)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t k = read(fd, c, n);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return -1;
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+/* The worker's loop: a job, its answer, until the socket ends. */
+static void worker_main(int fd, const struct isolate_worker *w)
+{
+	struct isolate_child c = {.fd = -1};
+	unsigned char head[9];
+
+	child_setup(fd, w->memory, &c.fd);
+	while (!read_all(c.fd, head, sizeof head) && head[0] == MSG_JOB) {
+		struct { int32_t signal; const char *const *drop; } job;
+		struct pm_error err = {0};
+		json_t *out = NULL;
+		uint64_t len;
+		char *buf;
+		enum pm_status st;
+
+		memcpy(&len, head + 1, sizeof len);
+		if (len < sizeof job || !(buf = malloc(len)) || read_all(c.fd, buf, len))
+			_exit(5);
+		memcpy(&job, buf, sizeof job);
+		if (job.signal) {
+			signal(job.signal, SIG_DFL);
+			raise(job.signal);
+		}
+		c.last = (struct solver_progress){SOLVER_PHASE_SETUP, 0, 0};
+		st = w->serve(w->state, buf + sizeof job, len - sizeof job, &c, &out, &err);
+		free(buf);
+		if (child_answer(&c, st, out, &err, job.drop))
+			_exit(4);
+		json_decref(out);
+	}
+	_exit(0);
+}
+
+enum pm_status isolate_worker_create(isolate_serve serve, void *state, size_t memory,
+				     struct isolate_worker **out, struct pm_error *err)
+{
+	struct isolate_worker *w = calloc(1, sizeof *w);
+
+	*out = w;
+	if (!w)
+		return error_set(err, PM_ERR_NOMEM, "", "out of memory");
+	*w = (struct isolate_worker){serve, state, memory, 0, -1, 0};
+	return PM_OK;
+}
+
+uint64_t isolate_worker_generation(const struct isolate_worker *w)
+{
+	return w->generation;
+}
+
+/* Ends the worker: its socket closed (it exits at its next read), or
+ * killed; and waited for. *status its wait status. */
+static void worker_stop(struct isolate_worker *w, int kill_it, int *status)
+{
+	int st = 0;
+
+	if (!w->pid)
+		return;
+	if (kill_it)
+		kill(w->pid, SIGKILL);
+	close(w->fd);
+	while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (status)
+		*status = st;
+	w->pid = 0;
+	w->fd = -1;
+}
+
+static enum pm_status worker_start(struct isolate_worker *w, struct pm_error *err)
+{
+	int fds[2], size = 1 << 20;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds))
+		return error_set(err, PM_ERR_BUSY, "", "cannot make a socket pair: %s",
+				 strerror(errno));
+	setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	if ((w->pid = fork()) < 0) {
+		w->pid = 0;
+		close(fds[0]);
+		close(fds[1]);
+		return error_set(err, PM_ERR_BUSY, "", "cannot start a worker process: %s",
+				 strerror(errno));
+	}
+	if (w->pid == 0)
+		worker_main(fds[1], w); /* does not return */
+	close(fds[1]);
+	w->fd = fds[0];
+	w->generation++;
+	return PM_OK;
+}
+
+/* Sends the job: MSG_JOB, the tests' signal and the summary's keys (a
+ * pointer to static storage, the same in the forked worker), the bytes. */
+static int worker_send(struct isolate_worker *w, const void *job, size_t len,
+		       const struct isolate_options *o)
+{
+	struct { int32_t signal; const char *const *drop; } j = {o->test_signal, o->summary_drop};
+	unsigned char head[9];
+	uint64_t n = sizeof j + len;
+
+	head[0] = MSG_JOB;
+	memcpy(head + 1, &n, sizeof n);
+	return send(w->fd, head, sizeof head, MSG_NOSIGNAL) != (ssize_t)sizeof head ||
+	       send(w->fd, &j, sizeof j, MSG_NOSIGNAL) != (ssize_t)sizeof j ||
+	       write_all_socket(w->fd, job, len);
+}
+
+enum pm_status isolate_worker_run(struct isolate_worker *w, const void *job, size_t len,
+				  const struct isolate_options *o, struct isolate_answer *out,
+				  struct pm_error *err)
+{
+	struct reader r = {0};
+	int status = 0, why = 0;
+	enum pm_status st;
+
+	memset(out, 0, sizeof *out);
+	if (!w->pid && (st = worker_start(w, err)))
+		return st;
+	if (worker_send(w, job, len, o))
+		why = 0; /* it died: its end is read below */
+	else
+		parent_loop(w->fd, w->pid, o, &r, &why);
+	if (!r.done || why)
+		worker_stop(w, why != 0, &status);
+	st = outcome(&r, why, status, o, out, err);
+	isolate_answer_finish(&r.a);
+	free(r.buf);
+	return st;
+}
+
+void isolate_worker_destroy(struct isolate_worker *w)
+{
+	if (!w)
+		return;
+	worker_stop(w, 0, NULL);
+	free(w);
 }

@@ -33,6 +33,11 @@ struct slot {
 	int attempt;
 	int busy, cancel, alone;
 	struct jobs_progress p;
+	/* the worker process that runs this slot's jobs (isolate_worker),
+	 * and the dataset it holds: held, sent to its generation */
+	struct isolate_worker *worker;
+	uint64_t generation;
+	char held[ID_MAX];
 };
 
 struct jobs {
@@ -115,16 +120,6 @@ static enum pm_status load(struct jobs *j, const struct store_row *job, const st
 	return st;
 }
 
-/* The solver options of a job: the service's time limit (the default,
- * and the most a request gets: checked when it was posted). Progress
- * goes through the worker process's pipe (isolate.c). */
-static void job_options(struct jobs *j, struct solver_options *o)
-{
-	solver_options_init(o);
-	o->time_limit = j->o.time_limit;
-	o->stall = j->o.stall;
-}
-
 /* In the parent, for isolate_run: the slot's progress and cancel flag. */
 static int slot_progress(void *ctx, const struct solver_progress *p)
 {
@@ -163,47 +158,50 @@ static void isolate_options_of(struct jobs *j, struct slot *s, const struct data
 		io->test_signal = j->o.test_signal;
 }
 
-/* What an analysis's worker process runs. */
-struct analysis_work {
-	const struct dataset *ds;
-	const json_t *knowledge, *solver;
-	struct solver_options o;
-};
-
-static enum pm_status analysis_body(void *arg, struct isolate_child *c, json_t **out,
-				    struct pm_error *err)
+/* A job in the slot's kept worker process (jobs_work.c), the dataset sent
+ * only when the worker does not hold it already. */
+static enum pm_status run_job(struct jobs *j, struct slot *s, enum jobs_kind kind,
+			      const struct store_row *job, const struct dataset *ds,
+			      const struct isolate_options *io, struct isolate_answer *a,
+			      struct pm_error *err)
 {
-	struct analysis_work *w = arg;
+	int held = isolate_worker_generation(s->worker) == s->generation &&
+		   !strcmp(s->held, job->dataset_id);
+	char *bytes = NULL;
+	size_t len = 0;
+	enum pm_status st = jobs_work_make(kind, job->dataset_id, held ? NULL : ds, job->request,
+					   j->o.time_limit, j->o.stall, &bytes, &len, err);
 
-	w->o.progress = isolate_progress;
-	w->o.progress_ctx = c;
-	return pipeline_run_dataset(w->ds, w->knowledge, w->solver, &w->o, 0, out, err);
+	if (!st)
+		st = isolate_worker_run(s->worker, bytes, len, io, a, err);
+	free(bytes);
+	s->generation = isolate_worker_generation(s->worker);
+	/* a worker that answered holds it; after a failure, send it again */
+	snprintf(s->held, sizeof s->held, "%s", st == PM_OK ? job->dataset_id : "");
+	return st;
 }
 
-/* Loads the analysis request and its dataset, and runs the pipeline in a
- * worker process; *result is its text. */
+/* Loads the analysis's dataset and runs it in the slot's worker process;
+ * *a is its answer. */
 static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
 				   struct isolate_answer *a, struct pm_error *err)
 {
 	/* what ?view=summary leaves out of a result (SPEC section 6) */
 	static const char *const drop[] = {"posterior", "rules", "statements", "risk", NULL};
-	struct analysis_work w = {0};
+	const struct dataset *ds = NULL;
 	struct isolate_options io;
-	json_t *req = NULL;
-	enum pm_status st = load(j, an, &w.ds, &req, err);
+	enum pm_status st = store_dataset_parsed(j->store, an->dataset_id, an->tenant, &ds, err);
 
+	if (st == PM_ERR_INTERNAL)
+		error_prefix(err, "stored dataset");
 	if (st)
 		goto out;
-	job_options(j, &w.o);
-	w.knowledge = json_object_get(req, "knowledge");
-	w.solver = json_object_get(req, "solver");
-	isolate_options_of(j, s, w.ds, &io);
+	isolate_options_of(j, s, ds, &io);
 	io.summary_drop = drop;
-	st = isolate_run(analysis_body, &w, &io, a, err);
+	st = run_job(j, s, JOBS_ANALYSIS, an, ds, &io, a, err);
 	codec_request_field(err);
 out:
-	store_dataset_release(j->store, w.ds);
-	json_decref(req);
+	store_dataset_release(j->store, ds);
 	return st;
 }
 
@@ -234,13 +232,6 @@ static int on_point(void *ctx, size_t at, const char *json, size_t n)
 	return stop || slot_cancelled(c->s);
 }
 
-/* What a sweep's worker process runs: each point goes up the pipe. */
-struct sweep_work {
-	const struct dataset *ds;
-	const struct sweep_request *q;
-	struct solver_options o;
-};
-
 static int sweep_progress(void *ctx, const struct solver_progress *p)
 {
 	return slot_progress(((struct sweep_ctx *)ctx)->s, p);
@@ -251,61 +242,37 @@ static int sweep_cancelled(void *ctx)
 	return slot_cancelled(((struct sweep_ctx *)ctx)->s);
 }
 
-static int child_point(void *ctx, size_t at, const json_t *point)
-{
-	return isolate_point(ctx, at, point);
-}
-
-static enum pm_status sweep_body(void *arg, struct isolate_child *c, json_t **out,
-				 struct pm_error *err)
-{
-	struct sweep_work *w = arg;
-	struct sweep_hooks hooks = {child_point, c};
-	json_t *doc = NULL;
-	enum pm_status st;
-
-	w->o.progress = isolate_progress;
-	w->o.progress_ctx = c;
-	st = sweep_run(w->ds, w->q, &w->o, &hooks, &doc, err);
-	if (!st)
-		*out = json_incref(json_object_get(doc, "points"));
-	json_decref(doc);
-	return st;
-}
-
-/* Loads the sweep request and its dataset, and runs the sweep in a worker
- * process; *result is the points' text. */
+/* Loads the sweep's dataset and runs it in the slot's worker process,
+ * storing each point as it comes; *a is the points. The request is read
+ * here too, for the number of points. */
 static enum pm_status run_sweep(struct jobs *j, struct slot *s, const struct store_row *sw,
 				struct isolate_answer *a, struct pm_error *err)
 {
 	struct sweep_request q = {0};
-	struct sweep_work w = {.q = &q};
 	struct sweep_ctx c = {j, s, json_array()};
+	const struct dataset *ds = NULL;
 	struct isolate_options io;
 	json_t *req = NULL;
-	enum pm_status st = load(j, sw, &w.ds, &req, err);
+	enum pm_status st = load(j, sw, &ds, &req, err);
 
-	job_options(j, &w.o);
-	if (!st && !(st = codec_sweep_request(req, w.ds, &q, err)) &&
-	    !(st = codec_solver_options(json_object_get(req, "solver"), &w.o, err)) &&
-	    !(st = codec_report_options(json_object_get(req, "report"), &w.o.privacy, err))) {
+	if (!st && !(st = codec_sweep_request(req, ds, &q, err))) {
 		size_t n = q.n_kinds * (q.n_t ? q.n_t : 1) * q.n_k;
 
 		for (size_t i = 0; c.points && i < n; i++)
 			json_array_append_new(c.points, json_null());
-		isolate_options_of(j, s, w.ds, &io);
+		isolate_options_of(j, s, ds, &io);
 		io.point = on_point;
 		io.progress = sweep_progress;
 		io.cancelled = sweep_cancelled;
 		io.ctx = &c;
 		if (io.deadline > 0) /* the time limit is each point's */
 			io.deadline = (double)n * (j->o.time_limit + j->o.stall) + 60;
-		st = isolate_run(sweep_body, &w, &io, a, err);
+		st = run_job(j, s, JOBS_SWEEP, sw, ds, &io, a, err);
 	}
 	json_decref(c.points);
 	json_decref(req);
 	sweep_request_finish(&q);
-	store_dataset_release(j->store, w.ds);
+	store_dataset_release(j->store, ds);
 	return st;
 }
 
@@ -425,7 +392,11 @@ static void *worker(void *arg)
 {
 	struct slot *s = arg;
 	struct jobs *j = s->owner;
+	struct pm_error err = {0};
 
+	/* its process is forked at the first job (isolate_worker_run) */
+	if (isolate_worker_create(jobs_work_serve, NULL, j->o.worker_memory, &s->worker, &err))
+		return NULL;
 	pthread_mutex_lock(&j->mu);
 	while (!j->stopping) {
 		pthread_mutex_unlock(&j->mu);
@@ -445,6 +416,7 @@ static void *worker(void *arg)
 			wait_for(j, &j->cv, j->o.poll);
 	}
 	pthread_mutex_unlock(&j->mu);
+	isolate_worker_destroy(s->worker);
 	return NULL;
 }
 

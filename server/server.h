@@ -500,12 +500,51 @@ int isolate_progress(void *ctx, const struct solver_progress *p);
 /* In the child: a sweep point solved (index at); nonzero when the parent
  * is gone. */
 int isolate_point(struct isolate_child *c, size_t at, const json_t *point);
+/*
+ * A worker process kept across jobs, so that its heap is warm after the
+ * first (a child forked for one solve pays a page fault for every page it
+ * first writes). Jobs are bytes: serve runs in the worker on each, with
+ * state (its own between jobs, as it was at the fork), and answers as an
+ * isolate_body does. isolate_worker_run forks the worker when it has none
+ * (a first job, or after one that ended it: a crash, the memory limit, a
+ * cancel, the deadline) and answers as isolate_run; o's summary_drop must
+ * point to static storage. isolate_worker_generation changes with each
+ * fork: what a caller sent an earlier worker is gone. Caller frees with
+ * isolate_worker_destroy (NULL: no-op), which ends the process.
+ */
+struct isolate_worker;
+typedef enum pm_status (*isolate_serve)(void *state, const char *job, size_t len,
+					struct isolate_child *c, json_t **out,
+					struct pm_error *err);
+enum pm_status isolate_worker_create(isolate_serve serve, void *state, size_t memory,
+				     struct isolate_worker **out, struct pm_error *err);
+enum pm_status isolate_worker_run(struct isolate_worker *w, const void *job, size_t len,
+				  const struct isolate_options *o, struct isolate_answer *out,
+				  struct pm_error *err);
+uint64_t isolate_worker_generation(const struct isolate_worker *w);
+void isolate_worker_destroy(struct isolate_worker *w);
 /* Whether isolate_options.memory is enforced in this build (not under
  * AddressSanitizer, whose shadow memory counts as data). */
 int isolate_memory_limited(void);
 /* The default memory of a worker: three quarters of the machine's memory
  * shared among workers, at least 1 GiB. */
 size_t isolate_default_memory(size_t workers);
+
+/* ---- jobs_work.c -------------------------------------------------------- */
+
+/* What a job's kept worker process (isolate_worker) runs: an analysis's
+ * pipeline or a sweep, on a job's bytes (jobs_work_make): the packed
+ * dataset, left out when the worker holds it (ds NULL), and the stored
+ * request's text, with the service's time limit and the tests' stall.
+ * *out (len bytes) the caller's. */
+enum jobs_kind { JOBS_ANALYSIS = 0, JOBS_SWEEP = 1 };
+enum pm_status jobs_work_make(enum jobs_kind kind, const char *dataset_id,
+			      const struct dataset *ds, const char *request, double time_limit,
+			      double stall, char **out, size_t *len, struct pm_error *err);
+/* The isolate_serve of those jobs, in the worker: an analysis's result
+ * document, or a sweep's points (each sent up as it is solved). */
+enum pm_status jobs_work_serve(void *state, const char *job, size_t len, struct isolate_child *c,
+			       json_t **out, struct pm_error *err);
 
 /* ---- jobs.c ------------------------------------------------------------- */
 

@@ -207,6 +207,72 @@ static void test_deadline_and_cancel(void)
 	CHECK(pipeline_now() - t0 < 5);
 }
 
+/* A kept worker's job: counts the jobs this process has run (its own
+ * memory, kept between them) and answers with the count and the job's
+ * text; "crash" aborts, "hang" never answers. */
+static enum pm_status serve_count(void *state, const char *job, size_t len,
+				  struct isolate_child *c, json_t **out, struct pm_error *err)
+{
+	static int runs;
+	struct solver_progress p = {SOLVER_PHASE_ITERATE, 1, 0.5};
+
+	(void)state, (void)err;
+	if (len == 5 && !memcmp(job, "crash", 5))
+		abort();
+	if (len == 4 && !memcmp(job, "hang", 4))
+		for (;;)
+			pause();
+	isolate_progress(c, &p);
+	*out = json_pack("{s:i, s:s%, s:i}", "runs", ++runs, "job", job, len, "pid", (int)getpid());
+	return PM_OK;
+}
+
+/* One worker runs job after job (its memory kept: the count goes on, the
+ * pid stays); a job that kills it is named as a forked child's death is,
+ * and the next job gets a new worker (a new generation, the count from
+ * 1); a cancel kills it too. */
+static void test_kept_worker(void)
+{
+	struct isolate_worker *w = NULL;
+	struct seen s = {.cancel_after = 5};
+	struct isolate_options o = {.progress = on_progress, .ctx = &s};
+	struct pm_error err = {0};
+	struct isolate_answer a;
+	json_t *j;
+	int pid = 0;
+
+	CHECK(isolate_worker_create(serve_count, NULL, 0, &w, &err) == PM_OK);
+	for (int i = 1; i <= 3; i++) {
+		CHECK(isolate_worker_run(w, "abc", 3, &o, &a, &err) == PM_OK);
+		j = a.text ? json_loads(a.text, 0, NULL) : NULL;
+		CHECK(json_integer_value(json_object_get(j, "runs")) == i);
+		CHECK_STR(json_string_value(json_object_get(j, "job")), "abc");
+		CHECK(i == 1 || json_integer_value(json_object_get(j, "pid")) == pid);
+		pid = (int)json_integer_value(json_object_get(j, "pid"));
+		json_decref(j);
+		isolate_answer_finish(&a);
+	}
+	CHECK(isolate_worker_generation(w) == 1 && s.progress == 3);
+	CHECK(isolate_worker_run(w, "crash", 5, &o, &a, &err) == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "signal 6 (SIGABRT)");
+	CHECK(isolate_worker_run(w, "x", 1, &o, &a, &err) == PM_OK);
+	CHECK(isolate_worker_generation(w) == 2);
+	CHECK(a.text && strstr(a.text, "\"runs\":1"));
+	isolate_answer_finish(&a);
+	o = (struct isolate_options){.cancelled = on_cancel, .ctx = &s};
+	s.progress = 0;
+	CHECK(isolate_worker_run(w, "hang", 4, &o, &a, &err) == PM_ERR_CANCELLED);
+	o = (struct isolate_options){.test_signal = SIGSEGV};
+	CHECK(isolate_worker_run(w, "x", 1, &o, &a, &err) == PM_ERR_INTERNAL);
+	CHECK_CONTAINS(err.message, "SIGSEGV");
+	o.test_signal = 0;
+	CHECK(isolate_worker_run(w, "x", 1, &o, &a, &err) == PM_OK);
+	CHECK(isolate_worker_generation(w) == 4);
+	isolate_answer_finish(&a);
+	isolate_worker_destroy(w);
+	isolate_worker_destroy(NULL);
+}
+
 int main(void)
 {
 	test_result();
@@ -214,5 +280,6 @@ int main(void)
 	test_crashes();
 	test_memory();
 	test_deadline_and_cancel();
+	test_kept_worker();
 	return check_done();
 }
