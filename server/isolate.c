@@ -42,23 +42,42 @@ enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_SUMMARY, MSG_RESULT, MSG_ERROR, MSG_
 struct isolate_child {
 	int fd;
 	struct solver_progress last; /* the last progress sent */
+	/* in a sanitizer build (IN_PROCESS): the parent's options, called
+	 * directly from the calling thread */
+	const struct isolate_options *direct;
 };
 
+/*
+ * Under AddressSanitizer no process is forked: the sanitizer's allocator
+ * (GCC 12's libasan) is not locked across fork(), so a child forked while
+ * another thread of the service allocates can wait forever on a lock
+ * held by a thread it does not have. A sanitizer build runs each body in
+ * the calling thread instead (IN_PROCESS), with the same callbacks, the
+ * cancel reaching the solver through its progress callback; it enforces
+ * no memory limit (the shadow memory would count as data anyway), and a
+ * crash in it is the whole process's. The normal build is the one that
+ * isolates, and its tests are the isolation's.
+ */
 #if defined(__SANITIZE_ADDRESS__)
-#define MEMORY_LIMITED 0 /* the sanitizer's shadow memory is data too */
+#define IN_PROCESS 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define MEMORY_LIMITED 0
-#else
-#define MEMORY_LIMITED 1
+#define IN_PROCESS 1
 #endif
-#else
-#define MEMORY_LIMITED 1
 #endif
+#ifndef IN_PROCESS
+#define IN_PROCESS 0
+#endif
+#define MEMORY_LIMITED (!IN_PROCESS)
 
 int isolate_memory_limited(void)
 {
 	return MEMORY_LIMITED;
+}
+
+int isolate_forks(void)
+{
+	return !IN_PROCESS;
 }
 
 size_t isolate_default_memory(size_t workers)
@@ -123,7 +142,10 @@ static int send_msg(int fd, enum msg type, const void *a, size_t an, const void 
 int isolate_progress(void *ctx, const struct solver_progress *p)
 {
 	struct isolate_child *c = ctx;
+	const struct isolate_options *d = c->direct;
 
+	if (d) /* in process: the cancel is this callback's answer */
+		return (d->progress && d->progress(d->ctx, p)) || (d->cancelled && d->cancelled(d->ctx));
 	/* the solver also calls between iterations, to poll for a cancel,
 	 * which the parent delivers by killing this process */
 	if (p->phase == c->last.phase && p->iterations == c->last.iterations)
@@ -137,8 +159,12 @@ int isolate_point(struct isolate_child *c, size_t at, const json_t *point)
 {
 	uint64_t at64 = at;
 	char *text = json_dumps(point, JSON_COMPACT | JSON_REAL_PRECISION(17));
-	int rc = !text || send_msg(c->fd, MSG_POINT, &at64, sizeof at64, text, strlen(text));
+	int rc = !text;
 
+	if (!rc && c->direct && c->direct->point)
+		rc = c->direct->point(c->direct->ctx, at, text, strlen(text));
+	else if (!rc && !c->direct)
+		rc = send_msg(c->fd, MSG_POINT, &at64, sizeof at64, text, strlen(text));
 	free(text);
 	return rc;
 }
@@ -240,6 +266,43 @@ static void child_main(int fd, const struct isolate_options *o, isolate_body bod
 	}
 	st = body(arg, &c, &out, &err);
 	_exit(child_answer(&c, st, out, &err, o->summary_drop) ? 4 : 0);
+}
+
+/* ---- in process (sanitizer builds) --------------------------------------------- */
+
+/* The text of a document (*len bytes), or NULL when out of memory. */
+static char *dump(const json_t *j, size_t *len)
+{
+	char *t = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
+
+	*len = t ? strlen(t) : 0;
+	return t;
+}
+
+/* The answer of a body run in the calling thread, as a child's would be. */
+static enum pm_status direct_answer(enum pm_status st, json_t *out,
+				    const struct isolate_options *o, struct isolate_answer *a,
+				    struct pm_error *err)
+{
+	size_t n;
+
+	if (st == PM_OK && o->summary_drop && json_is_object(out)) {
+		json_t *sum = json_copy(out);
+
+		for (size_t i = 0; sum && o->summary_drop[i]; i++)
+			json_object_del(sum, o->summary_drop[i]);
+		a->summary = sum ? dump(sum, &n) : NULL;
+		json_decref(sum);
+		if (!a->summary)
+			st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the result");
+	}
+	if (st == PM_OK && !(a->text = dump(out, &a->len)))
+		st = error_set(err, PM_ERR_NOMEM, "", "out of memory writing the result");
+	a->seconds = json_number_value(json_object_get(out, "seconds"));
+	json_decref(out);
+	if (st)
+		isolate_answer_finish(a);
+	return st;
 }
 
 /* ---- the parent's side ------------------------------------------------------ */
@@ -486,6 +549,12 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 	pid_t pid;
 
 	memset(out, 0, sizeof *out);
+	if (IN_PROCESS) {
+		struct isolate_child c = {.fd = -1, .direct = o};
+		json_t *doc = NULL;
+
+		return direct_answer(body(arg, &c, &doc, err), doc, o, out, err);
+	}
 	if (pipe2(fds, O_CLOEXEC))
 		return error_set(err, PM_ERR_INTERNAL, "", "cannot make a pipe: %s",
 				 strerror(errno));
@@ -669,6 +738,14 @@ enum pm_status isolate_worker_run(struct isolate_worker *w, const void *job, siz
 	enum pm_status st;
 
 	memset(out, 0, sizeof *out);
+	if (IN_PROCESS) {
+		struct isolate_child c = {.fd = -1, .direct = o};
+		json_t *doc = NULL;
+
+		if (!w->generation)
+			w->generation = 1; /* one "worker", the calling thread, never lost */
+		return direct_answer(w->serve(w->state, job, len, &c, &doc, err), doc, o, out, err);
+	}
 	if (!w->pid && (st = worker_start(w, err)))
 		return st;
 	if (worker_send(w, job, len, o))

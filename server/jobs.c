@@ -38,6 +38,7 @@ struct slot {
 	struct isolate_worker *worker;
 	uint64_t generation;
 	char held[ID_MAX];
+	struct jobs_work_held state; /* the worker's (its copy in a forked one) */
 };
 
 struct jobs {
@@ -395,7 +396,7 @@ static void *worker(void *arg)
 	struct pm_error err = {0};
 
 	/* its process is forked at the first job (isolate_worker_run) */
-	if (isolate_worker_create(jobs_work_serve, NULL, j->o.worker_memory, &s->worker, &err))
+	if (isolate_worker_create(jobs_work_serve, &s->state, j->o.worker_memory, &s->worker, &err))
 		return NULL;
 	pthread_mutex_lock(&j->mu);
 	while (!j->stopping) {
@@ -417,6 +418,7 @@ static void *worker(void *arg)
 	}
 	pthread_mutex_unlock(&j->mu);
 	isolate_worker_destroy(s->worker);
+	jobs_work_held_finish(&s->state);
 	return NULL;
 }
 

@@ -523,6 +523,9 @@ enum pm_status isolate_worker_run(struct isolate_worker *w, const void *job, siz
 				  struct pm_error *err);
 uint64_t isolate_worker_generation(const struct isolate_worker *w);
 void isolate_worker_destroy(struct isolate_worker *w);
+/* Whether this build forks (not under AddressSanitizer: isolate.c says
+ * why; a sanitizer build runs bodies in the calling thread). */
+int isolate_forks(void);
 /* Whether isolate_options.memory is enforced in this build (not under
  * AddressSanitizer, whose shadow memory counts as data). */
 int isolate_memory_limited(void);
@@ -538,11 +541,19 @@ size_t isolate_default_memory(size_t workers);
  * request's text, with the service's time limit and the tests' stall.
  * *out (len bytes) the caller's. */
 enum jobs_kind { JOBS_ANALYSIS = 0, JOBS_SWEEP = 1 };
+/* What a worker holds between jobs (serve's state): the last dataset
+ * sent. In a forked worker its own copy; finish frees it (NULL: no-op). */
+struct jobs_work_held {
+	char id[64];
+	struct dataset *ds;
+};
+void jobs_work_held_finish(struct jobs_work_held *h);
 enum pm_status jobs_work_make(enum jobs_kind kind, const char *dataset_id,
 			      const struct dataset *ds, const char *request, double time_limit,
 			      double stall, char **out, size_t *len, struct pm_error *err);
-/* The isolate_serve of those jobs, in the worker: an analysis's result
- * document, or a sweep's points (each sent up as it is solved). */
+/* The isolate_serve of those jobs, in the worker (state: its struct
+ * jobs_work_held): an analysis's result document, or a sweep's points
+ * (each sent up as it is solved). */
 enum pm_status jobs_work_serve(void *state, const char *job, size_t len, struct isolate_child *c,
 			       json_t **out, struct pm_error *err);
 

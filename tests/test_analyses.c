@@ -300,8 +300,16 @@ static void test_worker_crash(void)
 	unsigned port;
 	char *ds, *bad, *slow, *dead;
 	struct resp r;
-	json_t *doc = json_loads(small, 0, NULL);
+	json_t *doc;
 
+	if (!isolate_forks()) {
+		printf("solves run in process in this build (sanitizer): crash skipped\n");
+		free(small);
+		rm_tree(dir);
+		free(dir);
+		return;
+	}
+	doc = json_loads(small, 0, NULL);
 	json_object_set_new(doc, "name", json_string("crash-me"));
 	crash = json_dumps(doc, JSON_COMPACT);
 	json_decref(doc);
