@@ -553,7 +553,8 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 		struct isolate_child c = {.fd = -1, .direct = o};
 		json_t *doc = NULL;
 
-		return direct_answer(body(arg, &c, &doc, err), doc, o, out, err);
+		st = body(arg, &c, &doc, err); /* before doc is read */
+		return direct_answer(st, doc, o, out, err);
 	}
 	if (pipe2(fds, O_CLOEXEC))
 		return error_set(err, PM_ERR_INTERNAL, "", "cannot make a pipe: %s",
@@ -744,7 +745,8 @@ enum pm_status isolate_worker_run(struct isolate_worker *w, const void *job, siz
 
 		if (!w->generation)
 			w->generation = 1; /* one "worker", the calling thread, never lost */
-		return direct_answer(w->serve(w->state, job, len, &c, &doc, err), doc, o, out, err);
+		st = w->serve(w->state, job, len, &c, &doc, err); /* before doc is read */
+		return direct_answer(st, doc, o, out, err);
 	}
 	if (!w->pid && (st = worker_start(w, err)))
 		return st;
