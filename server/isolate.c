@@ -1,22 +1,23 @@
 /*
- * A solve in a process of its own (issue 36): the service forks a child
- * for each analysis, sweep and synchronous solve, so that whatever goes
- * wrong in one (a crash, an abort in a library, running out of memory)
- * ends that child alone, as a PostgreSQL backend or an nginx worker does.
+ * A solve in a process of its own (issue 36), so that whatever goes wrong
+ * in one (a crash, an abort in a library, running out of memory) ends that
+ * process alone, as a PostgreSQL backend or an nginx worker does: a child
+ * forked for one body (isolate_run: a synchronous solve), or a worker kept
+ * across jobs (isolate_worker, below: analyses and sweeps).
  *
- * The child is forked from a threaded process and shares its memory
- * copy-on-write: the parsed dataset is read where the parent's cache holds
- * it, and nothing is copied. The child touches nothing the parent's other
+ * A child is forked from a threaded process and shares its memory
+ * copy-on-write: a body reads what the parent gave it where it lies, and
+ * nothing is copied. The child touches nothing the parent's other
  * threads may hold a lock on (the store, the HTTP daemon): it runs the
  * body, which computes on memory it was given, and reports through one
- * pipe: progress, sweep points, then the result text or the error. Its
+ * socket: progress, sweep points, then the result text or the error. Its
  * other file descriptors are closed, its signals are the defaults, it
  * dies with the thread that forked it (PR_SET_PDEATHSIG), and its data
  * segment is capped (RLIMIT_DATA) at what it inherited plus the worker's
- * memory. The parent reads the pipe, relays what it reads, kills the
+ * memory. The parent reads the socket, relays what it reads, kills the
  * child on a cancel or past the deadline, and names how it died.
  */
-#define _GNU_SOURCE /* close_range, pipe2, sigabbrev_np */
+#define _GNU_SOURCE /* close_range, sigabbrev_np */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -33,7 +34,7 @@
 
 #include "server.h"
 
-/* The messages of the pipe: a type byte, a 64-bit length, the payload. */
+/* The messages between them: a type byte, a 64-bit length, the payload. */
 enum msg { MSG_PROGRESS = 1, MSG_POINT, MSG_SUMMARY, MSG_RESULT, MSG_ERROR, MSG_JOB };
 
 /* How often the parent looks at its cancel flag and the deadline. */
@@ -91,25 +92,9 @@ size_t isolate_default_memory(size_t workers)
 
 /* ---- the child's side ------------------------------------------------------ */
 
+/* Writes n bytes to the socket; -1 when the other end is gone (no
+ * SIGPIPE: the writer sees the error and stops). */
 static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-
-	while (n) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* write_all on a socket, without SIGPIPE when the other end is gone. */
-static int write_all_socket(int fd, const void *p, size_t n)
 {
 	const char *c = p;
 
@@ -180,7 +165,7 @@ static int send_summary(int fd, const json_t *out, const char *const *drop)
 		json_object_del(sum, drop[i]);
 	text = sum ? json_dumps(sum, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	rc = !text || send_msg(fd, MSG_SUMMARY, text, strlen(text), NULL, 0);
-	/* a summary cut off by a failed write is never read: the pipe ends */
+	/* a summary cut off by a failed write is never read: the socket ends */
 	json_decref(sum);
 	free(text);
 	return rc;
@@ -213,7 +198,7 @@ static int child_answer(struct isolate_child *c, enum pm_status st, json_t *out,
 
 /* What the child inherits and must not keep: the parent's descriptors
  * (sockets, the database), signal handlers and mask; and no more data
- * than its limit. fd is the pipe's write end, which becomes 3. */
+ * than its limit. fd is the child's end of the socket, which becomes 3. */
 static void child_setup(int fd, size_t memory, int *out_fd)
 {
 	sigset_t all;
@@ -307,7 +292,23 @@ static enum pm_status direct_answer(enum pm_status st, json_t *out,
 
 /* ---- the parent's side ------------------------------------------------------ */
 
-/* What the parent has read of the pipe so far. */
+/* The socket pair between the service and a child, with room for 1 MiB
+ * each way (a large result in fewer turns between the two). */
+static enum pm_status channel(int fds[2], struct pm_error *err)
+{
+	int size = 1 << 20;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds))
+		return error_set(err, PM_ERR_BUSY, "", "cannot make a socket pair: %s",
+				 strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		setsockopt(fds[i], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+		setsockopt(fds[i], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	}
+	return PM_OK;
+}
+
+/* What the parent has read of the socket so far. */
 struct reader {
 	char *buf;
 	size_t len, cap;
@@ -470,7 +471,7 @@ static void name_memory_limit(const struct isolate_options *o, struct pm_error *
 		  o->memory >> 20);
 }
 
-/* Reads the child's pipe until it closes; *why: 1 cancelled, 2 past the
+/* Reads the child's socket until it closes; *why: 1 cancelled, 2 past the
  * deadline, 3 out of memory here, 0 it ended by itself. */
 static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, struct reader *r,
 			int *why)
@@ -502,7 +503,7 @@ static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, stru
 		if (r->done)
 			return; /* the answer is in: the last message of a job */
 		if (n > 0 && got <= 0 && !(got < 0 && errno == EAGAIN))
-			return; /* EOF: the child exited (or closed the pipe) */
+			return; /* EOF: the child exited (or closed the socket) */
 	}
 }
 
@@ -556,11 +557,8 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 		st = body(arg, &c, &doc, err); /* before doc is read */
 		return direct_answer(st, doc, o, out, err);
 	}
-	if (pipe2(fds, O_CLOEXEC))
-		return error_set(err, PM_ERR_INTERNAL, "", "cannot make a pipe: %s",
-				 strerror(errno));
-	/* a large result in fewer turns between the two (best effort) */
-	fcntl(fds[0], F_SETPIPE_SZ, 1 << 20);
+	if ((st = channel(fds, err)))
+		return st;
 	if ((pid = fork()) < 0) {
 		close(fds[0]);
 		close(fds[1]);
@@ -692,13 +690,11 @@ static void worker_stop(struct isolate_worker *w, int kill_it, int *status)
 
 static enum pm_status worker_start(struct isolate_worker *w, struct pm_error *err)
 {
-	int fds[2], size = 1 << 20;
+	int fds[2];
+	enum pm_status st = channel(fds, err);
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds))
-		return error_set(err, PM_ERR_BUSY, "", "cannot make a socket pair: %s",
-				 strerror(errno));
-	setsockopt(fds[0], SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+	if (st)
+		return st;
 	if ((w->pid = fork()) < 0) {
 		w->pid = 0;
 		close(fds[0]);
@@ -727,7 +723,7 @@ static int worker_send(struct isolate_worker *w, const void *job, size_t len,
 	memcpy(head + 1, &n, sizeof n);
 	return send(w->fd, head, sizeof head, MSG_NOSIGNAL) != (ssize_t)sizeof head ||
 	       send(w->fd, &j, sizeof j, MSG_NOSIGNAL) != (ssize_t)sizeof j ||
-	       write_all_socket(w->fd, job, len);
+	       write_all(w->fd, job, len);
 }
 
 enum pm_status isolate_worker_run(struct isolate_worker *w, const void *job, size_t len,
