@@ -1,9 +1,11 @@
 /*
  * libFuzzer: one input = the raw bytes a client sends to `pmaxent serve`
  * (an in-process server on a free port, started once), then it stops
- * sending. The service must never crash, hang or leak, and every answer
- * must be one response: a status line "HTTP/1.x NNN", headers, and no
- * second status line in its body (libmicrohttpd's own error pages once
+ * sending. The service must never crash, hang or leak, and what comes
+ * back must be whole responses one after the other (a connection carries
+ * as many requests as the input holds): each a status line
+ * "HTTP/1.1 NNN", headers and Content-Length bytes of body, with no
+ * second status line inside one (libmicrohttpd's own error pages once
  * sent two).
  */
 #define _GNU_SOURCE
@@ -116,6 +118,39 @@ static int connect_server(void)
 	abort(); /* the service does not accept connections */
 }
 
+/* The length of the response at s (of n bytes left): its head and its
+ * Content-Length bytes of body (none for 304, 204 and an answer to HEAD,
+ * which is followed at once by the next status line or the end); 0 when
+ * it is not one whole response. */
+static size_t one_response(const char *s, size_t n)
+{
+	const char *end = memmem(s, n, "\r\n\r\n", 4), *cl;
+	size_t head, body = 0;
+
+	if (n < 12 || strncmp(s, "HTTP/1.1 ", 9) || !end)
+		return 0;
+	head = (size_t)(end - s) + 4;
+	cl = memmem(s, head, "\r\nContent-Length: ", 18);
+	if (cl && strncmp(s + 9, "304", 3) && strncmp(s + 9, "204", 3))
+		body = strtoul(cl + 18, NULL, 10);
+	/* an answer to HEAD: the length, no body (no body of this service
+	 * begins with a status line) */
+	if (head == n || !strncmp(s + head, "HTTP/1.1 ", 9))
+		body = 0;
+	if (head + body > n || memmem(s + head, body, "\r\nHTTP/1.", 10))
+		return 0;
+	return head + body;
+}
+
+/* Whether buf[0 .. n) is whole responses one after the other. */
+static int whole_responses(const char *buf, size_t n)
+{
+	for (size_t at = 0, k; at < n; at += k)
+		if (!(k = one_response(buf + at, n - at)))
+			return 0;
+	return 1;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static char buf[1 << 16];
@@ -128,12 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = read_all(fd, buf, sizeof buf - 1);
 	close(fd);
 	buf[n] = '\0';
-	if (n) {
-		char *body = strstr(buf, "\r\n\r\n");
-
-		/* one response: a status line, and none in the body */
-		if (strncmp(buf, "HTTP/1.1 ", 9) || !body || strstr(body, "\r\nHTTP/1."))
-			abort();
-	}
+	if (n < sizeof buf - 1 && !whole_responses(buf, n))
+		abort();
 	return 0;
 }
