@@ -153,7 +153,7 @@ int inputs_report_flags(const struct cmd *c, const struct args *a, json_t **obj)
 
 /* The forms an input may take (bits). */
 #define SOURCE_JSON 1
-#define SOURCE_CSV 2
+#define SOURCE_CSV  2
 
 /* An input read whole: text (owned, NUL-terminated), its length, and the
  * form its first bytes show (SOURCE_JSON: '{' or '[' first). */

@@ -120,9 +120,8 @@ enum pm_status inputs_flag_field(enum pm_status st, struct pm_error *err)
 	return st;
 }
 
-static enum pm_status csv_dataset_of(const char *path, const struct args *a,
-				     const struct source *s, struct dataset **ds,
-				     struct pm_error *err)
+static enum pm_status csv_dataset_of(const char *path, const struct args *a, const struct source *s,
+				     struct dataset **ds, struct pm_error *err)
 {
 	struct csv_table t = {0};
 	char name[256];
@@ -146,8 +145,8 @@ enum pm_status inputs_load_dataset(const char *path, const struct args *a, struc
 				   struct pm_error *err)
 {
 	int forms = !strcmp(path, "-") ? SOURCE_JSON | SOURCE_CSV
-		    : is_csv(path)	   ? SOURCE_CSV
-					   : SOURCE_JSON;
+		    : is_csv(path)     ? SOURCE_CSV
+				       : SOURCE_JSON;
 	struct source s;
 	enum pm_status st;
 
@@ -159,8 +158,9 @@ enum pm_status inputs_load_dataset(const char *path, const struct args *a, struc
 	st = source_read(path, a, forms, forms == SOURCE_CSV ? "cannot open" : "unable to open", &s,
 			 err);
 	if (!st && s.form == SOURCE_JSON && (a->opt[OPT_SA] || a->opt[OPT_GROUP]))
-		st = error_set(err, PM_ERR_INPUT, "",
-			       "--sa and --group apply only to CSV input, and stdin begins as JSON");
+		st =
+		    error_set(err, PM_ERR_INPUT, "",
+			      "--sa and --group apply only to CSV input, and stdin begins as JSON");
 	else if (!st && s.form == SOURCE_CSV)
 		st = csv_dataset_of(path, a, &s, ds, err);
 	else if (!st)

@@ -420,8 +420,11 @@ static int parse_max_input(const struct cmd *c, const char *s, unsigned long lon
 	if (cli_parse_int(c, "--max-input", s, &v))
 		return -1;
 	if (v < 1 || v > (1LL << 60))
-		return cli_usage_error(c, "--max-input: expected a number of bytes from 1 to 2^60, "
-					  "got '%s'", s), -1;
+		return cli_usage_error(c,
+				       "--max-input: expected a number of bytes from 1 to 2^60, "
+				       "got '%s'",
+				       s),
+		       -1;
 	*out = (unsigned long long)v;
 	return 0;
 }

@@ -23,8 +23,11 @@
  * is not one, or n when the block ends inside it (judged later). */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	size_t k = s[0] < 0x80 ? 1 : s[0] >= 0xc2 && s[0] < 0xe0 ? 2 : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
-		 : s[0] >= 0xf0 && s[0] < 0xf5 ? 4 : 0;
+	size_t k = s[0] < 0x80			 ? 1
+		   : s[0] >= 0xc2 && s[0] < 0xe0 ? 2
+		   : s[0] >= 0xe0 && s[0] < 0xf0 ? 3
+		   : s[0] >= 0xf0 && s[0] < 0xf5 ? 4
+						 : 0;
 
 	for (size_t i = 1; i < k; i++) {
 		if (i == n)
@@ -33,7 +36,8 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 			return 0;
 	}
 	/* overlong three- and four-byte forms, surrogates, above U+10FFFF */
-	if ((k == 3 && n > 1 && ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
+	if ((k == 3 && n > 1 &&
+	     ((s[0] == 0xe0 && s[1] < 0xa0) || (s[0] == 0xed && s[1] >= 0xa0))) ||
 	    (k == 4 && n > 1 && ((s[0] == 0xf0 && s[1] < 0x90) || (s[0] == 0xf4 && s[1] >= 0x90))))
 		return 0;
 	return k;
@@ -115,7 +119,9 @@ static enum pm_status read_all(int fd, const char *path, size_t cap, unsigned lo
 	if (!(s->form = source_sniff(s->text, s->len, forms, &why, &at)))
 		return error_set(err, PM_ERR_INPUT, "",
 				 "%s is not %s text: %s (0x%02x) at byte %zu", path,
-				 forms == SOURCE_JSON ? "JSON" : forms == SOURCE_CSV ? "CSV" : "JSON or CSV",
+				 forms == SOURCE_JSON  ? "JSON"
+				 : forms == SOURCE_CSV ? "CSV"
+						       : "JSON or CSV",
 				 why, (unsigned char)s->text[at], at);
 	if (fill(fd, s, cap))
 		goto io;

@@ -362,8 +362,7 @@ static int token_from_file(const char *path, char *out, size_t cap)
 	memmove(out, p, n);
 	out[n] = '\0';
 	if (!n) {
-		fprintf(stderr, "pmaxent: --token-file: %s has no token on its first line\n",
-			path);
+		fprintf(stderr, "pmaxent: --token-file: %s has no token on its first line\n", path);
 		return 2;
 	}
 	return 0;

@@ -203,8 +203,8 @@ static void analysis_respond(struct http_server *h, struct http_response *res, u
 /* The ETag of an analysis as stored: its envelope (status, times,
  * attempts, progress, problem), its result's tag and the view, so that a
  * 304 reads the row alone. */
-static void analysis_etag(const char *env, size_t n, const struct store_result *m,
-			  const char *view, char *out, size_t size)
+static void analysis_etag(const char *env, size_t n, const struct store_result *m, const char *view,
+			  char *out, size_t size)
 {
 	uint64_t x = pm_hash(PM_HASH_INIT, env, n);
 
@@ -282,7 +282,8 @@ static void analysis_get(struct http_server *h, const struct http_request *r,
 	int first;
 
 	if (view && strcmp(view, "summary") && strcmp(view, "full")) {
-		http_problem(res, 400, "view", "must be \"summary\" or \"full\", got \"%.64s\"", view);
+		http_problem(res, 400, "view", "must be \"summary\" or \"full\", got \"%.64s\"",
+			     view);
 		return;
 	}
 	view = view ? view : "full";
@@ -298,7 +299,8 @@ static void analysis_get(struct http_server *h, const struct http_request *r,
 		goto out;
 	}
 	if (!(o = analysis_json(h, &row, 1)) ||
-	    !(env = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15))) || (n = strlen(env)) < 2) {
+	    !(env = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15))) ||
+	    (n = strlen(env)) < 2) {
 		free(env);
 		http_oom(res);
 		goto out;
@@ -546,8 +548,8 @@ out:
 /* A synchronous solve's stop conditions, polled by the solver. */
 struct sync_solve {
 	struct http_server *h;
-	int fd;		   /* the client's socket */
-	int gone;	   /* the client went away */
+	int fd;	  /* the client's socket */
+	int gone; /* the client went away */
 };
 
 /* Whether the client closed its connection: in MHD's thread-per-connection
@@ -628,9 +630,8 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 	    MHD_get_connection_info(r->con, MHD_CONNECTION_INFO_CONNECTION_FD);
 	struct sync_solve ss = {h, ci ? ci->connect_fd : -1, 0};
 	struct sync_work w = {.ds = ds, .knowledge = know, .solver = solver};
-	struct isolate_options io = {.memory = h->o.worker_memory,
-				     .cancelled = stop_requested,
-				     .ctx = &ss};
+	struct isolate_options io = {
+	    .memory = h->o.worker_memory, .cancelled = stop_requested, .ctx = &ss};
 	struct pm_error err = {0};
 	struct isolate_answer a = {0};
 	enum pm_status st;

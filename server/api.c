@@ -93,9 +93,12 @@ enum http_route api_route(const char *path, char *id)
 		const char *path;
 		enum http_route route;
 	} fixed[] = {
-	    {"/v1/datasets", ROUTE_DATASETS},	 {"/v1/solve", ROUTE_SOLVE},
-	    {"/v1/openapi.yaml", ROUTE_OPENAPI}, {"/healthz", ROUTE_HEALTHZ},
-	    {"/readyz", ROUTE_READYZ},		 {"/metrics", ROUTE_METRICS},
+	    {"/v1/datasets", ROUTE_DATASETS},
+	    {"/v1/solve", ROUTE_SOLVE},
+	    {"/v1/openapi.yaml", ROUTE_OPENAPI},
+	    {"/healthz", ROUTE_HEALTHZ},
+	    {"/readyz", ROUTE_READYZ},
+	    {"/metrics", ROUTE_METRICS},
 	    {"/", ROUTE_DASHBOARD},
 	};
 	static const struct child_route dataset_kids[] = {{"analyses", ROUTE_DATASET_ANALYSES},

@@ -74,8 +74,8 @@ static enum pm_status fail(struct db_pg *d, PGresult *res, struct pm_error *err)
 		return error_set(err, PM_ERR_NOMEM, "", "out of memory in the database");
 	fprintf(stderr, "pmaxent: database %s: %s\n", d->base.where, msg);
 	if (state && !strncmp(state, "23", 2)) /* other integrity constraints */
-		return error_set(err, PM_ERR_INTERNAL, "", "the database refused a row (SQLSTATE %s)",
-				 state);
+		return error_set(err, PM_ERR_INTERNAL, "",
+				 "the database refused a row (SQLSTATE %s)", state);
 	/* no connection (the server restarting, or unreachable), class 08
 	 * (connection exception) or 57P0x (shutting down, starting up): the
 	 * request may be tried again in a moment (503 Retry-After) */

@@ -31,7 +31,7 @@
 
 /* One connection handed to MHD, by its descriptor. */
 struct keep {
-	struct gate *g; /* NULL: not one of the gate's */
+	struct gate *g;	 /* NULL: not one of the gate's */
 	const void *con; /* its MHD connection, once MHD started it */
 	uint64_t left;	 /* bytes MHD may read before the next head is checked */
 	double head_t0;	 /* when an incomplete next head was first seen; 0: none */
@@ -119,7 +119,7 @@ static int next_head(struct keep *k, int fd)
 	n = recvfrom(fd, buf, max + 1, MSG_PEEK | MSG_DONTWAIT, NULL, NULL);
 	if (n <= 0)
 		return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) ? -1
-											      : 0;
+											     : 0;
 	gate_check_head(buf, (size_t)n, l, &v);
 	if (!k->head_t0)
 		k->head_t0 = pipeline_now();
@@ -131,10 +131,11 @@ static int next_head(struct keep *k, int fd)
 						 "the client stopped sending before the request "
 						 "head was complete");
 		else if (pipeline_now() - k->head_t0 > l->header_timeout)
-			v.status = 408, snprintf(v.detail, sizeof v.detail,
-						 "the request head did not arrive within %g seconds "
-						 "(--header-timeout)",
-						 l->header_timeout);
+			v.status = 408,
+			snprintf(v.detail, sizeof v.detail,
+				 "the request head did not arrive within %g seconds "
+				 "(--header-timeout)",
+				 l->header_timeout);
 		else
 			lowat = (int)n + 1; /* wake when more than this has arrived */
 	}

@@ -43,8 +43,8 @@ struct conn {
 	char id[HTTP_ID_SIZE];
 	const char *tenant;	    /* in tokens, or "" */
 	struct http_tokens *tokens; /* the set tenant is from: a reference */
-	int admin; /* the token has the admin role (or no access control) */
-	int handled; /* counted in http_server.handling */
+	int admin;		    /* the token has the admin role (or no access control) */
+	int handled;		    /* counted in http_server.handling */
 	char *body;
 	size_t len, cap, limit;
 	int begun;     /* the headers have been seen (begin) */
@@ -88,8 +88,8 @@ void http_options_init(struct http_options *o)
  * NULL when the token is missing or unknown; *admin: whether it may read
  * the whole service's state (/metrics). The tenant lives in c->tokens,
  * which the request holds until it ends. */
-static const char *authenticate(struct http_server *h, struct MHD_Connection *con,
-				struct conn *c, int *missing)
+static const char *authenticate(struct http_server *h, struct MHD_Connection *con, struct conn *c,
+				int *missing)
 {
 	const char *a = MHD_lookup_connection_value(con, MHD_HEADER_KIND, "Authorization");
 	const char *tenant = NULL;
@@ -400,10 +400,10 @@ static unsigned refuse_early(struct http_server *h, struct MHD_Connection *con, 
 		   : c->streams		   ? h->o.max_upload
 					   : h->o.max_body;
 	/* the dashboard's page is public: it asks for the token itself */
-	c->tenant = c->route == ROUTE_HEALTHZ || c->route == ROUTE_READYZ ||
-			    c->route == ROUTE_DASHBOARD
-			? ""
-			: authenticate(h, con, c, &missing);
+	c->tenant =
+	    c->route == ROUTE_HEALTHZ || c->route == ROUTE_READYZ || c->route == ROUTE_DASHBOARD
+		? ""
+		: authenticate(h, con, c, &missing);
 	cl = MHD_lookup_connection_value(con, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	if (!c->tenant) {
 		http_problem(res, 401, NULL, "%s",

@@ -83,7 +83,7 @@ struct http_server {
 	struct jobs *jobs;
 	struct metrics *metrics;
 	struct MHD_Daemon *daemon;
-	struct gate *gate;	   /* the listening socket and the connection limits */
+	struct gate *gate;	    /* the listening socket and the connection limits */
 	struct http_tokens *tokens; /* NULL when access control is off */
 	pthread_mutex_t tokens_mu;  /* guards tokens (the pointer) and refs */
 	/* http_stop: draining (no new connections, responses close theirs),
@@ -282,10 +282,10 @@ struct gate_limits {
 
 /* The gate's verdict on the first n bytes of a connection. */
 struct gate_verdict {
-	int complete;	  /* 0: the head is not complete, and no error yet */
-	unsigned status;  /* 0: well framed; else the status to answer */
-	char detail[192]; /* what is wrong, for the problem document */
-	size_t head_len;  /* bytes of the head, when complete */
+	int complete;	   /* 0: the head is not complete, and no error yet */
+	unsigned status;   /* 0: well framed; else the status to answer */
+	char detail[192];  /* what is wrong, for the problem document */
+	size_t head_len;   /* bytes of the head, when complete */
 	uint64_t body_len; /* its Content-Length (0 without) */
 };
 

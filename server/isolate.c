@@ -130,7 +130,8 @@ int isolate_progress(void *ctx, const struct solver_progress *p)
 	const struct isolate_options *d = c->direct;
 
 	if (d) /* in process: the cancel is this callback's answer */
-		return (d->progress && d->progress(d->ctx, p)) || (d->cancelled && d->cancelled(d->ctx));
+		return (d->progress && d->progress(d->ctx, p)) ||
+		       (d->cancelled && d->cancelled(d->ctx));
 	/* the solver also calls between iterations, to poll for a cancel,
 	 * which the parent delivers by killing this process */
 	if (p->phase == c->last.phase && p->iterations == c->last.iterations)
@@ -265,9 +266,8 @@ static char *dump(const json_t *j, size_t *len)
 }
 
 /* The answer of a body run in the calling thread, as a child's would be. */
-static enum pm_status direct_answer(enum pm_status st, json_t *out,
-				    const struct isolate_options *o, struct isolate_answer *a,
-				    struct pm_error *err)
+static enum pm_status direct_answer(enum pm_status st, json_t *out, const struct isolate_options *o,
+				    struct isolate_answer *a, struct pm_error *err)
 {
 	size_t n;
 
@@ -440,9 +440,10 @@ static void death_error(int status, int killed_for_time, const struct isolate_op
 			struct pm_error *err)
 {
 	if (killed_for_time) {
-		error_set(err, PM_ERR_INTERNAL, "",
-			  "the solve's worker process was stopped after %.0f s, past its time limit",
-			  o->deadline);
+		error_set(
+		    err, PM_ERR_INTERNAL, "",
+		    "the solve's worker process was stopped after %.0f s, past its time limit",
+		    o->deadline);
 	} else if (WIFSIGNALED(status)) {
 		int sig = WTERMSIG(status);
 		const char *name = sigabbrev_np(sig);
@@ -627,7 +628,10 @@ static void worker_main(int fd, const struct isolate_worker *w)
 
 	child_setup(fd, w->memory, &c.fd);
 	while (!read_all(c.fd, head, sizeof head) && head[0] == MSG_JOB) {
-		struct { int32_t signal; const char *const *drop; } job;
+		struct {
+			int32_t signal;
+			const char *const *drop;
+		} job;
 		struct pm_error err = {0};
 		json_t *out = NULL;
 		uint64_t len;
@@ -715,7 +719,10 @@ static enum pm_status worker_start(struct isolate_worker *w, struct pm_error *er
 static int worker_send(struct isolate_worker *w, const void *job, size_t len,
 		       const struct isolate_options *o)
 {
-	struct { int32_t signal; const char *const *drop; } j = {o->test_signal, o->summary_drop};
+	struct {
+		int32_t signal;
+		const char *const *drop;
+	} j = {o->test_signal, o->summary_drop};
 	unsigned char head[9];
 	uint64_t n = sizeof j + len;
 

@@ -299,8 +299,8 @@ static void finish(struct jobs *j, struct slot *s, enum pm_status st,
 		text = problem = problem_text(err);
 	}
 	if (st == PM_OK && !is_sweep(s->id))
-		stored = store_analysis_succeed(j->store, s->id, j->node, s->attempt, a->text, a->len,
-						a->summary, &ignored);
+		stored = store_analysis_succeed(j->store, s->id, j->node, s->attempt, a->text,
+						a->len, a->summary, &ignored);
 	else
 		stored = store_job_finish(j->store, s->id, j->node, s->attempt, to, text, &ignored);
 	if (stored) {

@@ -26,9 +26,9 @@ void jobs_work_held_finish(struct jobs_work_held *h)
 	memset(h, 0, sizeof *h);
 }
 
-enum pm_status jobs_work_make(enum jobs_kind kind, const char *dataset_id,
-			      const struct dataset *ds, const char *request, double time_limit,
-			      double stall, char **out, size_t *len, struct pm_error *err)
+enum pm_status jobs_work_make(enum jobs_kind kind, const char *dataset_id, const struct dataset *ds,
+			      const char *request, double time_limit, double stall, char **out,
+			      size_t *len, struct pm_error *err)
 {
 	struct head h = {kind, "", 0, strlen(request), time_limit, stall};
 	unsigned char *packed = NULL;

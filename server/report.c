@@ -510,13 +510,14 @@ static int points_grid(const json_t *pts, struct sweep_request *q)
 	size_t n = json_array_size(pts), nk = 0, nt = 0, i;
 	const json_t *first = json_array_get(pts, 0);
 
-	while (nk < n && kind_of(json_array_get(pts, nk)) == kind_of(first) &&
-	       json_equal(get(json_array_get(pts, nk), "qi_attributes"), get(first, "qi_attributes")))
+	while (
+	    nk < n && kind_of(json_array_get(pts, nk)) == kind_of(first) &&
+	    json_equal(get(json_array_get(pts, nk), "qi_attributes"), get(first, "qi_attributes")))
 		nk++;
 	while (nk && nt * nk < n && kind_of(json_array_get(pts, nt * nk)) == kind_of(first))
 		nt++;
-	if (!nk || n % (nk * nt) || n / (nk * nt) > 3 ||
-	    !(q->k = calloc(nk, sizeof *q->k)) || !(q->t = calloc(nt, sizeof *q->t)))
+	if (!nk || n % (nk * nt) || n / (nk * nt) > 3 || !(q->k = calloc(nk, sizeof *q->k)) ||
+	    !(q->t = calloc(nt, sizeof *q->t)))
 		return -1;
 	q->n_k = nk;
 	q->n_kinds = n / (nk * nt);
@@ -524,7 +525,8 @@ static int points_grid(const json_t *pts, struct sweep_request *q)
 	for (i = 0; i < nk; i++)
 		q->k[i] = (size_t)json_integer_value(get(json_array_get(pts, i), "k"));
 	for (i = 0; i < q->n_t; i++)
-		q->t[i] = (size_t)json_integer_value(get(json_array_get(pts, i * nk), "qi_attributes"));
+		q->t[i] =
+		    (size_t)json_integer_value(get(json_array_get(pts, i * nk), "qi_attributes"));
 	for (i = 0; i < q->n_kinds; i++) {
 		int k = kind_of(json_array_get(pts, i * nk * nt));
 
@@ -623,8 +625,9 @@ static void sweep_worst(struct page *p, const json_t *doc)
 	}
 	if (!json_is_object(w))
 		return;
-	LIT(p, "<h2>The worst adversary</h2><table><tr><th>kind</th><th>T</th><th>K</th>"
-	       "<th>records at risk</th><th>fraction at risk</th><th>largest P*(s|q)</th></tr><tr>");
+	LIT(p,
+	    "<h2>The worst adversary</h2><table><tr><th>kind</th><th>T</th><th>K</th>"
+	    "<th>records at risk</th><th>fraction at risk</th><th>largest P*(s|q)</th></tr><tr>");
 	cell(p, get(w, "kind"));
 	cell(p, get(w, "qi_attributes"));
 	cell(p, get(w, "k"));
@@ -660,7 +663,7 @@ char *report_sweep_html(const json_t *doc, size_t *len)
 static enum pm_status not_a_report(const json_t *doc, struct pm_error *err)
 {
 	static const char *const types[] = {"an object", "an array", "a string", "an integer",
-					    "a number", "true", "false", "null"};
+					    "a number",	 "true",     "false",	 "null"};
 	char keys[512] = "";
 	size_t n = 0, at = 0;
 	const char *k;
@@ -687,7 +690,7 @@ static enum pm_status not_a_report(const json_t *doc, struct pm_error *err)
 enum pm_status report_document(const json_t *doc, char **html, size_t *len, struct pm_error *err)
 {
 	const char *key = json_is_array(get(doc, "posterior")) ? "posterior"
-			  : json_is_array(get(doc, "points")) ? "points"
+			  : json_is_array(get(doc, "points"))  ? "points"
 							       : NULL;
 
 	*html = NULL;

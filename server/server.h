@@ -398,12 +398,12 @@ enum pm_status store_analysis_head(struct store *s, const char *id, const char *
 /* Chunk seq (from 0) of an analysis's request or result: *out
  * NUL-terminated, the caller's; *len its bytes. PM_ERR_NOT_FOUND past the
  * last (or when the analysis is gone). */
-enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part part,
-				int64_t seq, char **out, size_t *len, struct pm_error *err);
+enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part part, int64_t seq,
+				char **out, size_t *len, struct pm_error *err);
 /* The whole text of len bytes (from store_analysis_head), chunk by chunk,
  * into *out (caller frees). */
 enum pm_status store_text_read(struct store *s, const char *id, enum store_part part, int64_t len,
-				char **out, struct pm_error *err);
+			       char **out, struct pm_error *err);
 
 /* ---- store_sweeps.c ----------------------------------------------------- */
 
@@ -548,9 +548,9 @@ struct jobs_work_held {
 	struct dataset *ds;
 };
 void jobs_work_held_finish(struct jobs_work_held *h);
-enum pm_status jobs_work_make(enum jobs_kind kind, const char *dataset_id,
-			      const struct dataset *ds, const char *request, double time_limit,
-			      double stall, char **out, size_t *len, struct pm_error *err);
+enum pm_status jobs_work_make(enum jobs_kind kind, const char *dataset_id, const struct dataset *ds,
+			      const char *request, double time_limit, double stall, char **out,
+			      size_t *len, struct pm_error *err);
 /* The isolate_serve of those jobs, in the worker (state: its struct
  * jobs_work_held): an analysis's result document, or a sweep's points
  * (each sent up as it is solved). */
@@ -652,8 +652,8 @@ struct http_options {
 	/* a PostgreSQL URI ("postgresql://..."): the store many nodes share,
 	 * in place of SQLite in data_dir; NULL: SQLite */
 	const char *database;
-	size_t workers;		 /* analysis workers, default: cores */
-	size_t queue_capacity;	 /* queued analyses before 503, default 64 */
+	size_t workers;	       /* analysis workers, default: cores */
+	size_t queue_capacity; /* queued analyses before 503, default 64 */
 	/* fair shares (issue 36): one tenant's queued analyses and sweeps
 	 * before 429 (0: half of queue_capacity with a token file, else the
 	 * whole queue); its datasets and their bytes before 403 (0: no
@@ -734,8 +734,7 @@ char *report_sweep_html(const json_t *sweep, size_t *len);
  * report_html, a sweep (a "points" array) as report_sweep_html; anything
  * else is PM_ERR_INPUT, the message naming what doc is ("not a result or
  * a sweep: it has no ... (found keys: rules)"). *html: caller frees. */
-enum pm_status report_document(const json_t *doc, char **html, size_t *len,
-			       struct pm_error *err);
+enum pm_status report_document(const json_t *doc, char **html, size_t *len, struct pm_error *err);
 
 /* ---- csv_out.c ---------------------------------------------------------- */
 

@@ -466,7 +466,8 @@ enum pm_status store_get_row(struct store *s, enum query q, const char *what, co
 	store_bind_str(s, st, 2, tenant);
 	if (q == Q_DS_GET)
 		store_bind_int(s, st, 3, with_body != 0);
-	ret = fetch_all(s, st, q == Q_DS_GET ? store_read_dataset : store_read_analysis, &rows, &n, err);
+	ret = fetch_all(s, st, q == Q_DS_GET ? store_read_dataset : store_read_analysis, &rows, &n,
+			err);
 	if (!ret && n == 0)
 		ret = error_set(err, PM_ERR_NOT_FOUND, "", "no %s \"%s\"", what, id);
 	else if (!ret)
@@ -508,7 +509,8 @@ enum pm_status store_list_rows(struct store *s, enum query q, const char *datase
 	store_bind_str(s, st, first, tenant);
 	store_bind_int(s, st, first + 1, after);
 	store_bind_int(s, st, first + 2, limit_of(limit));
-	ret = fetch_all(s, st, q == Q_DS_LIST ? store_read_dataset : store_read_analysis, rows, n, err);
+	ret = fetch_all(s, st, q == Q_DS_LIST ? store_read_dataset : store_read_analysis, rows, n,
+			err);
 out:
 	ret = store_tx_end(s, ret, err);
 	if (ret) {

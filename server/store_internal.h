@@ -97,8 +97,8 @@ struct store {
 	struct db *db;
 	struct db_stmt *stmt[Q_COUNT]; /* prepared on first use */
 	char *path;
-	size_t chunk_bytes; /* a packed dataset's chunks, at most (store_datasets.c) */
-	struct store_limits limits;		   /* per tenant (store_tenants.c) */
+	size_t chunk_bytes;	    /* a packed dataset's chunks, at most (store_datasets.c) */
+	struct store_limits limits; /* per tenant (store_tenants.c) */
 	unsigned char cursor_key[STORE_KEY_BYTES]; /* store_cursor_key */
 };
 

@@ -70,7 +70,8 @@ static enum pm_status put_chunks(struct store *s, const char *id, enum store_par
 		store_bind_int(s, st, 2, part);
 		store_bind_int(s, st, 3, (int64_t)k);
 		s->db->ops->bind_blob(st, 4, text + at,
-				      len - at < STORE_RESULT_CHUNK ? len - at : STORE_RESULT_CHUNK);
+				      len - at < STORE_RESULT_CHUNK ? len - at
+								    : STORE_RESULT_CHUNK);
 		ret = store_run(s, st, NULL, err);
 	}
 	return ret;
@@ -139,7 +140,8 @@ static enum pm_status read_meta(struct store *s, struct db_stmt *st, int first,
 		if (!p)
 			continue;
 		if (!(m->first[part] = malloc(n + 1)))
-			return error_set(err, PM_ERR_NOMEM, "", "out of memory reading an analysis");
+			return error_set(err, PM_ERR_NOMEM, "",
+					 "out of memory reading an analysis");
 		memcpy(m->first[part], p, n);
 		m->first[part][n] = 0;
 		m->first_len[part] = n;
@@ -190,8 +192,8 @@ void store_result_finish(struct store_result *m)
 	memset(m, 0, sizeof *m);
 }
 
-enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part part,
-				int64_t seq, char **out, size_t *len, struct pm_error *err)
+enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part part, int64_t seq,
+				char **out, size_t *len, struct pm_error *err)
 {
 	struct db_stmt *st = NULL;
 	enum pm_status ret;
@@ -230,19 +232,19 @@ enum pm_status store_text_chunk(struct store *s, const char *id, enum store_part
 }
 
 enum pm_status store_text_read(struct store *s, const char *id, enum store_part part, int64_t len,
-				char **out, struct pm_error *err)
+			       char **out, struct pm_error *err)
 {
 	size_t have = 0, n;
 	char *text = malloc((size_t)len + 1), *chunk;
-	enum pm_status ret = text ? PM_OK
-				  : error_set(err, PM_ERR_NOMEM, "", "out of memory reading a result");
+	enum pm_status ret =
+	    text ? PM_OK : error_set(err, PM_ERR_NOMEM, "", "out of memory reading a result");
 
 	for (int64_t k = 0; !ret && (int64_t)have < len; k++) {
 		if ((ret = store_text_chunk(s, id, part, k, &chunk, &n, err)))
 			break;
 		if (have + n > (size_t)len)
-			ret = error_set(err, PM_ERR_INTERNAL, "", "analysis %s: result longer than stored",
-					id);
+			ret = error_set(err, PM_ERR_INTERNAL, "",
+					"analysis %s: result longer than stored", id);
 		else
 			memcpy(text + have, chunk, n);
 		have += n;

@@ -82,7 +82,7 @@
 	"ALTER TABLE analyses ADD COLUMN result_summary TEXT;"                                     \
 	"CREATE TABLE IF NOT EXISTS analysis_texts("                                               \
 	" analysis_id TEXT NOT NULL REFERENCES analyses(id) ON DELETE CASCADE,"                    \
-	" part INTEGER NOT NULL, seq INTEGER NOT NULL, data " BLOB " NOT NULL,"                   \
+	" part INTEGER NOT NULL, seq INTEGER NOT NULL, data " BLOB " NOT NULL,"                    \
 	" PRIMARY KEY(analysis_id, part, seq));"
 
 /* The key: SQLite's rowid (AUTOINCREMENT: never reused), PostgreSQL's

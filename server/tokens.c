@@ -129,8 +129,7 @@ static enum pm_status token_line(struct http_tokens *t, char *line, size_t linen
 
 /* Lines "TOKEN TENANT [admin]"; '#' starts a comment line; blank lines are
  * fine. *out: a new set with one reference, the caller's. */
-enum pm_status tokens_load(const char *path, struct http_tokens **out,
-				  struct pm_error *err)
+enum pm_status tokens_load(const char *path, struct http_tokens **out, struct pm_error *err)
 {
 	FILE *f = fopen(path, "r");
 	struct http_tokens *t = calloc(1, sizeof *t);

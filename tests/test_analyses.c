@@ -466,7 +466,7 @@ static void test_stored_reads(void)
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	test_worker_memory(); /* first: see its comment */
+	test_worker_memory();		/* first: see its comment */
 	test_dataset_cache(1024, 5, 1); /* 3 POSTs and 3 runs: 6 lookups */
 	test_dataset_cache(0, 0, 6);
 	test_sync_limits();

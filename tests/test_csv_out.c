@@ -70,7 +70,8 @@ int main(void)
 	snprintf(path, sizeof path, "%s/csv_out_cells.txt", data_dir());
 	text = read_file(path, &len);
 	CHECK(text != NULL);
-	for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
+	for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l;
+	     l = strtok_r(NULL, "\n", &save))
 		n += check_case(l);
 	CHECK(n >= 20);
 	csv_out_cell(NULL, put, &b);

@@ -8,7 +8,7 @@
  * connection is closed.
  */
 #define _XOPEN_SOURCE 700 /* nftw */
-#define _GNU_SOURCE /* strcasestr */
+#define _GNU_SOURCE	  /* strcasestr */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -220,7 +220,8 @@ static struct resp read_one(int fd, int ms)
 		if (want == (size_t)-1 && (end = strstr(raw, "\r\n\r\n"))) {
 			char *cl = strcasestr(raw, "Content-Length: ");
 
-			want = (size_t)(end + 4 - raw) + (cl && cl < end ? (size_t)atol(cl + 16) : 0);
+			want =
+			    (size_t)(end + 4 - raw) + (cl && cl < end ? (size_t)atol(cl + 16) : 0);
 		}
 	}
 	raw[n] = '\0';

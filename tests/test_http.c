@@ -558,8 +558,8 @@ static void test_tokens(void)
 	struct resp r;
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
-	write_file(tokens,
-		   "# tenants\n\n  token-alice-0123456789 alice\ntoken-bob-0123456789\tbob\ntoken-ops-0123456789 ops admin\n");
+	write_file(tokens, "# tenants\n\n  token-alice-0123456789 "
+			   "alice\ntoken-bob-0123456789\tbob\ntoken-ops-0123456789 ops admin\n");
 	h = start(dir, 1, 4, tokens, 0);
 	port = http_port(h);
 	as(NULL);

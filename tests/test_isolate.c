@@ -210,8 +210,8 @@ static void test_deadline_and_cancel(void)
 /* A kept worker's job: counts the jobs this process has run (its own
  * memory, kept between them) and answers with the count and the job's
  * text; "crash" aborts, "hang" never answers. */
-static enum pm_status serve_count(void *state, const char *job, size_t len,
-				  struct isolate_child *c, json_t **out, struct pm_error *err)
+static enum pm_status serve_count(void *state, const char *job, size_t len, struct isolate_child *c,
+				  json_t **out, struct pm_error *err)
 {
 	static int runs;
 	struct solver_progress p = {SOLVER_PHASE_ITERATE, 1, 0.5};

@@ -104,8 +104,7 @@ static void test_errors(const struct dataset *ds)
 	check_error(st, &err, "rules[3].min", "-0.1 is outside the limit [0, 1]");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, "Flu", 0, 0, 0, 0, 1, NAN, "rules[3]", &err);
-	check_error(st, &err, "rules[3].max",
-		    "must be a finite number within [0, 1], got nan");
+	check_error(st, &err, "rules[3].max", "must be a finite number within [0, 1], got nan");
 	memset(&err, 0, sizeof err);
 	st = knowledge_add_user(&k, ds, a, v, 1, NULL, 1, 0.2, 0, 0, 0, 0, "rules[3]", &err);
 	check_error(st, &err, "rules[3]", "needs \"then\"");

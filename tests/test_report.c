@@ -34,7 +34,8 @@ static size_t check_case(char *line)
 		CHECK_CONTAINS(err.message, "not a result or a sweep");
 	} else {
 		CHECK(st == PM_OK && html && len == strlen(html));
-		CHECK_CONTAINS(html, !strcmp(line, "sweep") ? "<h1>Sweep report: " : "<h1>Privacy report: ");
+		CHECK_CONTAINS(html, !strcmp(line, "sweep") ? "<h1>Sweep report: "
+							    : "<h1>Privacy report: ");
 		CHECK_CONTAINS(html, "</body></html>");
 	}
 	free(html);
@@ -92,7 +93,8 @@ static void test_real(void)
 {
 	struct dataset *ds = data_dataset("codec_small.json");
 	json_t *know = json_loads("{\"rules\": [{\"if\": {\"sex\": \"M\"}, \"then\": \"flu\", "
-				  "\"min\": 0.6}]}", 0, NULL);
+				  "\"min\": 0.6}]}",
+				  0, NULL);
 	json_t *req = json_loads("{\"kinds\": [\"positive\", \"mixed\"], \"k\": [0, 1]}", 0, NULL);
 	struct sweep_request q = {0};
 	struct solver_options o;
@@ -130,7 +132,8 @@ int main(void)
 	snprintf(path, sizeof path, "%s/report_documents.txt", data_dir());
 	text = read_file(path, &len);
 	CHECK(text != NULL);
-	for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save))
+	for (char *l = text ? strtok_r(text, "\n", &save) : NULL; l;
+	     l = strtok_r(NULL, "\n", &save))
 		n += check_case(l);
 	CHECK(n >= 18);
 	free(text);

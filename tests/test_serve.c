@@ -253,8 +253,8 @@ static void test_token_file_refused(void)
 	};
 	const char *bin = getenv("PMAXENT_BIN");
 	char *dir = temp_dir(), tokens[512], data[512], *out = NULL;
-	const char *argv[] = {bin,    "serve",	    "--port", "0", "--data-dir",
-			      data,   "--token-file", tokens, NULL};
+	const char *argv[] = {bin,  "serve",	    "--port", "0", "--data-dir",
+			      data, "--token-file", tokens,   NULL};
 
 	snprintf(tokens, sizeof tokens, "%s/tokens", dir);
 	snprintf(data, sizeof data, "%s/var", dir);
@@ -334,8 +334,8 @@ static char *big_csv(size_t n, size_t *len)
 
 	k = (size_t)snprintf(text, cap, "age,zip,group,disease\n");
 	for (size_t i = 0; i < n; i++)
-		k += (size_t)snprintf(text + k, cap - k, "%zu,z%zu,%zu,%s\n", 20 + i % 50,
-				      i % 97, i / 4, sa[i % 4]);
+		k += (size_t)snprintf(text + k, cap - k, "%zu,z%zu,%zu,%s\n", 20 + i % 50, i % 97,
+				      i / 4, sa[i % 4]);
 	*len = k;
 	return text;
 }
@@ -373,10 +373,11 @@ static void *slow_upload_run(void *arg)
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-	hl = snprintf(head, sizeof head,
-		      "POST /v1/datasets?sa=disease&group=group HTTP/1.1\r\nHost: localhost\r\n"
-		      "Connection: close\r\n%sContent-Type: text/csv\r\nContent-Length: %zu\r\n\r\n",
-		      auth, u->len);
+	hl =
+	    snprintf(head, sizeof head,
+		     "POST /v1/datasets?sa=disease&group=group HTTP/1.1\r\nHost: localhost\r\n"
+		     "Connection: close\r\n%sContent-Type: text/csv\r\nContent-Length: %zu\r\n\r\n",
+		     auth, u->len);
 	ok = !connect(fd, (struct sockaddr *)&a, sizeof a) && !send_all(fd, head, (size_t)hl) &&
 	     !send_all(fd, u->body, sent);
 	usleep(300000);
@@ -468,7 +469,8 @@ static void test_sigterm_grace_over(void)
 {
 	const char *bin = getenv("PMAXENT_BIN");
 	char *dir = temp_dir(), log[512], data[512], *csv, *text;
-	const char *args[] = {bin, "serve", "--port", "0", "--data-dir", data, "--grace", "1", NULL};
+	const char *args[] = {bin,  "serve",   "--port", "0", "--data-dir",
+			      data, "--grace", "1",	 NULL};
 	struct slow_upload u = {.pause = 0.5};
 	double t0 = pipeline_now();
 	size_t len;
@@ -526,7 +528,7 @@ static void test_sighup(void)
 {
 	const char *bin = getenv("PMAXENT_BIN");
 	char *dir = temp_dir(), log[512], data[512], tokens[512];
-	const char *args[] = {bin,  "serve",	    "--port", "0",   "--data-dir",
+	const char *args[] = {bin,  "serve",	    "--port", "0", "--data-dir",
 			      data, "--token-file", tokens,   NULL};
 	const char *a = "token-alice-0123456789", *b = "token-alice-9876543210";
 	unsigned port;
@@ -600,7 +602,8 @@ static void test_reload_under_load(void)
 	for (int i = 0; i < 3; i++)
 		pthread_create(&t[i], NULL, hammer_run, &m);
 	for (int i = 0; i < 200; i++) {
-		write_file(tokens, i % 2 ? "token-kept-0123456789 alice\n"
+		write_file(tokens,
+			   i % 2 ? "token-kept-0123456789 alice\n"
 				 : "token-kept-0123456789 alice\ntoken-other-0123456789 bob\n");
 		CHECK(http_reload(h, &err) == PM_OK);
 		usleep(2000);

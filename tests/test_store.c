@@ -760,23 +760,23 @@ static void test_lock_and_files(void)
 	CHECK(mkdir(dir, 0700) == 0);
 	snprintf(path, sizeof path, "%s/pmaxent.db", dir);
 	CHECK(sqlite3_open(path, &db) == SQLITE_OK);
-	CHECK(
-	    sqlite3_exec(db,
-			 "CREATE TABLE datasets(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT "
-			 "UNIQUE NOT NULL, tenant TEXT NOT NULL, summary TEXT NOT NULL, body TEXT "
-			 "NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL);"
-			 "CREATE TABLE analyses(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT "
-			 "UNIQUE NOT NULL, tenant TEXT NOT NULL, dataset_id TEXT NOT NULL "
-			 "REFERENCES datasets(id) ON DELETE CASCADE, status TEXT NOT NULL, request "
-			 "TEXT, result TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0, "
-			 "created INTEGER NOT NULL, updated INTEGER NOT NULL);"
-			 "INSERT INTO datasets VALUES(1, 'ds_old', '', '{}', '{}', 1, 1);"
-			 "INSERT INTO analyses VALUES(1, 'an_old', '', 'ds_old', 'running', '{}', "
-			 "NULL, NULL, 1, 1, 1);"
-			 "INSERT INTO analyses VALUES(2, 'an_done', '', 'ds_old', 'succeeded', '{}', "
-			 "'{\"x\":1}', NULL, 1, 1, 1);"
-			 "PRAGMA user_version = 1",
-			 NULL, NULL, NULL) == SQLITE_OK);
+	CHECK(sqlite3_exec(
+		  db,
+		  "CREATE TABLE datasets(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT "
+		  "UNIQUE NOT NULL, tenant TEXT NOT NULL, summary TEXT NOT NULL, body TEXT "
+		  "NOT NULL, created INTEGER NOT NULL, updated INTEGER NOT NULL);"
+		  "CREATE TABLE analyses(seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT "
+		  "UNIQUE NOT NULL, tenant TEXT NOT NULL, dataset_id TEXT NOT NULL "
+		  "REFERENCES datasets(id) ON DELETE CASCADE, status TEXT NOT NULL, request "
+		  "TEXT, result TEXT, problem TEXT, attempts INTEGER NOT NULL DEFAULT 0, "
+		  "created INTEGER NOT NULL, updated INTEGER NOT NULL);"
+		  "INSERT INTO datasets VALUES(1, 'ds_old', '', '{}', '{}', 1, 1);"
+		  "INSERT INTO analyses VALUES(1, 'an_old', '', 'ds_old', 'running', '{}', "
+		  "NULL, NULL, 1, 1, 1);"
+		  "INSERT INTO analyses VALUES(2, 'an_done', '', 'ds_old', 'succeeded', '{}', "
+		  "'{\"x\":1}', NULL, 1, 1, 1);"
+		  "PRAGMA user_version = 1",
+		  NULL, NULL, NULL) == SQLITE_OK);
 	sqlite3_close(db);
 	s = open_or_die(dir);
 	CHECK(store_analysis_get(s, "an_old", NULL, &r, &err) == PM_OK);

@@ -255,7 +255,8 @@ static void test_results(struct store *s)
 	CHECK(store_analysis_head(s, c.id, "t", 1, &r, &m, &err) == PM_OK);
 	/* the first chunks came with it */
 	CHECK(m.first_len[0] == 2 && !strcmp(m.first[0], "{}"));
-	CHECK(m.first_len[1] == STORE_RESULT_CHUNK && !memcmp(m.first[1], text, STORE_RESULT_CHUNK));
+	CHECK(m.first_len[1] == STORE_RESULT_CHUNK &&
+	      !memcmp(m.first[1], text, STORE_RESULT_CHUNK));
 	store_text_tag(text, n, tag);
 	CHECK(m.len == (int64_t)n && !strcmp(m.tag, tag) && !m.legacy && m.request_len == 2);
 	CHECK(store_text_chunk(s, c.id, STORE_REQUEST, 0, &part, &len, &err) == PM_OK);
