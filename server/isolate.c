@@ -584,8 +584,8 @@ enum pm_status isolate_run(isolate_body body, void *arg, const struct isolate_op
 /*
  * A child that runs job after job, so that its heap is warm: a child
  * forked for one solve writes every page it uses for the first time, each
- * a page fault (copy-on-write with the service), which costs a small
- * analysis tens of milliseconds; a kept worker pays that once. It is
+ * a page fault (copy-on-write with the service), a cost as large as a
+ * small analysis itself; a kept worker pays it once. It is
  * forked at its first job, reads jobs from a socket (MSG_JOB: the tests'
  * signal, the summary's keys, the job's bytes), answers each as a forked
  * child does, and is forked again after one that killed it (a crash, the
