@@ -229,6 +229,37 @@ static struct resp read_one(int fd, int ms)
 	return r;
 }
 
+/* Sends req n times in one write and counts the 200s that come back
+ * (within 10 s). */
+static int count_answers(int fd, const char *req, int n)
+{
+	size_t len = strlen(req), cap = 1 << 20, have = 0;
+	char *out = malloc(n * len + 1), *in = malloc(cap + 1);
+	int got = 0;
+	double stop = pipeline_now() + 10;
+
+	for (int i = 0; i < n; i++)
+		memcpy(out + i * len, req, len);
+	CHECK(send(fd, out, n * len, MSG_NOSIGNAL) == (ssize_t)(n * len));
+	while (got < n && have < cap && pipeline_now() < stop) {
+		struct pollfd p = {fd, POLLIN, 0};
+		ssize_t k;
+
+		if (poll(&p, 1, 50) <= 0)
+			continue;
+		if ((k = recv(fd, in + have, cap - have, 0)) <= 0)
+			break;
+		have += (size_t)k;
+		in[have] = '\0';
+		got = 0;
+		for (const char *at = in; (at = strstr(at, "HTTP/1.1 200 ")); at++)
+			got++;
+	}
+	free(out);
+	free(in);
+	return got;
+}
+
 static int send_all(int fd, const char *s)
 {
 	size_t n = strlen(s);
@@ -302,6 +333,10 @@ static void test_keep_alive(void)
 		resp_free(&r);
 		close(fd);
 	}
+	/* a hundred requests in one write: each checked, each answered */
+	fd = connect_from("127.0.0.1", port);
+	CHECK(count_answers(fd, ok, 100) == 100);
+	close(fd);
 	/* a second head that trickles past the header timeout */
 	fd = connect_from("127.0.0.1", port);
 	CHECK(send_all(fd, ok) == 0);
