@@ -242,7 +242,6 @@ static void summary_respond(struct http_response *res, char *env, size_t n,
 static void legacy_respond(struct http_server *h, const struct http_request *r, int summary,
 			   struct http_response *res)
 {
-	static const char *const drop[] = {"posterior", "rules", "statements", "risk"};
 	struct store_row row = {0};
 	struct pm_error err = {0};
 	json_t *j = NULL;
@@ -255,8 +254,8 @@ static void legacy_respond(struct http_server *h, const struct http_request *r, 
 		free(row.request);
 		row.request = NULL;
 		if (row.result && (j = json_loads(row.result, 0, NULL))) {
-			for (size_t i = 0; i < sizeof drop / sizeof *drop; i++)
-				json_object_del(j, drop[i]);
+			for (size_t i = 0; jobs_summary_drop[i]; i++)
+				json_object_del(j, jobs_summary_drop[i]);
 			free(row.result);
 			row.result = json_dumps(j, JSON_COMPACT | JSON_REAL_PRECISION(17));
 			json_decref(j);

@@ -187,8 +187,6 @@ static enum pm_status run_job(struct jobs *j, struct slot *s, enum jobs_kind kin
 static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct store_row *an,
 				   struct isolate_answer *a, struct pm_error *err)
 {
-	/* what ?view=summary leaves out of a result (SPEC section 6) */
-	static const char *const drop[] = {"posterior", "rules", "statements", "risk", NULL};
 	const struct dataset *ds = NULL;
 	struct isolate_options io;
 	enum pm_status st = store_dataset_parsed(j->store, an->dataset_id, an->tenant, &ds, err);
@@ -198,7 +196,7 @@ static enum pm_status run_analysis(struct jobs *j, struct slot *s, const struct 
 	if (st)
 		goto out;
 	isolate_options_of(j, s, ds, &io);
-	io.summary_drop = drop;
+	io.summary_drop = jobs_summary_drop;
 	st = run_job(j, s, JOBS_ANALYSIS, an, ds, &io, a, err);
 	codec_request_field(err);
 out:

@@ -18,6 +18,8 @@ struct head {
 	double time_limit, stall;
 };
 
+const char *const jobs_summary_drop[] = {"posterior", "rules", "statements", "risk", NULL};
+
 void jobs_work_held_finish(struct jobs_work_held *h)
 {
 	if (!h)

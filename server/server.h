@@ -541,6 +541,9 @@ size_t isolate_default_memory(size_t workers);
  * request's text, with the service's time limit and the tests' stall.
  * *out (len bytes) the caller's. */
 enum jobs_kind { JOBS_ANALYSIS = 0, JOBS_SWEEP = 1 };
+/* What ?view=summary leaves out of a result (SPEC section 6), NULL-ended:
+ * the summary a worker stores beside it, and one made of an old result. */
+extern const char *const jobs_summary_drop[];
 /* What a worker holds between jobs (serve's state): the last dataset
  * sent. In a forked worker its own copy; finish frees it (NULL: no-op). */
 struct jobs_work_held {
