@@ -106,8 +106,8 @@ void dict_finish(struct dict *d);
 #define DATASET_NO_SA	  UINT32_MAX
 
 /* Length limits in bytes, checked by the builder so that JSON and CSV input
- * get the same ones (README "Errors and limits"). A value is a QI or SA
- * value; numbers count as their text. */
+ * get the same ones (docs/operations.md, "Document limits"). A value is a
+ * QI or SA value; numbers count as their text. */
 #define DATASET_MAX_NAME      256  /* the dataset's name */
 #define DATASET_MAX_ATTR_NAME 256  /* a QI or SA attribute name */
 #define DATASET_MAX_VALUE     1024 /* a QI or SA value */
@@ -492,7 +492,7 @@ struct miner_options {
 
 /* The most rules of each kind (K+, K-) a mine block may ask for: each mined
  * rule is a knowledge row of about 300 bytes plus its constraint row. The
- * codec checks it (README "Errors and limits"). */
+ * codec checks it (docs/operations.md, "Document limits"). */
 #define MINER_MAX_K 100000
 
 /* How many rules of each kind a run found: K, or fewer when fewer rules

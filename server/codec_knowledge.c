@@ -17,7 +17,7 @@
 #define WHERE_LEN CODEC_WHERE_LEN
 
 /*
- * What a knowledge document may hold (docs/service.md, "Errors and limits"): each
+ * What a knowledge document may hold (docs/operations.md, "Document limits"): each
  * rule, person and statement is resolved against the data before the
  * solve, so the counts are capped before any is read; a statement's terms
  * too, as one statement is one row of the model.
