@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "lifted_internal.h"
+#include "stop.h"
 #include "zeros.h"
 
 /* Rounds of exact zeros and the dual again: each adds zeros, so the
@@ -167,19 +168,18 @@ static enum pm_status newton_round(struct lsys *s, const struct solver_options *
 	lifted_dual_start(s, x);
 	lifted_dual_problem(s, &np);
 	np.null = &null;
-	np.stop = exact ? NEWTON_STOP_NONE : NEWTON_STOP_STALL;
+	np.stop = exact ? STOP_EARLY_NONE : STOP_EARLY_STALL;
 	if (!null.row || newton_create(&np, &nw))
 		goto out;
 	/* to the tolerance, then a few steps further while they help: forced
 	 * zeros the search did not find shrink a step at a time */
-	target = fmax(o->tolerance * 1e-3, 1e-13 * big);
+	target = stop_target(o->tolerance, big);
 	st = newton_minimize(nw, o, o->tolerance, x, ms, &stalled);
 	if (!st && !stalled && ms->max_violation > target) {
 		struct solver_options po = *o;
 
-		po.max_iterations = ms->iterations + LIFTED_POLISH < o->max_iterations
-					? ms->iterations + LIFTED_POLISH
-					: o->max_iterations;
+		po.max_iterations =
+		    stop_polish_limit(ms->iterations, LIFTED_POLISH, o->max_iterations);
 		st = newton_minimize(nw, &po, target, x, ms, &stalled);
 	}
 out:
@@ -213,7 +213,7 @@ static enum pm_status solve_round(const struct dataset *ds, const struct lifted 
 					   : newton_round(&s, o, exact, x, ms);
 	keep(&s, x, y, mu, touched);
 out:
-	ms->converged = !st && *empty == SIZE_MAX && (!s.r || ms->max_violation <= o->tolerance);
+	ms->converged = !st && *empty == SIZE_MAX && (!s.r || stop_converged(ms->max_violation, o->tolerance));
 	if (!s.r && !st)
 		ms->max_violation = 0;
 	free(x);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "solver.h"
+#include "stop.h"
 
 /* exp() argument cap: keeps trial points of the line search finite. */
 #define EXP_CAP 600.0
@@ -519,7 +520,7 @@ enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solv
 		big = fmax(big, fabs(d->rhs[k]));
 	}
 	dual_rebase(d);
-	ret = dual_run(d, o, u, 0, fmax(o->tolerance * 1e-3, 1e-13 * big), st);
+	ret = dual_run(d, o, u, 0, stop_target(o->tolerance, big), st);
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)
 		y[j] = d->y[j];
 out:
@@ -550,7 +551,7 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);
 	dual_start(d, inv, d->nb, d->sa_sum, u);
-	ret = dual_run(d, o, u, prev != NULL, fmax(o->tolerance * 1e-3, 1e-13 * max_rhs), st);
+	ret = dual_run(d, o, u, prev != NULL, stop_target(o->tolerance, max_rhs), st);
 	/* a cancel leaves the last iterate (solver.c's best point when the
 	 * time limit stopped the solve) */
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)

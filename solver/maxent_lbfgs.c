@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "solver.h"
+#include "stop.h"
 
 /* Iterations of one OWL-QN run with intervals, before a restart or the
  * active-set polish. */
@@ -79,7 +80,7 @@ static void run_stats(const struct maxent_driver *drv, int ret, struct maxent_st
 {
 	st->iterations = drv->iterations;
 	st->max_violation = drv->violation;
-	st->converged = drv->violation <= drv->opt->tolerance;
+	st->converged = stop_converged(drv->violation, drv->opt->tolerance);
 	if (st->converged)
 		st->reason[0] = 0;
 	else if (drv->iterations >= drv->opt->max_iterations)

@@ -25,25 +25,12 @@
 #include <string.h>
 
 #include "solver_internal.h"
+#include "stop.h"
 
 /* Halvings of a step before the line search gives up. */
 #define LINE_HALVINGS 40
 /* Armijo constant. */
 #define ARMIJO 1e-4
-/* Linear convergence: this many full steps in a row that leave more than
- * this fraction of the violation each, on average (geometric): step by
- * step, a ratio of 0.2449 among 0.53, 0.26, 0.50, 0.39 on Adult, all
- * subsets, K+ = K- = 10,000, kept a probe going three steps longer than
- * 0.2508 did, for the same linear rate. Quadratic convergence leaves far
- * less, from the first steps on. */
-#define LINEAR_STEPS 4
-#define LINEAR_RATE  0.25
-/* Stagnation, for the same problems: the violation not halved over this
- * many steps, full or damped. A probe of infeasible knowledge (which only
- * the relaxations prove) has a dual unbounded below: Newton's steps keep
- * lowering it while the violation stays put, 66 damped steps and 12 s on
- * 25 records before the iteration cap. */
-#define STALL_STEPS 8
 /* PCG has left the level its residual can reach (pcg) once the residual
  * is this many times the smallest it had. */
 #define CG_DIVERGED 1e3
@@ -468,7 +455,7 @@ static size_t moving(const struct newton *nw)
 /*
  * The products that the directions left to the target may take with the
  * factor at hand (INFINITY: not known), all that a new factor could save.
- * A full step that left less than LINEAR_RATE of the violation is past
+ * A full step that left less than STOP_LINEAR_RATE of the violation is past
  * Newton's first steps: from here on each step shrinks it at least as
  * much (quadratic convergence, more), which bounds the steps left. The
  * last direction took its products for the e-folds of CG's residual that
@@ -481,7 +468,7 @@ static double products_left(const struct newton *nw, double eta, double viol)
 {
 	double steps;
 
-	if (!(nw->ratio < LINEAR_RATE) || nw->products <= 0 || !(nw->eta_last < 1) ||
+	if (!(nw->ratio < STOP_LINEAR_RATE) || nw->products <= 0 || !(nw->eta_last < 1) ||
 	    !(viol > nw->target))
 		return INFINITY;
 	steps = ceil(log(nw->target / viol) / log(nw->ratio));
@@ -535,13 +522,13 @@ static int direction(struct newton *nw, const double *x, double eta, int max_it,
 		 * blocks while some multiplier still moves (there CG breaks
 		 * down where H vanishes along a forced zero's runaway
 		 * multiplier, which H whole would not change), unless the
-		 * probe runs to its end (NEWTON_STOP_STALL) and the blocks'
+		 * probe runs to its end (STOP_EARLY_STALL) and the blocks'
 		 * last step did not halve the violation: H whole is then what
 		 * is left to try before it stalls; when none moves, the
 		 * breakdown is rounding, which H whole ends */
 		fresh = 1;
 		factor_at(nw, p->stop && nw->nf > 1 && moving(nw) &&
-				      !(p->stop == NEWTON_STOP_STALL && nw->slow)
+				      !(p->stop == STOP_EARLY_STALL && nw->slow)
 				  ? nw->nf
 				  : next_blocks(nw));
 	}
@@ -668,32 +655,6 @@ static void switch_to_formed(struct newton *nw)
 	nw->dense = (nw->ldl || factor_alloc(nw)) && (!p->form || !p->form(p->ctx));
 }
 
-/*
- * Whether a probe stops here (p->stop), the violation of the last
- * STALL_STEPS steps before this one in past (a ring, steps so far): full
- * steps (fulls in a row) that only shrink the violation by a constant
- * factor, the optimum at infinity (a cell forced to zero), or no
- * halving over STALL_STEPS steps. Newton's first steps from far away do
- * the same, but move most multipliers, fewer at each step (narrowing),
- * where a forced zero's run moves its own few, the same ones: a probe
- * stops once at most half of them still move or they no longer get
- * fewer, and those point the zero search to its rows (newton_moving).
- * A step that halves their number is still narrowing, however few they
- * are: from a warm start (struct solver_warm) only the new rows' are
- * far away, less than half of them, and they settle in a few steps of
- * a ratio near LINEAR_RATE.
- */
-static int stop_early(const struct newton_problem *p, int narrowing, int fulls, int steps,
-		      const double *past, double viol)
-{
-	int linear =
-	    fulls >= LINEAR_STEPS &&
-	    viol > pow(LINEAR_RATE, LINEAR_STEPS) * past[(steps - LINEAR_STEPS + 1) % STALL_STEPS];
-	int stall = steps >= STALL_STEPS && viol > 0.5 * past[steps % STALL_STEPS];
-
-	return p->stop && !narrowing && (stall || (p->stop == NEWTON_STOP_LINEAR && linear));
-}
-
 static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
 			  double *x, struct maxent_stats *st, int *stalled)
 {
@@ -701,7 +662,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	double viol, g0;
 	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000, fulls = 0, steps = 0;
 	size_t last = SIZE_MAX, now; /* variables moving (moving()) */
-	double past[STALL_STEPS];    /* the violation of the last STALL_STEPS steps */
+	double past[STOP_STALL_STEPS];    /* the violation of the last STOP_STALL_STEPS steps */
 
 	nw->target = target;
 	evaluate(nw, x, x, nw->g, NULL, &viol);
@@ -727,14 +688,16 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 		fulls = full ? fulls + 1 : 0;
 		nw->ratio = full ? viol / before : 1;
 		now = p->stop ? moving(nw) : 0;
-		narrowing = now < last && (2 * now > p->n || 2 * now < last);
+		narrowing = stop_narrowing(now, last, p->n);
 		last = now;
 		nw->slow = 2 * now <= p->n && viol > 0.5 * before;
-		if (stop_early(p, narrowing, fulls, steps, past, viol)) {
+		/* the moving ones point the zero search to its rows
+		 * (newton_moving) */
+		if (stop_newton_early(p->stop, narrowing, fulls, steps, past, viol)) {
 			*stalled = 1;
 			break;
 		}
-		past[steps++ % STALL_STEPS] = before;
+		past[steps++ % STOP_STALL_STEPS] = before;
 		if (stop_asked(nw, st->iterations, viol))
 			return PM_ERR_CANCELLED;
 	}

@@ -329,35 +329,11 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds, const st
 	return PM_OK;
 }
 
-/*
- * The probe, one test for both methods: the solve itself, run once the
- * zero search stopped short of ZEROS_EXACT with components undecided
- * (z.open). A cell that some solution makes positive converges to a
- * positive value; a cell forced to zero keeps shrinking by about a
- * constant factor per iteration (its multiplier runs off to infinity:
- * Newton converges only linearly). So a solve that converged (to
- * PROBE_VIOLATION, or 1e-13 relative on large rows) shows no sign of a
- * forced zero when every free cell of those buckets holds at least half
- * its value at the previous iterate and either is at least PROBE_FLOOR,
- * 1000 times the violation reached, or has stopped moving (within
- * PROBE_STEADY of it): a tiny positive cell converges with its
- * neighbours, a forced zero never does. Anything else is decided exactly (ZEROS_EXACT).
- */
-#define PROBE_VIOLATION	 1e-9
-#define PROBE_FLOOR	 1e-6
-#define PROBE_STEADY	 1e-3
-#define PROBE_ITERATIONS 100
-
-static int probe_cell_clean(double y, double prev, double floor)
-{
-	return y >= 0.5 * prev && (y >= floor || fabs(y - prev) <= PROBE_STEADY * prev);
-}
-
+/* The probe's verdict (stop_probe_cell): every free cell of the
+ * undecided components clean. */
 static int probe_clean(const struct invariants *inv, const struct run *u, const double *y)
 {
-	/* large rows are solved to a relative 1e-13 (twolevel_solve): the
-	 * floor keeps its factor 1000 over what the solve reached */
-	double floor = fmax(PROBE_FLOOR, 1e3 * u->ms.max_violation);
+	double floor = stop_probe_floor(u->ms.max_violation);
 	const struct components *open = &u->z.open;
 
 	if (!u->ms.converged)
@@ -366,7 +342,7 @@ static int probe_clean(const struct invariants *inv, const struct run *u, const 
 		size_t b = open->bucket[k];
 
 		for (size_t c = inv->cell_off[b]; c < inv->cell_off[b + 1]; c++)
-			if (!u->z.zero[c] && !probe_cell_clean(y[c], u->probe.prev[c], floor))
+			if (!u->z.zero[c] && !stop_probe_cell(y[c], u->probe.prev[c], floor))
 				return 0;
 	}
 	return 1;
@@ -447,15 +423,14 @@ static enum zeros_depth first_depth(const struct solver_options *o)
 	return o->method == SOLVER_TWO_LEVEL ? ZEROS_SMALL : ZEROS_RELAXED;
 }
 
-/* A probe's options: capped at PROBE_ITERATIONS (within the caller's
- * limit: *used so far) and run to PROBE_VIOLATION. */
+/* A probe's options: its tolerance and iteration cap (stop.h), `used`
+ * of the caller's iterations spent. */
 static struct solver_options probe_options(const struct solver_options *o, int used)
 {
 	struct solver_options po = *o;
-	int left = o->max_iterations - used;
 
-	po.tolerance = fmin(o->tolerance, PROBE_VIOLATION * 1e3);
-	po.max_iterations = left < PROBE_ITERATIONS ? left : PROBE_ITERATIONS;
+	po.tolerance = stop_probe_tolerance(o->tolerance);
+	po.max_iterations = stop_probe_iterations(o->max_iterations, used);
 	return po;
 }
 
@@ -800,7 +775,8 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	}
 	r->privacy_seconds = solver_now() - t1;
 	r->zeros_seconds = u.z.seconds;
-	r->status = r->max_violation <= o->tolerance ? SOLVER_CONVERGED : SOLVER_NOT_CONVERGED;
+	r->status = stop_converged(r->max_violation, o->tolerance) ? SOLVER_CONVERGED
+								   : SOLVER_NOT_CONVERGED;
 	/* stopped by the time limit: not converged, whatever its violation
 	 * (SPEC section 3) */
 	if (dl.expired)

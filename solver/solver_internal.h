@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "solver.h"
+#include "stop.h"
 
 /*
  * Calls fn(args..., h) with h a constant for the usual bucket widths, so
@@ -266,17 +267,6 @@ struct newton_null {
 	int known;
 };
 
-/* When newton_minimize may stop short of its target (*stalled), once at
- * most half the variables still move (Newton's first steps from far away
- * move most of them): for probes (solver.c). */
-enum newton_stop {
-	NEWTON_STOP_NONE = 0, /* at the target, the limit or a failed line search */
-	/* stagnation: the violation not halved over STALL_STEPS steps */
-	NEWTON_STOP_STALL,
-	/* that, or linear convergence, the mark of a minimum at infinity */
-	NEWTON_STOP_LINEAR,
-};
-
 /* A smooth convex function of n variables for newton_minimize. */
 struct newton_problem {
 	void *ctx;
@@ -323,8 +313,9 @@ struct newton_problem {
 	int formed;
 	long cg_budget;
 	int (*form)(void *ctx);
-	/* whether to stop short of the target (*stalled): for probes */
-	enum newton_stop stop;
+	/* whether to stop short of the target (*stalled), once at most half
+	 * the variables still move: for probes (stop_newton_early) */
+	enum stop_early stop;
 	/* rounding error of f: a decrease below it proves nothing */
 	double f_noise;
 	/* for factoring a large formed H on all cores (may be NULL) */

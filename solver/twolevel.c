@@ -36,6 +36,7 @@
 #include <string.h>
 
 #include "solver_internal.h"
+#include "stop.h"
 
 /* An inner solve further than this (records), or than 10 times a looser
  * target, from its counts fails the evaluation (eval_pass). */
@@ -548,20 +549,9 @@ void twolevel_store(const struct twolevel *t)
 	}
 }
 
-/*
- * The accuracies take logarithms of the posteriors, so a cell's error
- * counts relative to the cell: on a rule of probability 0.999999, a cell
- * of 1.5e-6 records came out 0.02% off at a violation of 5e-10 records,
- * and estimation_accuracy 8e-5 off. Once at the target, Newton goes on to
- * POLISH times the smallest free cell (not below rounding, floor), at
- * most POLISH_STEPS more steps: one, as a rule, converging quadratically.
- * Not for a probe with cells below PROBE_SMALL: it is solved again.
- */
-#define POLISH	     1e-6
-#define POLISH_STEPS 3
-#define PROBE_SMALL  1e-6
-
-static double polish_target(const struct twolevel *t, double target, double floor, int probe)
+/* The smallest free cell of the coupled buckets (INFINITY: none), for
+ * the polish (stop_polish_target). */
+static double smallest_cell(const struct twolevel *t)
 {
 	double ymin = INFINITY;
 
@@ -572,9 +562,7 @@ static double polish_target(const struct twolevel *t, double target, double floo
 		for (size_t c = off; c < off + g * h; c++)
 			ymin = t->y[c] > 0 && t->y[c] < ymin ? t->y[c] : ymin;
 	}
-	if (probe && ymin < PROBE_SMALL)
-		return target;
-	return fmax(floor, fmin(target, POLISH * ymin));
+	return ymin;
 }
 
 /* The outcome in st once Newton (and L-BFGS) stopped; a probe's prev gets
@@ -590,7 +578,7 @@ static void finish_stats(const struct twolevel *t, const struct solver_options *
 		twolevel_shape(t, k, &off, &g, &h);
 		memcpy(prev + t->inv->cell_off[t->bk[k]], t->y0 + off, g * h * sizeof *prev);
 	}
-	st->converged = st->max_violation <= o->tolerance;
+	st->converged = stop_converged(st->max_violation, o->tolerance);
 	if (!st->converged && st->iterations >= o->max_iterations)
 		snprintf(st->reason, sizeof st->reason, "iteration limit (%d) reached",
 			 o->max_iterations);
@@ -617,27 +605,27 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 		goto out;
 	for (size_t k = 0; k < t->r; k++)
 		max_rhs = fmax(max_rhs, t->rhs[k]);
-	target = fmax(o->tolerance * 1e-3, 1e-13 * max_rhs);
-	np.stop = !probe ? NEWTON_STOP_NONE : probe->last ? NEWTON_STOP_STALL : NEWTON_STOP_LINEAR;
+	target = stop_target(o->tolerance, max_rhs);
+	np.stop = !probe ? STOP_EARLY_NONE : probe->last ? STOP_EARLY_STALL : STOP_EARLY_LINEAR;
 	t->loosest = TWOLEVEL_LOOSE;
 	t->outer = target;
 	ret = newton_minimize(nw, o, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
-	    st->max_violation >
-		(polish = polish_target(t, target, 1e-13 * max_rhs, probe && !probe->last))) {
+	    st->max_violation > (polish = stop_polish_target(target, 1e-13 * max_rhs,
+							     smallest_cell(t),
+							     probe && !probe->last))) {
 		struct solver_options po = *o;
 
-		po.max_iterations = st->iterations + POLISH_STEPS < o->max_iterations
-					? st->iterations + POLISH_STEPS
-					: o->max_iterations;
+		po.max_iterations =
+		    stop_polish_limit(st->iterations, STOP_POLISH_STEPS, o->max_iterations);
 		ret = newton_minimize(nw, &po, polish, x, st, &stalled);
 		stalled = 0; /* at the target already: no L-BFGS */
 	}
 	if (!ret && probe && probe->ray)
 		newton_moving(nw, t->row, probe->ray);
 	/* a probe that stalls has answered: no need for L-BFGS's effort */
-	if (!ret && stalled && !probe && !t->half && st->max_violation > target &&
-	    st->iterations < o->max_iterations)
+	if (!ret && stop_fallback(stalled, probe != NULL, !t->half, st->max_violation, target,
+				  st->iterations, o->max_iterations))
 		ret = twolevel_lbfgs(t, o, target, st);
 	if (!ret)
 		finish_stats(t, o, probe, st);

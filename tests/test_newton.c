@@ -263,7 +263,7 @@ static void test_renewal(struct quad *q, const double *xs, struct parallel *pool
  * A probe's problem with no minimum: f(x) = 2 ln(1 + e^x) - 3x falls
  * forever while its gradient (the violation) tends to -1, and a trial
  * more than 0.5 from the prepared point is rejected (f = inf), as a wild
- * point's inner scaling is: every step is damped. With NEWTON_STOP_LINEAR the
+ * point's inner scaling is: every step is damped. With STOP_EARLY_LINEAR the
  * stagnation rule must end it within a few steps, not at the iteration
  * cap.
  */
@@ -328,7 +328,7 @@ static double probe_1d(struct newton_problem p, double target, struct maxent_sta
 	double x[1] = {0};
 
 	p.n = 1;
-	p.stop = NEWTON_STOP_LINEAR;
+	p.stop = STOP_EARLY_LINEAR;
 	p.f_noise = 1e-12;
 	solver_options_init(&o);
 	*stalled = 0;
@@ -490,7 +490,7 @@ static int wide_run(const int *moving, uint8_t *rows)
 				   .prepare = wide_prepare,
 				   .diag = wide_diag,
 				   .hv = wide_hv,
-				   .stop = NEWTON_STOP_LINEAR,
+				   .stop = STOP_EARLY_LINEAR,
 				   .f_noise = 1e-12};
 	struct solver_options o;
 	struct maxent_stats st = {0};
@@ -701,7 +701,7 @@ static void test_breakdown(void)
 /*
  * The same breakdown on H's blocks, which Newton reaches first (Jacobi
  * for one direction, then the blocks): the factor is made anew of H
- * whole, in a probe (NEWTON_STOP_LINEAR) too, as no multiplier runs off here
+ * whole, in a probe (STOP_EARLY_LINEAR) too, as no multiplier runs off here
  * (the breakdown is the products' rounding, which H whole ends): the
  * probe converges like the solve.
  */
@@ -715,7 +715,7 @@ static void test_block_breakdown(void)
 		dup_init(&u, 2, 0);
 		u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
 		u.p.block_budget = 0, u.p.cg_budget = 1000,
-		u.p.stop = probe ? NEWTON_STOP_LINEAR : NEWTON_STOP_NONE;
+		u.p.stop = probe ? STOP_EARLY_LINEAR : STOP_EARLY_NONE;
 		CHECK(dup_solve(&u, 1e-12) == PM_OK);
 		CHECK(u.d.forms >= 1);
 		CHECK(u.d.wholes >= 1 && !u.stalled && u.st.max_violation <= 1e-12);
@@ -739,14 +739,14 @@ static void test_runaway_breakdown(void)
 	dup_init(&u, 3, 0);
 	u.d.t[1] = u.d.t[0];
 	u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
-	u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.stop = NEWTON_STOP_LINEAR;
+	u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.stop = STOP_EARLY_LINEAR;
 	CHECK(dup_solve(&u, 1e-12) == PM_OK);
 	CHECK(u.stalled && u.d.forms >= 2 && u.d.wholes == 0);
 	CHECK(u.x[0] - u.x[1] < -3);
 }
 
 /*
- * The same runaway as a last chance (NEWTON_STOP_STALL): no stop on
+ * The same runaway as a last chance (STOP_EARLY_STALL): no stop on
  * linear convergence, so it runs to the target (e^(x0 - x1) below it,
  * shrinking by e per full step), on the blocks all the way, each step
  * past the first ones more than halving the violation. With every step
@@ -764,7 +764,7 @@ static void test_last_chance(void)
 		u.d.t[1] = u.d.t[0];
 		u.d.reach = damped ? 0.5 : 0;
 		u.p.formed = 0, u.p.n_blocks = 2, u.p.block_off = halves, u.p.whole = 1;
-		u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.stop = NEWTON_STOP_STALL;
+		u.p.block_budget = 0, u.p.cg_budget = 1000, u.p.stop = STOP_EARLY_STALL;
 		CHECK(dup_solve(&u, 1e-10) == PM_OK);
 		CHECK(!u.stalled && u.st.max_violation <= 1e-10 && u.d.forms >= 2);
 		CHECK(damped ? u.d.wholes >= 1 : u.d.wholes == 0);
