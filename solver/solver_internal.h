@@ -12,6 +12,11 @@
 #include <stddef.h>
 #include <time.h>
 
+#include "components.h"
+#include "maxent.h"
+#include "metrics.h"
+#include "privacy.h"
+#include "solve.h"
 #include "solver.h"
 
 /*

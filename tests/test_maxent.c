@@ -5,7 +5,8 @@
 
 #include "check.h"
 #include "random_table.h"
-#include "solver.h"
+#include "maxent.h"
+#include "metrics.h"
 
 static void mine(const struct dataset *ds, uint64_t *rng, struct knowledge *k)
 {

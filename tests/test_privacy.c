@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "random_table.h"
-#include "solver.h"
+#include "privacy.h"
 
 #define EXACT 1e-12
 
