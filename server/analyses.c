@@ -16,6 +16,8 @@
 #include <sys/socket.h>
 
 #include "http_internal.h"
+#include "isolate.h"
+#include "jobs.h"
 
 #define POSTERIOR_DEFAULT 100
 #define POSTERIOR_MAX	  10000

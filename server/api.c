@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "http_internal.h"
+#include "jobs.h"
 
 #if defined(__has_include)
 #if __has_include("dashboard_html.h")

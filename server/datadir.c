@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "server.h"
+#include "datadir.h"
 
 /* mkdir -p with mode 0700: the database holds every tenant's data. */
 static int make_dirs(const char *dir)

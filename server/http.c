@@ -22,6 +22,8 @@
 
 #include "db.h"
 #include "http_internal.h"
+#include "isolate.h"
+#include "jobs.h"
 
 #if defined(__has_include)
 #if __has_include("dashboard_csp.h")

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 
 #include "server.h"
+#include "store.h"
 
 /* "ds_", "an_" or "sw_" + 16 hex digits */
 #define HTTP_ID_LEN    19
@@ -243,6 +244,17 @@ int http_list_params(const struct http_server *h, const struct http_request *r, 
 const char *http_list_next(const struct http_server *h, const struct http_request *r,
 			   const struct store_row *rows, size_t n, size_t limit, char *buf);
 
+/* A growing text buffer; a failed allocation sticks in oom. */
+struct http_text_buf {
+	char *s;
+	size_t len, cap;
+	int oom;
+};
+void http_put(struct http_text_buf *t, const char *s, size_t n);
+/* One CSV field (csv_out_cell: RFC 4180 quoting when needed, a leading '
+ * before a formula; NULL is empty), then sep. */
+void http_csv_field(struct http_text_buf *t, const char *s, char sep);
+
 /* ---- http_cursor.c: opaque list cursors ---------------------------------- */
 
 /* A cursor's text and its NUL. */
@@ -255,17 +267,6 @@ void http_cursor_seal(const unsigned char *key, const char *tenant, const char *
  * a cursor sealed by key for them. */
 int http_cursor_open(const unsigned char *key, const char *tenant, const char *path,
 		     const char *text, int64_t *seq);
-
-/* A growing text buffer; a failed allocation sticks in oom. */
-struct http_text_buf {
-	char *s;
-	size_t len, cap;
-	int oom;
-};
-void http_put(struct http_text_buf *t, const char *s, size_t n);
-/* One CSV field (csv_out_cell: RFC 4180 quoting when needed, a leading '
- * before a formula; NULL is empty), then sep. */
-void http_csv_field(struct http_text_buf *t, const char *s, char sep);
 
 /* ---- gate.c: the front door --------------------------------------------- */
 
@@ -319,6 +320,8 @@ const struct gate_limits *gate_limits_of_gate(const struct gate *g);
  * and counted like the gate's; buf[0 .. n) is what was seen of it. */
 void gate_refuse(struct gate *g, int fd, unsigned status, const char *detail, const char *buf,
 		 size_t n, double t0);
+/* gate_stop, then frees; NULL is a no-op. */
+void gate_destroy(struct gate *g);
 
 /* ---- gate_keep.c: keep-alive, every request checked -------------------- */
 
@@ -333,8 +336,6 @@ void gate_keep_started(int fd, const void *con);
 void gate_keep_closed(int fd, const void *con);
 /* Whether requests after the first on fd are checked (it may stay open). */
 int gate_keep_alive(int fd);
-/* gate_stop, then frees; NULL is a no-op. */
-void gate_destroy(struct gate *g);
 
 /* ---- api.c ------------------------------------------------------------- */
 
@@ -383,6 +384,10 @@ void api_job_get(struct http_server *h, const struct http_request *r, const stru
  * or finished meanwhile); deletes a finished one (204). */
 void api_job_delete(struct http_server *h, const struct http_request *r,
 		    const struct api_job_kind *k, struct http_response *res);
+/* The upload the body of r is read into (api.c): non-NULL only for a
+ * text/csv POST to /v1/datasets (made from its query); *oom set when one
+ * was due and memory ran out. */
+struct upload *api_upload_begin(const struct http_request *r, int *oom);
 
 /* ---- result_stream.c --------------------------------------------------- */
 
@@ -447,9 +452,5 @@ void upload_feed(struct upload *u, const char *data, size_t n);
 /* The end of the body: 0 and *ds (the caller's), or -1 and the problem
  * in res (400 not UTF-8 or malformed CSV, 422 a bad dataset). */
 int upload_finish(struct upload *u, struct dataset **ds, struct http_response *res);
-/* The upload the body of r is read into (api.c): non-NULL only for a
- * text/csv POST to /v1/datasets (made from its query); *oom set when one
- * was due and memory ran out. */
-struct upload *api_upload_begin(const struct http_request *r, int *oom);
 
 #endif

@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "isolate.h"
 #include "server.h"
 
 /* The messages between them: a type byte, a 64-bit length, the payload. */

@@ -21,7 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "isolate.h"
+#include "jobs.h"
 #include "server.h"
+#include "store.h"
 
 #define ID_MAX 64
 

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "isolate.h"
+#include "jobs.h"
 #include "server.h"
 
 struct head {

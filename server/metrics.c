@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "http_internal.h"
+#include "jobs.h"
 
 static const char *const methods[] = {"GET", "HEAD", "POST", "DELETE", "other"};
 #define N_METHODS (sizeof methods / sizeof methods[0])

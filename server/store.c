@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include "datadir.h"
 #include "store_internal.h"
 
 /* Status names in the order of store_analysis_counts. */

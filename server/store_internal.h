@@ -11,6 +11,7 @@
 
 #include "db.h"
 #include "server.h"
+#include "store.h"
 
 /* The sweeps table (schema version 3), SEQ the key's type in the
  * dialect. points: the JSON array of the points so far, in the answer's

@@ -16,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "alone.h"
+#include "scaling.h"
+#include "solve.h"
 
 /* Buckets up to this many rows, columns and cells have a shape; larger
  * ones are scaled as they are. */

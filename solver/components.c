@@ -21,7 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "components.h"
+#include "maxent.h"
+#include "parallel.h"
+#include "solve.h"
+#include "twolevel.h"
 
 /* A component is solved on the whole pool when its cells exceed this
  * share of all cells per part. */

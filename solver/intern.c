@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "intern.h"
 
 static uint64_t hash_list(const uint32_t *a, size_t n)
 {

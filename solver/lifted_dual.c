@@ -21,6 +21,9 @@
 #include <string.h>
 
 #include "lifted_internal.h"
+#include "newton.h"
+#include "scaling.h"
+#include "schur.h"
 
 /* Open rows on more multipliers than this are left to products (CG with
  * Jacobi): H whole is n^2 doubles. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lifted_internal.h"
+#include "maxent.h"
 
 /* The rows: each touched bucket's QI and SA rows (the model's, people
  * included), then the open rows with their (merged) bounds. */

@@ -7,7 +7,10 @@
 #ifndef PMAXENT_LIFTED_INTERNAL_H
 #define PMAXENT_LIFTED_INTERNAL_H
 
-#include "solver_internal.h"
+#include "maxent.h"
+#include "newton.h"
+#include "scaling.h"
+#include "solver.h"
 
 /* A bucket some open row touches: its local cells loff .. loff + n (its
  * g x h system cells, then its person cells), aggregated cells aoff ..

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "lifted_internal.h"
+#include "solve.h"
 #include "zeros.h"
 
 /* Entries a program may have: GLPK's memory grows with them (zeros_lp.c's

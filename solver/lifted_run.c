@@ -11,7 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alone.h"
 #include "lifted_internal.h"
+#include "maxent.h"
+#include "metrics.h"
+#include "newton.h"
+#include "solve.h"
 #include "stop.h"
 #include "zeros.h"
 

@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "lifted_internal.h"
+#include "scaling.h"
+#include "schur.h"
 
 /* Bucket of lifted cell c. */
 static size_t cell_bucket(const struct lifted *m, size_t c)

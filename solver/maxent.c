@@ -21,7 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "maxent.h"
+#include "solve.h"
 #include "stop.h"
 
 /* exp() argument cap: keeps trial points of the line search finite. */

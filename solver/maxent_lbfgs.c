@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "maxent.h"
 #include "stop.h"
 
 /* Iterations of one OWL-QN run with intervals, before a restart or the

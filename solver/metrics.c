@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "loops.h"
+#include "metrics.h"
+#include "parallel.h"
 
 /* Tuples or buckets per chunk of a sum. */
 #define CHUNK 256

@@ -24,7 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "maxent.h"
+#include "newton.h"
+#include "parallel.h"
+#include "schur.h"
+#include "solve.h"
 #include "stop.h"
 
 /* Halvings of a step before the line search gives up. */

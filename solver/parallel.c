@@ -32,7 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "solver_internal.h"
+#include "parallel.h"
 
 /* More threads than this buy nothing on bucket loops of this size. */
 #define MAX_THREADS 16

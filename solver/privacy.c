@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "privacy.h"
 
 /* Probabilities within this of each other are a tie: at the threshold a
  * tie counts as reached (SPEC 4.1: >= threshold - 1e-9); in recursive

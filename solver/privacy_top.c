@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver.h"
+#include "privacy.h"
 
 /* Does a rank before b? */
 static int before(const struct dataset *ds, const struct privacy_top *a,

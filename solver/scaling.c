@@ -19,7 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "loops.h"
+#include "metrics.h"
+#include "scaling.h"
+#include "schur.h"
 
 /* Inner Newton steps per solve before Sinkhorn takes over, and the
  * halvings of a step that does not reduce the residual. */

@@ -24,7 +24,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "loops.h"
+#include "parallel.h"
+#include "schur.h"
 
 /* A pivot of a bucket's block below this fraction of its column sum is a
  * null direction. */

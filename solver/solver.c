@@ -10,7 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alone.h"
+#include "components.h"
 #include "lifted_internal.h"
+#include "loops.h"
+#include "maxent.h"
+#include "metrics.h"
+#include "parallel.h"
+#include "privacy.h"
+#include "solve.h"
 #include "zeros.h"
 
 const char *solver_phase_name(enum solver_phase phase)

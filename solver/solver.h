@@ -2,6 +2,9 @@
  * solver: the maximum-entropy estimate P*(q,s,b) under the constraints of
  * struct invariants (Privacy-MaxEnt, Sections 4-6), and the metrics derived
  * from it. Plain C; liblbfgs for the dual, GLPK for the boundary LP.
+ * This header is the component's public API, what server/, cli/ and the
+ * tests of the whole solve use; the files of solver/ share internal
+ * headers of their own (solver/README.md lists them).
  */
 #ifndef PMAXENT_SOLVER_H
 #define PMAXENT_SOLVER_H
@@ -66,21 +69,7 @@ struct privacy_report {
 	double delta_disclosure; /* max over P(s|q) > 0 of |ln(P(s|q) / P(s))| */
 };
 
-/* A tuple at risk: its top value s (the first of the largest P*(s|q)),
- * that P*, exp(H(P*(.|q))) and the no-knowledge estimate of s. */
-#define PRIVACY_TOP 20
-struct privacy_top {
-	uint32_t q, s;
-	double p, l, baseline_p;
-};
-
 enum privacy_source { PRIVACY_POSTERIOR = 0, PRIVACY_BASELINE, PRIVACY_TRUTH, PRIVACY_SOURCES };
-
-/* The metrics of the distributions p[off[q] .. off[q + 1]) over the
- * values sa[..] of each tuple q of ds into *out. */
-enum pm_status privacy_compute(const struct dataset *ds, const size_t *off, const uint32_t *sa,
-			       const double *p, const struct privacy_options *o,
-			       struct privacy_report *out);
 
 /* A sparse table of distributions P(s | q), in the shape of the posterior
  * (solver_result.post_*): tuple q's values of nonzero P are
@@ -101,6 +90,23 @@ struct privacy_table {
  */
 enum pm_status privacy_baseline(const struct dataset *ds, struct privacy_table *out);
 void privacy_table_finish(struct privacy_table *t);
+
+/* ---- privacy_top.c ------------------------------------------------------ */
+
+/* A tuple at risk: its top value s (the first of the largest P*(s|q)),
+ * that P*, exp(H(P*(.|q))) and the no-knowledge estimate of s. */
+#define PRIVACY_TOP 20
+struct privacy_top {
+	uint32_t q, s;
+	double p, l, baseline_p;
+};
+
+/* ---- parallel.c --------------------------------------------------------- */
+
+/* The CPUs this process may run on (its affinity: taskset, cpusets), at
+ * least 1: the default thread count of a solve, and of the server's
+ * workers. */
+int parallel_cpus(void);
 
 /* ---- solver.c, continued ---------------------------------------------- */
 
@@ -178,11 +184,6 @@ struct solver_pool;
 enum pm_status solver_pool_create(int threads, struct solver_pool **out);
 void solver_pool_destroy(struct solver_pool *p);
 
-/* The CPUs this process may run on (its affinity: taskset, cpusets), at
- * least 1: the default thread count of a solve, and of the server's
- * workers. */
-int parallel_cpus(void);
-
 enum solver_status { SOLVER_CONVERGED = 0, SOLVER_NOT_CONVERGED = 1 };
 
 struct solver_result {
@@ -240,14 +241,6 @@ struct solver_result {
 	double privacy_seconds;
 };
 
-/* r->top and r->n_top from r's posterior and ds's closed form
- * (privacy_top.c). */
-enum pm_status privacy_top_list(const struct dataset *ds, struct solver_result *r);
-/* r->privacy from r's posterior, the closed form and the records. */
-struct invariants;
-enum pm_status privacy_all(const struct dataset *ds, const struct invariants *inv,
-			   const struct privacy_options *o, struct solver_result *r);
-
 enum solver_binding {
 	SOLVER_BINDING_NONE = 0, /* inside its interval */
 	SOLVER_BINDING_MIN,
@@ -264,139 +257,4 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
 			  struct solver_result *r, struct pm_error *err);
 void solver_result_finish(struct solver_result *r);
-
-/* ---- maxent.c ----------------------------------------------------------- */
-
-struct maxent_stats {
-	int iterations;
-	double max_violation;
-	int converged;
-	char reason[256];
-};
-
-/* A multiplier still moving: a step changes it by more than this. The
- * multipliers are logarithms of the cells' factors, so 0.1 is a tenth of
- * a cell's size; converged ones move by far less, one running off to
- * infinity along a forced zero by about one per step. */
-#define SOLVER_MOVING 0.1
-
-/*
- * What a probe's solve leaves for solver.c (the probe and the zero
- * search): prev (per cell) the iterate before the last; ray (per row of
- * the invariants, set only, never cleared) the rows whose multiplier the
- * last step still moves (SOLVER_MOVING; the two-level method: its Newton
- * direction, undamped; the full dual: its last two iterates), where a
- * solve that stops short runs off toward a forced zero. A solve without
- * one (NULL) is no probe.
- */
-struct solver_probe {
-	double *prev;
-	uint8_t *ray;
-	/* the solve's last chance before the exact zero decision (solver.c):
-	 * it runs to its end as the solve proper does (no stop on linear
-	 * convergence, polished) and a converged one is the answer; a stall
-	 * still ends it (no L-BFGS), leaving prev and ray */
-	int last;
-};
-
-/*
- * L-BFGS on the Lagrangian dual (Section 6) over every multiplier of the
- * rows that touch at least one free cell, for the cells with active[cell]
- * set (the rest are fixed by the caller), leaving out rows with skip[row]
- * set (skip may be NULL). y receives the estimate on the active cells;
- * probe (may be NULL) what a probe leaves (struct solver_probe).
- */
-enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
-			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    const struct solver_probe *probe, struct maxent_stats *st,
-			    struct pm_error *err);
-
-/*
- * L-BFGS on a dual, shared by the full dual and the two-level dual: eval
- * returns D(u) - D(base) and the gradient in u, and writes the largest
- * violation (records) of every constraint at u; rebase makes u the base
- * point (so that tiny decreases near the optimum stay visible). Stops when
- * the violation is at most target, restarting after line-search failures
- * while they help; u must come from lbfgs_malloc.
- */
-struct maxent_driver {
-	const struct solver_options *opt;
-	double target;
-	void *ctx;
-	double (*eval)(void *ctx, const double *u, double *g, double *violation);
-	void (*rebase)(void *ctx, const double *u);
-	/* called at each iterate of L-BFGS, after its point's eval (may be
-	 * NULL) */
-	void (*step)(void *ctx);
-	double violation; /* of the last evaluation */
-	int iterations, cancelled;
-	/* OWL-QN: c Σ |u_i| over u[l1_start ..] added to the function (the
-	 * dual term of interval rows); l1_c 0: none */
-	double l1_c;
-	size_t l1_start;
-};
-
-enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct maxent_stats *st);
-
-/*
- * The full dual of rows with coefficients, for the pseudonym model: m
- * cells, row i the cells row_cell[row_off[i] .. row_off[i + 1]) with
- * coefficients row_coef[..], lo[i] <= a.y <= hi[i] (lo == hi: an
- * equality), start (may be NULL: 0) each row's first multiplier. All
- * borrowed.
- */
-struct maxent_rows {
-	size_t m, r;
-	const size_t *row_off;
-	const uint32_t *row_cell;
-	const double *row_coef, *lo, *hi, *start;
-};
-
-/* maxent_solve on in: y (m entries) the estimate, st the outcome. */
-enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solver_options *o,
-				 double *y, struct maxent_stats *st, struct pm_error *err);
-
-/* The dual alone, for checks and experiments: D(λ) - D(0) and ∇D = A y - c
- * (records) over the rows maxent_solve would use, in its row order.
- * Caller frees with maxent_dual_destroy. */
-struct maxent_dual;
-enum pm_status maxent_dual_create(const struct invariants *inv, const uint8_t *active,
-				  const uint8_t *skip, struct maxent_dual **out);
-size_t maxent_dual_rows(const struct maxent_dual *d);
-double maxent_dual_eval(struct maxent_dual *d, const double *lambda, double *grad);
-void maxent_dual_destroy(struct maxent_dual *d);
-
-/* ---- twolevel.c --------------------------------------------------------- */
-
-/*
- * The two-level dual: Newton over one multiplier per open knowledge row
- * (not implied[]), each bucket with coupled[b] set solved exactly by
- * matrix scaling for the current multipliers. Writes the estimate of the
- * coupled buckets' cells into y. With probe (may be NULL) the solve is a
- * probe for forced zeros (struct solver_probe gets what it leaves), and
- * stops early (not converged) when it converges only linearly or stalls,
- * the signs of a multiplier running off to infinity.
- * Each connected component of the coupled buckets (components.c) is its
- * own problem; they run on the pool's threads (pool may be NULL), and o's
- * progress callback is called from them, one at a time. iterations are
- * the most any component took.
- */
-struct parallel;
-enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
-			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, struct parallel *pool, double *y,
-			      const struct solver_probe *probe, struct maxent_stats *st,
-			      struct pm_error *err);
-
-/* ---- metrics.c ---------------------------------------------------------- */
-
-/* Closed form of Theorem 5 for bucket b: y = n(q,b) n(s,b) / n(b). */
-void metrics_closed_form(const struct dataset *ds, const struct invariants *inv, size_t b,
-			 double *y);
-/* The same into bucket b's cells alone, y[i h + j] (h SA values). */
-void metrics_closed_cells(const struct dataset *ds, size_t b, double *y);
-/* max over rows of |A y - c|, records, into *out; inv built from ds. */
-enum pm_status metrics_max_violation(const struct dataset *ds, const struct invariants *inv,
-				     const double *y, double *out);
-
 #endif

@@ -35,8 +35,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "loops.h"
+#include "maxent.h"
+#include "newton.h"
+#include "parallel.h"
+#include "scaling.h"
+#include "schur.h"
+#include "solve.h"
 #include "stop.h"
+#include "twolevel.h"
 
 /* An inner solve further than this (records), or than 10 times a looser
  * target, from its counts fails the evaluation (eval_pass). */

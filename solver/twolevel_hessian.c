@@ -30,7 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "loops.h"
+#include "parallel.h"
+#include "scaling.h"
+#include "schur.h"
+#include "twolevel.h"
 
 /* Open rows up to which H may be formed (its lower triangle per part, in
  * fixed point, and newton.c's factor: 512 MiB in all at most). */

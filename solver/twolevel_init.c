@@ -12,7 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "components.h"
+#include "metrics.h"
+#include "parallel.h"
+#include "scaling.h"
+#include "schur.h"
+#include "solve.h"
+#include "twolevel.h"
 
 /* Scratch cap (doubles) for the per-row sums of one bucket. */
 #define PQ_MAX ((size_t)1 << 20)

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "solver_internal.h"
+#include "twolevel.h"
 
 enum pm_status twolevel_patterns_create(const struct twolevel *t, size_t rows, size_t entries,
 					size_t g, struct twolevel_patterns **out)

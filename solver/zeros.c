@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "components.h"
+#include "solve.h"
 #include "zeros.h"
 
 enum pm_status zeros_init(struct zeros *z, const struct dataset *ds, const struct knowledge *k,

@@ -21,7 +21,13 @@
 #ifndef PMAXENT_ZEROS_H
 #define PMAXENT_ZEROS_H
 
-#include "solver_internal.h"
+#include <float.h>
+#include <math.h>
+
+#include "components.h"
+#include "solver.h"
+
+/* ---- zeros.c: the entry point ------------------------------------------- */
 
 /* How hard to look, each depth including the ones before it. */
 enum zeros_depth {
@@ -295,6 +301,8 @@ static inline size_t bucket_h(const struct ipm_state *c, size_t k)
 	return c->p->h[k];
 }
 
+/* ---- zeros_ipm_normal.c ------------------------------------------------- */
+
 /* D = c->d: every block's M factored, S formed (the parts' shares added
  * in part order) and factored with pivot threshold eps; PM_ERR_NOMEM,
  * or PM_ERR_CANCELLED if the caller asked to stop in between. */
@@ -303,6 +311,8 @@ enum pm_status zeros_ipm_factor(struct ipm_state *c, double eps);
  * columns in c->rhs, the knowledge rows in c->dmu; the solution in c->dw
  * and c->dmu. */
 void zeros_ipm_solve(struct ipm_state *c);
+
+/* ---- zeros_ipm.c: the certificates' sums -------------------------------- */
 
 /*
  * A sum with a bound on its rounding, for the certificates of
@@ -348,6 +358,20 @@ static inline double csum_error(const struct csum *a)
 	return 2.0 * (u * fabs(csum_value(a)) + g * g * a->size);
 }
 
+/* ---- lp_guard.c --------------------------------------------------------- */
+
+/*
+ * fn(ctx) with GLPK's fatal errors caught, which would otherwise abort
+ * the process: fn's status, or after such an error PM_ERR_INTERNAL ("the
+ * LP solver failed: " and GLPK's message) in err, with GLPK's
+ * environment of this thread freed and every program in it. So fn makes
+ * and deletes its programs itself and holds none of an outer guard's
+ * across a call that may fail (a nested guard frees those too); memory
+ * it allocates otherwise belongs in ctx, for the caller to free. Guards
+ * nest, the innermost catching.
+ */
+enum pm_status lp_guard_run(enum pm_status (*fn)(void *ctx), void *ctx, struct pm_error *err);
+
 /* ---- zeros_lp.c ------------------------------------------------------ */
 
 struct glp_prob; /* glpk.h's glp_prob */
@@ -382,20 +406,6 @@ struct glp_prob *zeros_lp_create(void);
 /* Frees GLPK's environment of this thread, once every program is deleted
  * (a worker thread's would outlive it). */
 void zeros_lp_release(void);
-
-/* ---- lp_guard.c --------------------------------------------------------- */
-
-/*
- * fn(ctx) with GLPK's fatal errors caught, which would otherwise abort
- * the process: fn's status, or after such an error PM_ERR_INTERNAL ("the
- * LP solver failed: " and GLPK's message) in err, with GLPK's
- * environment of this thread freed and every program in it. So fn makes
- * and deletes its programs itself and holds none of an outer guard's
- * across a call that may fail (a nested guard frees those too); memory
- * it allocates otherwise belongs in ctx, for the caller to free. Guards
- * nest, the innermost catching.
- */
-enum pm_status lp_guard_run(enum pm_status (*fn)(void *ctx), void *ctx, struct pm_error *err);
 
 /*
  * The zero finder's program on component i of cs (its buckets' invariant

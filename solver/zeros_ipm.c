@@ -37,6 +37,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel.h"
+#include "schur.h"
+#include "solve.h"
 #include "zeros.h"
 
 #define CENTER_MAX_ITER 80

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallel.h"
+#include "schur.h"
+#include "solve.h"
 #include "zeros.h"
 
 /* Bucket k's distinct open rows, ascending: pt->rows[0 .. L), pt->loc[row]

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "components.h"
+#include "solve.h"
 #include "zeros.h"
 
 /* Longest stretch of simplex work between two cancel checks. */

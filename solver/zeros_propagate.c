@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "loops.h"
+#include "solve.h"
 #include "zeros.h"
 
 /* A row within ZERO_RECORDS of one of its bounds is tight: the zeros that

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "intern.h"
+#include "solve.h"
 #include "zeros.h"
 
 /* Per-bucket layout and scratch shared by every value. */

@@ -12,9 +12,10 @@
  */
 #include <stdint.h>
 
+#include "alone.h"
 #include "check.h"
 #include "random_table.h"
-#include "solver_internal.h"
+#include "scaling.h"
 
 #define SIDE 24
 

@@ -13,6 +13,7 @@
 
 #include "http_client.h"
 #include "http_internal.h"
+#include "isolate.h"
 
 /* needs Newton iterations (a probabilistic rule), so the stall applies */
 static const char *iterates =

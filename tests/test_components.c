@@ -14,7 +14,11 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "components.h"
 #include "instance.h"
+#include "maxent.h"
+#include "parallel.h"
+#include "twolevel.h"
 
 #define N_TABLES 100
 #define SEED	 UINT64_C(20261122)

@@ -4,7 +4,7 @@
  * all of it holds across the table's growth; intern_reserve's doubling.
  */
 #include "check.h"
-#include "solver_internal.h"
+#include "intern.h"
 
 /* List i of a family where lists differ by length, by content and by
  * order: i's digits in base 7, then i % 3 copies of 0. */

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "isolate.h"
 #include "server.h"
 
 /* A result of n bytes of text in an array, after a progress and two points. */

@@ -9,7 +9,9 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "jobs.h"
 #include "server.h"
+#include "store.h"
 #include "test_data.h"
 
 /* figure1.csv as dataset JSON text (caller frees). */

@@ -7,6 +7,7 @@
 
 #include "check.h"
 #include "lifted_internal.h"
+#include "newton.h"
 #include "random_table.h"
 
 /* A person of tuple q (group b, or -1), appended to k. */

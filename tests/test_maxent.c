@@ -4,8 +4,9 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "maxent.h"
+#include "metrics.h"
 #include "random_table.h"
-#include "solver.h"
 
 static void mine(const struct dataset *ds, uint64_t *rng, struct knowledge *k)
 {

@@ -16,8 +16,9 @@
 #include <stdint.h>
 
 #include "check.h"
+#include "metrics.h"
+#include "parallel.h"
 #include "random_table.h"
-#include "solver_internal.h"
 
 /* n records over QI (a, b) with a skewed toward small values, SA of
  * 3..40 values, buckets of `width` with now and then one of `wide`. */

@@ -15,7 +15,9 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "solver_internal.h"
+#include "maxent.h"
+#include "newton.h"
+#include "parallel.h"
 
 #define N   800 /* several of schur.c's panels */
 #define M   (N + N / 2)

@@ -12,7 +12,7 @@
 #include <sched.h>
 
 #include "check.h"
-#include "solver_internal.h"
+#include "parallel.h"
 
 #define ITEMS 1000
 

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "check.h"
+#include "privacy.h"
 #include "random_table.h"
-#include "solver.h"
 
 #define EXACT 1e-12
 

@@ -10,7 +10,9 @@
  * of the inner-solved gradient A y(μ).
  */
 #include "check.h"
-#include "solver_internal.h"
+#include "parallel.h"
+#include "scaling.h"
+#include "schur.h"
 
 #define MAXG 8
 /* widths 1 to 10: the kernels BY_WIDTH specializes (2 to 8) and the

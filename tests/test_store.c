@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "server.h"
+#include "store.h"
 
 static char root[] = "/tmp/pmaxent_store_XXXXXX";
 

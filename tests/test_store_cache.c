@@ -9,6 +9,7 @@
 #include "check.h"
 #include "random_table.h"
 #include "server.h"
+#include "store.h"
 
 static char root[] = "/tmp/pmaxent_cache_XXXXXX";
 

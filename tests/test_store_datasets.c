@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "random_table.h"
+#include "store.h"
 #include "test_data.h"
 
 static char root[] = "/tmp/pmaxent_dsets_XXXXXX";

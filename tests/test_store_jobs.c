@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "check.h"
-#include "server.h"
+#include "store.h"
 
 static char root[] = "/tmp/pmaxent_jobs_XXXXXX";
 

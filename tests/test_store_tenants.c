@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "server.h"
+#include "store.h"
 
 static char root[] = "/tmp/pmaxent_tenants_XXXXXX";
 

@@ -17,6 +17,11 @@
 
 #include "check.h"
 #include "instance.h"
+#include "maxent.h"
+#include "newton.h"
+#include "scaling.h"
+#include "schur.h"
+#include "twolevel.h"
 
 #define N_TABLES 40
 #define SEED	 UINT64_C(19700101)
