@@ -1,8 +1,8 @@
 /*
- * Private to the HTTP service (http.c, http_util.c, api.c, analyses.c,
- * risk.c, sweeps.c, metrics.c): the server state, one request and one response as the route
- * handlers see them, and the helpers the handlers share. Not part of the
- * public API (server.h).
+ * Private to the HTTP service (http.c, http_start.c, http_util.c, api.c,
+ * analyses.c, risk.c, sweeps.c, metrics.c): the server state, one request and one response as the
+ * route handlers see them, and the helpers the handlers share. Not part of the public API
+ * (server.h).
  */
 #ifndef PMAXENT_HTTP_INTERNAL_H
 #define PMAXENT_HTTP_INTERNAL_H
@@ -148,6 +148,17 @@ struct http_response {
 	void (*stream_free)(void *ctx);
 	void *stream_ctx;
 };
+
+/* ---- http.c: the request cycle and the daemon ------------------------- */
+
+/*
+ * MHD serves the connections the gate hands over (no listening socket of
+ * its own), one thread each. Its own limits are a backstop above the
+ * gate's, which answer first; its pool holds a whole head. Starts both on
+ * ss (h->daemon, h->gate), for http_start; http_stop stops them.
+ */
+enum pm_status http_daemon_start(struct http_server *h, const struct sockaddr_storage *ss,
+				 struct pm_error *err);
 
 /* ---- tokens.c: the token file ---------------------------------------- */
 

@@ -212,17 +212,20 @@ void http_options_init(struct http_options *o);
 
 struct http_server;
 
+/* Reads the token file again (SIGHUP): the new tokens apply from the next
+ * request on. A file that cannot be read or is refused leaves the tokens
+ * as they were (err says why). Without a token file there is nothing to
+ * read: PM_OK. */
+enum pm_status http_reload(struct http_server *h, struct pm_error *err);
+
+/* ---- http_start.c ------------------------------------------------------- */
+
 /* Opens the store, starts the workers and the HTTP daemon. Caller stops it
  * with http_stop. */
 enum pm_status http_start(const struct http_options *o, struct http_server **out,
 			  struct pm_error *err);
 /* The port actually bound (useful with port 0). */
 unsigned http_port(const struct http_server *h);
-/* Reads the token file again (SIGHUP): the new tokens apply from the next
- * request on. A file that cannot be read or is refused leaves the tokens
- * as they were (err says why). Without a token file there is nothing to
- * read: PM_OK. */
-enum pm_status http_reload(struct http_server *h, struct pm_error *err);
 /* Graceful shutdown: stop accepting, let the requests in flight finish
  * for up to the grace (responses then close their connections), cut what
  * is left (an upload cut short stores nothing), cancel running analyses

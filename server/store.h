@@ -45,14 +45,6 @@ void store_row_finish(struct store_row *r);
 /* Frees an array of n rows from a list call. */
 void store_rows_free(struct store_row *rows, size_t n);
 
-/* Opens (creating if needed) DIR/pmaxent.db. Caller frees with store_close. */
-enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err);
-void store_close(struct store *s);
-/* Whether the store answers a trivial query within seconds (/readyz): a
- * store held that long by other work, or unreachable, does not. The
- * database's words go to err without its path or URI. */
-enum pm_status store_ping(struct store *s, double seconds, struct pm_error *err);
-
 /* A new analysis, status "queued". PM_ERR_NOT_FOUND if the dataset is not
  * the tenant's. */
 enum pm_status store_analysis_insert(struct store *s, const char *id, const char *tenant,
@@ -96,6 +88,16 @@ enum pm_status store_analysis_interrupted(struct store *s, const char *id, int m
 enum pm_status store_analysis_counts(struct store *s, int64_t counts[5], struct pm_error *err);
 /* The same for the sweeps. */
 enum pm_status store_sweep_counts(struct store *s, int64_t counts[5], struct pm_error *err);
+
+/* ---- store_open.c ------------------------------------------------------- */
+
+/* Opens (creating if needed) DIR/pmaxent.db. Caller frees with store_close. */
+enum pm_status store_open(const char *dir, struct store **out, struct pm_error *err);
+void store_close(struct store *s);
+/* Whether the store answers a trivial query within seconds (/readyz): a
+ * store held that long by other work, or unreachable, does not. The
+ * database's words go to err without its path or URI. */
+enum pm_status store_ping(struct store *s, double seconds, struct pm_error *err);
 
 /* ---- store_datasets.c --------------------------------------------------- */
 

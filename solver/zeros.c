@@ -6,7 +6,7 @@
  * combinations of one value's rows force (zeros_relax.c, each proved),
  * then, for each component of buckets that open rows still link, the
  * exact decision: the interior point method of zeros_ipm.c, and where
- * that does not settle, the linear program of zeros_lp.c. Untouched
+ * that does not settle, the linear program of zeros_lp_component.c. Untouched
  * buckets keep the strictly positive closed form and are never looked at.
  *
  * The solver deepens only as far as its own solve shows a need

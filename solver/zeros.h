@@ -7,13 +7,17 @@
  * point (struct zeros, zeros_deepen) and, below it, what its files share
  * among themselves:
  *
- *   zeros.c            the entry point: the depths, in order
- *   zeros_propagate.c  rows tight at their bounds, per-bucket flows
- *   zeros_relax.c      the per-value relaxations
- *   zeros_ipm.c        the interior point method, for a relaxation and
- *                      for a whole component alike
- *   zeros_ipm_normal.c its normal equations
- *   zeros_lp.c         GLPK: the last word on a component, and conflicts
+ *   zeros.c               the entry point: the depths, in order
+ *   zeros_propagate.c     rows tight at their bounds, per-bucket flows
+ *   zeros_relax.c         the per-value relaxations
+ *   zeros_ipm.c           the interior point method, for a relaxation and
+ *                         for a whole component alike
+ *   zeros_ipm_normal.c    its normal equations
+ *   zeros_lp.c            GLPK's simplex, in slices, and its exact simplex
+ *   zeros_lp_component.c  a component's programs, and the zero finder:
+ *                         the last word on a component
+ *   zeros_lp_conflict.c   the rules of a conflict named
+ *   lp_guard.c            GLPK's fatal errors caught
  *
  * Every zero written is proved (to ZERO_RECORDS): zeros are only ever
  * added, so each depth starts from what the ones before it found.
@@ -42,7 +46,7 @@ enum zeros_depth {
 	/* every per-value relaxation */
 	ZEROS_RELAXED,
 	/* every component with an open row decided (zeros_ipm.c, else
-	 * zeros_lp.c): the zeros are complete */
+	 * zeros_lp_component.c): the zeros are complete */
 	ZEROS_EXACT,
 };
 
@@ -79,7 +83,7 @@ struct zeros {
 	size_t found;		/* forced zeros so far */
 	size_t added;		/* of which the last zeros_deepen found */
 	double seconds;		/* in zeros_deepen, every call */
-	/* components whose exact decision was too large (zeros_lp.c's
+	/* components whose exact decision was too large (zeros_lp_component.c's
 	 * LP_MAX_ENTRIES, after the interior point method's CENTER_ROWS):
 	 * their forced zeros stay unknown, the solve's to run down */
 	size_t undecided;
@@ -407,6 +411,50 @@ struct glp_prob *zeros_lp_create(void);
  * (a worker thread's would outlive it). */
 void zeros_lp_release(void);
 
+/* ---- zeros_lp_component.c: a component's programs, its zero finder ------ */
+
+/* A component: its buckets and knowledge rows (borrowed from the
+ * struct components of zeros_lp_conflict), with local cell numbers. */
+struct component {
+	size_t n_buckets, n_krows, m;
+	const uint32_t *buckets, *krows;
+	uint32_t *cells; /* local -> inv cell, non-zero cells only */
+};
+
+/* Invariant rows of each bucket, and components, shared by all LPs. */
+struct lp_context {
+	const struct solver_options *o; /* progress callback for cancels; may be NULL */
+	const struct dataset *ds;
+	const struct knowledge *k;
+	const struct invariants *inv;
+	uint8_t *zero;
+	size_t *brow_off; /* invariant rows of bucket b: brow[brow_off[b] ..) */
+	uint32_t *brow;
+	int32_t *local;	    /* inv cell -> local column, -1 if not in the LP */
+	size_t max_entries; /* the largest program built (LP_MAX_ENTRIES) */
+};
+
+/* The context of z's programs (the invariant rows of each bucket are
+ * indexed when the first program is built); free it with
+ * zeros_lp_context_finish. */
+struct lp_context zeros_lp_context(const struct zeros *z, const struct solver_options *o);
+void zeros_lp_context_finish(struct lp_context *bd);
+/* Local columns for the component's cells; with skip_zero, only those not
+ * yet known to be zero. */
+enum pm_status zeros_lp_cells(struct lp_context *bd, struct component *c, int skip_zero);
+/* Frees c->cells (zeros_lp_cells) and clears c. */
+void zeros_lp_component_finish(struct component *c);
+/* The component's LP: homogenized zero finder, or (homog = 0) the plain
+ * feasibility problem A y = c, y >= 0 with the knowledge rows in use[]
+ * (NULL: all). Returns NULL when out of memory; the caller deletes it
+ * (glp_delete_prob). */
+struct glp_prob *zeros_lp_build(struct lp_context *bd, const struct component *c,
+				const uint8_t *use, int homog);
+/* Zero finder LP on one component; conflicts are reported. *undecided
+ * (and nothing done) when its program is over bd->max_entries
+ * (LP_MAX_ENTRIES; a conflict check's LP_CHECK_ENTRIES). */
+enum pm_status zeros_lp_component_solve(struct lp_context *bd, struct component *c, int *undecided,
+					struct pm_error *err);
 /*
  * The zero finder's program on component i of cs (its buckets' invariant
  * rows and its knowledge rows): every cell no solution makes positive
@@ -416,6 +464,9 @@ void zeros_lp_release(void);
  */
 enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
 				  const struct solver_options *o, struct pm_error *err);
+
+/* ---- zeros_lp_conflict.c: conflicting rules named ----------------------- */
+
 /* The components of the touched buckets (every knowledge row linking
  * them, an interval's with both its bounds) are tried until one's
  * conflicting rules are named (PM_ERR_INCONSISTENT); PM_OK if none shows
@@ -426,6 +477,11 @@ enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, 
  * (unknown). */
 enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o, int proved,
 				 struct pm_error *err);
+/* c has no solution: PM_ERR_INCONSISTENT naming its conflicting rules,
+ * those a deletion filter in shrinking chunks leaves, an irreducible
+ * infeasible set (each one is needed for the conflict). */
+enum pm_status zeros_lp_conflict_report(struct lp_context *bd, struct component *c,
+					struct pm_error *err);
 /*
  * A deletion filter in shrinking chunks over n rows: use[] (1 each on
  * entry) keeps the rows that stay needed for infeasible(ctx, use) == 0,
