@@ -213,7 +213,7 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 	struct pm_error err = {0};
 	struct dataset *ds = NULL;
 	json_t *solver = NULL, *know = NULL, *result = NULL;
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	enum pm_status st = PM_OK;
 	struct solver_options base;
 	int rc = inputs_solver_flags(c, a, &solver);
@@ -239,7 +239,7 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 		st = codec_solver_options(json_object_get(know, "solver"),
 					  &(struct solver_options){0}, &err);
 	if (!st)
-		st = pipeline_run_dataset(ds, know, solver, &base, pipeline_now() - t0, &result,
+		st = pipeline_run_dataset(ds, know, solver, &base, solver_now() - t0, &result,
 					  &err);
 	if (!st)
 		st = inputs_print_json(result, &err);

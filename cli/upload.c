@@ -179,26 +179,18 @@ struct progress {
 	double last;	/* when the line was last drawn (a terminal) */
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void progress(struct progress *p)
 {
 	int pct = p->total ? (int)(p->sent * 100 / p->total) : 100;
 	int done = p->sent == p->total, mb = p->total >= 1000000;
 	double unit = mb ? 1e6 : 1e3;
 
-	if (p->tty && !(done || now() - p->last >= 0.1))
+	if (p->tty && !(done || solver_now() - p->last >= 0.1))
 		return;
 	if (!p->tty && pct / 10 <= p->tenth)
 		return;
 	p->tenth = pct / 10;
-	p->last = now();
+	p->last = solver_now();
 	fprintf(stderr, "%spmaxent: sent %.1f of %.1f %s (%d%%)%s", p->tty ? "\r" : "",
 		(double)p->sent / unit, (double)p->total / unit, mb ? "MB" : "kB", pct,
 		p->tty && !done ? "" : "\n");

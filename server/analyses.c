@@ -641,7 +641,7 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 	solver_options_init(&w.base);
 	w.base.time_limit = h->o.solve_time_limit; /* the default, and the most it gets */
 	w.base.stall = h->o.test_stall;
-	w.load = pipeline_now() - t0;
+	w.load = solver_now() - t0;
 	io.deadline = h->o.solve_time_limit + h->o.test_stall + 30;
 	if (h->o.test_crash && ds->name && !strcmp(ds->name, h->o.test_crash))
 		io.test_signal = h->o.test_signal;
@@ -672,7 +672,7 @@ static void solve_run(struct http_server *h, const struct http_request *r, const
 static void solve(struct http_server *h, const struct http_request *r, struct http_response *res)
 {
 	static const char *const keys[] = {"dataset", "knowledge", "solver", "report"};
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	struct dataset *ds = NULL;
 	struct pm_error err = {0};
 	json_t *req = NULL;

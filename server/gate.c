@@ -410,7 +410,7 @@ static void head_method(const char *buf, size_t n, char *out, size_t size)
 
 static void record(struct gate *g, const char *method, unsigned status, double t0)
 {
-	double dt = pipeline_now() - t0;
+	double dt = solver_now() - t0;
 
 	metrics_record(g->metrics, ROUTE_NONE, method, status, dt);
 	if (!g->quiet)
@@ -426,7 +426,7 @@ static void answer(struct gate *g, struct pend *p, unsigned status, const char *
 	send_problem(p->fd, status, detail);
 	setsockopt(p->fd, SOL_SOCKET, SO_RCVLOWAT, &one, sizeof one);
 	p->closing = 1;
-	p->deadline = pipeline_now() + LINGER_SECONDS;
+	p->deadline = solver_now() + LINGER_SECONDS;
 	record(g, method, status, p->t0);
 }
 
@@ -472,7 +472,7 @@ static int pend_push(struct gate *g, int fd, const struct sockaddr_storage *ss, 
 		g->pfd = pg;
 		g->cap_pend = cap;
 	}
-	g->pend[g->n_pend] = (struct pend){fd, *ss, len, pipeline_now(), 0, 0};
+	g->pend[g->n_pend] = (struct pend){fd, *ss, len, solver_now(), 0, 0};
 	g->pend[g->n_pend].deadline = g->pend[g->n_pend].t0 + g->l.header_timeout;
 	g->n_pend++;
 	return 0;
@@ -571,7 +571,7 @@ static void refuse_emfile(struct gate *g)
 		send_problem(fd, 503, "the service is out of file descriptors");
 		drain(fd);
 		close(fd);
-		record(g, "-", 503, pipeline_now());
+		record(g, "-", 503, solver_now());
 	}
 	g->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
 }
@@ -606,7 +606,7 @@ static void accept_some(struct gate *g)
 			send_problem(fd, status, detail);
 			drain(fd);
 			close(fd);
-			record(g, "-", status, pipeline_now());
+			record(g, "-", status, solver_now());
 		}
 	}
 }
@@ -637,7 +637,7 @@ static void *gate_main(void *arg)
 		g->pfd[1] = (struct pollfd){g->lfd, POLLIN, 0};
 		for (size_t i = 0; i < n; i++)
 			g->pfd[i + 2] = (struct pollfd){g->pend[i].fd, POLLIN | POLLRDHUP, 0};
-		if (poll(g->pfd, n + 2, next_timeout(g, pipeline_now())) < 0 && errno != EINTR)
+		if (poll(g->pfd, n + 2, next_timeout(g, solver_now())) < 0 && errno != EINTR)
 			break;
 		if (g->pfd[0].revents)
 			break;
@@ -645,7 +645,7 @@ static void *gate_main(void *arg)
 		for (size_t i = n; i-- > 0;)
 			if (g->pfd[i + 2].revents)
 				pend_read(g, i, g->pfd[i + 2].revents);
-		pend_expire(g, pipeline_now());
+		pend_expire(g, solver_now());
 		if (g->pfd[1].revents)
 			accept_some(g);
 	}

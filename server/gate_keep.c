@@ -122,7 +122,7 @@ static int next_head(struct keep *k, int fd)
 											     : 0;
 	gate_check_head(buf, (size_t)n, l, &v);
 	if (!k->head_t0)
-		k->head_t0 = pipeline_now();
+		k->head_t0 = solver_now();
 	if (!v.complete && !v.status) {
 		struct pollfd p = {fd, POLLRDHUP, 0};
 
@@ -130,7 +130,7 @@ static int next_head(struct keep *k, int fd)
 			v.status = 400, snprintf(v.detail, sizeof v.detail, "%s",
 						 "the client stopped sending before the request "
 						 "head was complete");
-		else if (pipeline_now() - k->head_t0 > l->header_timeout)
+		else if (solver_now() - k->head_t0 > l->header_timeout)
 			v.status = 408,
 			snprintf(v.detail, sizeof v.detail,
 				 "the request head did not arrive within %g seconds "

@@ -286,10 +286,10 @@ static enum MHD_Result send_response(struct http_server *h, struct MHD_Connectio
 		ok = MHD_queue_response(con, res->status, mr);
 		MHD_destroy_response(mr);
 	}
-	metrics_record(h->metrics, c->route, method, res->status, pipeline_now() - c->t0);
+	metrics_record(h->metrics, c->route, method, res->status, solver_now() - c->t0);
 	if (!h->o.quiet)
 		metrics_log(method, c->target.path ? c->target.path : c->raw, res->status,
-			    (size_t)bytes, pipeline_now() - c->t0, c->tenant);
+			    (size_t)bytes, solver_now() - c->t0, c->tenant);
 	free(res->body);
 	free(res->location);
 	free(res->link);
@@ -339,7 +339,7 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *con)
 		c = NULL;
 	}
 	if (c) {
-		c->t0 = pipeline_now();
+		c->t0 = solver_now();
 		pthread_mutex_lock(&h->drain_mu);
 		h->in_flight++;
 		pthread_mutex_unlock(&h->drain_mu);

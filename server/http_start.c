@@ -198,14 +198,14 @@ unsigned http_port(const struct http_server *h)
 }
 
 /* Waits until no request counted by *count is left, or until the deadline
- * (pipeline_now() seconds). */
+ * (solver_now() seconds). */
 static void wait_for(struct http_server *h, const size_t *count, double deadline)
 {
 	struct timespec ts;
 	double left;
 
 	pthread_mutex_lock(&h->drain_mu);
-	while (*count && (left = deadline - pipeline_now()) > 0) {
+	while (*count && (left = deadline - solver_now()) > 0) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_sec += (time_t)left;
 		ts.tv_nsec += (long)((left - (double)(time_t)left) * 1e9);
@@ -226,7 +226,7 @@ static void wait_for(struct http_server *h, const size_t *count, double deadline
  * out, for up to HTTP_ANSWER_WAIT more seconds. */
 static void drain(struct http_server *h)
 {
-	double deadline = pipeline_now() + h->o.grace;
+	double deadline = solver_now() + h->o.grace;
 
 	__atomic_store_n(&h->draining, 1, __ATOMIC_RELAXED);
 	gate_stop(h->gate);
@@ -241,7 +241,7 @@ static void drain(struct http_server *h)
 		fprintf(stderr, "pmaxent: the grace of %g s is over: %zu requests cut off\n",
 			h->o.grace, h->in_flight - h->handling);
 	pthread_mutex_unlock(&h->drain_mu);
-	wait_for(h, &h->handling, pipeline_now() + HTTP_ANSWER_WAIT);
+	wait_for(h, &h->handling, solver_now() + HTTP_ANSWER_WAIT);
 }
 
 void http_stop(struct http_server *h)

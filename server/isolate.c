@@ -478,7 +478,7 @@ static void name_memory_limit(const struct isolate_options *o, struct pm_error *
 static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, struct reader *r,
 			int *why)
 {
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
 	*why = 0;
 	for (;;) {
@@ -496,7 +496,7 @@ static void parent_loop(int fd, pid_t pid, const struct isolate_options *o, stru
 		}
 		if (!*why && o->cancelled && o->cancelled(o->ctx))
 			*why = 1;
-		if (!*why && o->deadline > 0 && pipeline_now() - t0 > o->deadline)
+		if (!*why && o->deadline > 0 && solver_now() - t0 > o->deadline)
 			*why = 2;
 		if (*why) {
 			kill(pid, SIGKILL);

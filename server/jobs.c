@@ -365,7 +365,7 @@ static int claim(struct jobs *j, struct slot *s)
 		s->alone = c.crashes > 0;
 		s->busy = 1;
 		s->cancel = j->stopping; /* claimed as the service stops: back to the queue */
-		s->p = (struct jobs_progress){{SOLVER_PHASE_SETUP, 0, NAN}, pipeline_now()};
+		s->p = (struct jobs_progress){{SOLVER_PHASE_SETUP, 0, NAN}, solver_now()};
 		j->alone_running |= s->alone;
 		j->claims++;
 		j->takeovers += c.crashes > 0;
@@ -464,7 +464,7 @@ static char *progress_text(const struct jobs_progress *p)
 	json_t *o = json_pack("{s:s, s:i, s:o, s:f}", "phase", solver_phase_name(n->phase),
 			      "iterations", n->iterations, "max_violation",
 			      isnan(n->max_violation) ? json_null() : json_real(n->max_violation),
-			      "elapsed", round((pipeline_now() - p->started) * 1e3) / 1e3);
+			      "elapsed", round((solver_now() - p->started) * 1e3) / 1e3);
 	char *text = o ? json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 
 	json_decref(o);

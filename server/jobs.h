@@ -27,7 +27,7 @@ struct jobs;
 
 struct jobs_progress {
 	struct solver_progress now; /* the last report of its solve */
-	double started;		    /* pipeline_now() when it started */
+	double started;		    /* solver_now() when it started */
 };
 
 struct jobs_stats {

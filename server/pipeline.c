@@ -8,14 +8,6 @@
 
 #include "server.h"
 
-double pipeline_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The time limit of a run, from the start of its mining: the caller's
  * cancel (the progress callback) and the clock, as the solver's own
  * deadline does (solver.c) for the solve. */
@@ -32,7 +24,7 @@ static int mining_stopped(void *ctx)
 
 	if (c->o->progress && c->o->progress(c->o->progress_ctx, &p))
 		return 1;
-	return c->expired = pipeline_now() >= c->end;
+	return c->expired = solver_now() >= c->end;
 }
 
 /*
@@ -45,7 +37,7 @@ static int mining_stopped(void *ctx)
 static enum pm_status mine(const struct dataset *ds, struct codec_mined *mined, struct knowledge *k,
 			   struct solver_options *o, struct pm_error *err)
 {
-	struct run_clock c = {o, o->time_limit > 0 ? pipeline_now() + o->time_limit : INFINITY, 0};
+	struct run_clock c = {o, o->time_limit > 0 ? solver_now() + o->time_limit : INFINITY, 0};
 	enum pm_status st;
 
 	mined->asked.stop = mining_stopped;
@@ -58,7 +50,7 @@ static enum pm_status mine(const struct dataset *ds, struct codec_mined *mined, 
 				 "more time (solver.time_limit)",
 				 o->time_limit);
 	if (!st && o->time_limit > 0) /* what is left, and never none */
-		o->time_limit = fmax(c.end - pipeline_now(), 1e-9);
+		o->time_limit = fmax(c.end - solver_now(), 1e-9);
 	return st;
 }
 
@@ -72,7 +64,7 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 	struct solver_options o;
 	struct invariants inv = {0};
 	struct solver_result r = {0};
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	int has_mine = 0;
 	enum pm_status st;
 
@@ -89,20 +81,20 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 	/* base's limit is the default and the most a request gets */
 	if (base && base->time_limit > 0 && !(o.time_limit > 0 && o.time_limit < base->time_limit))
 		o.time_limit = base->time_limit;
-	t.load = load_seconds + (pipeline_now() - t0);
-	t0 = pipeline_now();
+	t.load = load_seconds + (solver_now() - t0);
+	t0 = solver_now();
 	/* mined rules go after the user rules; miner_run rejects published form */
 	if (has_mine && (st = mine(ds, &mined, &k, &o, err)))
 		goto out;
-	t.mine = pipeline_now() - t0;
-	t0 = pipeline_now();
+	t.mine = solver_now() - t0;
+	t0 = solver_now();
 	if ((st = invariants_build(ds, &k, &inv, err)))
 		goto out;
-	t.build = pipeline_now() - t0;
-	t0 = pipeline_now();
+	t.build = solver_now() - t0;
+	t0 = solver_now();
 	if ((st = solver_run(ds, &k, &inv, &o, &r, err)))
 		goto out;
-	t.solve = pipeline_now() - t0;
+	t.solve = solver_now() - t0;
 	*out = codec_result(ds, &k, &r, &t, has_mine ? &mined : NULL);
 	if (!*out)
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory while writing the result");
@@ -117,14 +109,14 @@ enum pm_status pipeline_run(const json_t *dataset, const json_t *knowledge, cons
 			    double load_seconds, json_t **out, struct pm_error *err)
 {
 	struct dataset *ds = NULL;
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	enum pm_status st;
 
 	*out = NULL;
 	st = codec_dataset(dataset, &ds, err);
 	if (!st)
 		st = pipeline_run_dataset(ds, knowledge, solver, NULL,
-					  load_seconds + (pipeline_now() - t0), out, err);
+					  load_seconds + (solver_now() - t0), out, err);
 	dataset_destroy(ds);
 	return st;
 }

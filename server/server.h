@@ -143,9 +143,6 @@ enum pm_status pipeline_run_dataset(const struct dataset *ds, const json_t *know
 				    const json_t *solver, const struct solver_options *base,
 				    double load_seconds, json_t **out, struct pm_error *err);
 
-/* Monotonic clock in seconds. */
-double pipeline_now(void);
-
 /* ---- http_util.c -------------------------------------------------------- */
 
 /* FNV-1a (64 bits) of n bytes, going on from h (PM_HASH_INIT to start):

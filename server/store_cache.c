@@ -163,11 +163,11 @@ enum pm_status store_dataset_parsed(struct store *s, const char *id, const char 
 		c->hits++;
 	pthread_mutex_unlock(&c->mu);
 	if (!e) {
-		double t0 = pipeline_now();
+		double t0 = solver_now();
 
 		if (!(e = load(s, id, tenant, err)))
 			return err->status;
-		e = keep(c, e, pipeline_now() - t0);
+		e = keep(c, e, solver_now() - t0);
 	}
 	*out = e->ds;
 	return PM_OK;

@@ -203,7 +203,7 @@ struct comp_solve {
 	const struct invariants *inv;
 	const uint8_t *zero;
 	const struct solver_options *o;
-	struct solver_options co; /* o, its progress callback serialized */
+	struct cancel *cancel; /* shared by the components (it is locked) */
 	double *y;
 	const struct solver_probe *probe;
 	struct components cs;
@@ -213,33 +213,7 @@ struct comp_solve {
 	size_t first_item; /* order[first_item ..]: the items */
 	struct maxent_stats *st;
 	enum pm_status *ret;
-	int stopped; /* a progress callback asked to stop (under mu) */
-	pthread_mutex_t mu;
 };
-
-/* Components solved at once call the caller's callback one at a time. */
-static int comp_progress(void *ctx, int iteration, double max_violation)
-{
-	struct comp_solve *s = ctx;
-	int stop;
-
-	pthread_mutex_lock(&s->mu);
-	stop = s->o->tick(s->o->tick_ctx, iteration, max_violation);
-	s->stopped |= stop != 0;
-	pthread_mutex_unlock(&s->mu);
-	return stop;
-}
-
-/* Has a component's progress callback asked to stop? */
-static int comp_stopped(struct comp_solve *s)
-{
-	int stopped;
-
-	pthread_mutex_lock(&s->mu);
-	stopped = s->stopped;
-	pthread_mutex_unlock(&s->mu);
-	return stopped;
-}
 
 /* Component i alone, on the pool given (NULL: this thread). */
 static void comp_one(struct comp_solve *s, size_t i, struct parallel *pool)
@@ -252,10 +226,10 @@ static void comp_one(struct comp_solve *s, size_t i, struct parallel *pool)
 				  s->o->warm ? s->o->warm->y : NULL, s->y);
 	/* a component that starts once another's progress callback asked
 	 * to stop (a cancel, or the time limit) stops at its start */
-	if (!ret && comp_stopped(s))
+	if (!ret && s->cancel && cancel_stopped(s->cancel))
 		ret = PM_ERR_CANCELLED;
 	else if (!ret)
-		ret = twolevel_run(&t, &s->co, s->probe, &s->st[i]);
+		ret = twolevel_run(&t, s->o, s->cancel, s->probe, &s->st[i]);
 	/* a cancelled one leaves its last iterate (solver.c's best point when
 	 * the time limit stopped the solve) */
 	if (!ret || ret == PM_ERR_CANCELLED)
@@ -330,12 +304,17 @@ static void comp_schedule(struct comp_solve *s, struct parallel *pool)
 
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, struct parallel *pool, double *y,
-			      const struct solver_probe *probe, struct maxent_stats *st,
-			      struct pm_error *err)
+			      const struct solver_options *o, struct cancel *cancel,
+			      struct parallel *pool, double *y, const struct solver_probe *probe,
+			      struct maxent_stats *st, struct pm_error *err)
 {
-	struct comp_solve s = {
-	    .ds = ds, .inv = inv, .zero = zero, .o = o, .co = *o, .y = y, .probe = probe};
+	struct comp_solve s = {.ds = ds,
+			       .inv = inv,
+			       .zero = zero,
+			       .o = o,
+			       .cancel = cancel,
+			       .y = y,
+			       .probe = probe};
 	enum pm_status ret = components_build(inv, coupled, implied, 0, &s.cs);
 
 	memset(st, 0, sizeof *st);
@@ -353,13 +332,7 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 						    inv->cell_off[s.cs.bucket[k]];
 		}
 		qsort(s.order, s.cs.n, sizeof *s.order, by_cells);
-		pthread_mutex_init(&s.mu, NULL);
-		if (o->tick) {
-			s.co.tick = comp_progress;
-			s.co.tick_ctx = &s;
-		}
 		comp_schedule(&s, pool);
-		pthread_mutex_destroy(&s.mu);
 		ret = comp_merge(&s, st);
 	}
 	if (ret == PM_ERR_NOMEM)

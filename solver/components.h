@@ -5,6 +5,7 @@
 #ifndef PMAXENT_COMPONENTS_H
 #define PMAXENT_COMPONENTS_H
 
+#include "cancel.h"
 #include "solver.h"
 
 struct maxent_stats;
@@ -41,14 +42,14 @@ void components_finish(struct components *cs);
  * stops early (not converged) when it converges only linearly or stalls,
  * the signs of a multiplier running off to infinity.
  * Each connected component of the coupled buckets (components.c) is its
- * own problem; they run on the pool's threads (pool may be NULL), and o's
- * progress callback is called from them, one at a time. iterations are
- * the most any component took.
+ * own problem; they run on the pool's threads (pool may be NULL) and
+ * poll the one token cancel (may be NULL). iterations are the most any
+ * component took.
  */
 enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
 			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, struct parallel *pool, double *y,
-			      const struct solver_probe *probe, struct maxent_stats *st,
-			      struct pm_error *err);
+			      const struct solver_options *o, struct cancel *cancel,
+			      struct parallel *pool, double *y, const struct solver_probe *probe,
+			      struct maxent_stats *st, struct pm_error *err);
 
 #endif

@@ -88,7 +88,8 @@ static size_t numbering(const struct lsys *s, uint32_t *lmap, uint32_t *fidx)
 	return nf;
 }
 
-enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struct maxent_stats *ms)
+enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struct cancel *cancel,
+			   struct maxent_stats *ms)
 {
 	uint32_t *lmap = malloc((s->m->n_cells + 1) * sizeof *lmap);
 	uint32_t *fidx = malloc((s->nl + 1) * sizeof *fidx);
@@ -112,7 +113,7 @@ enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struc
 			s->mid[i] + s->half[i], 0);
 	f.off[f.n] = f.nnz;
 	st = maxent_solve_rows(
-	    &(struct maxent_rows){nf, f.n, f.off, f.cell, f.coef, f.lo, f.hi, f.start}, o, y, ms,
+	    &(struct maxent_rows){nf, f.n, f.off, f.cell, f.coef, f.lo, f.hi, f.start}, o, cancel, y, ms,
 	    &err);
 	for (size_t v = 0; (st == PM_OK || st == PM_ERR_CANCELLED) && v < s->nl; v++)
 		s->y[v] = s->lzero[v] ? 0 : y[fidx[v]];

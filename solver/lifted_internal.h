@@ -81,7 +81,8 @@ void lifted_dual_start(struct lsys *s, const double *mu);
 
 /* The full dual over s's buckets and open rows (their bounds as s
  * merged them), its estimate into s->y. */
-enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struct maxent_stats *ms);
+enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struct cancel *cancel,
+			   struct maxent_stats *ms);
 
 /* ---- lifted_lp.c ------------------------------------------------------- */
 
@@ -92,15 +93,14 @@ enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struc
  * LIFTED_LP_ENTRIES adds nothing. */
 enum pm_status lifted_lp_zeros(const struct dataset *ds, const struct knowledge *k,
 			       const struct lifted *m, uint8_t *zero, const uint8_t *implied,
-			       const struct solver_options *o, size_t *added, struct pm_error *err);
+			       struct cancel *cancel, size_t *added, struct pm_error *err);
 /* Entries of the zero finder's program (SIZE_MAX when out of memory). */
 size_t lifted_lp_entries(const struct lifted *m, const uint8_t *zero, const uint8_t *implied);
 /* PM_ERR_INCONSISTENT naming the conflict if the rows admit no solution
  * with these zeros; PM_OK if they do. */
 enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowledge *k,
 				  const struct lifted *m, const uint8_t *zero,
-				  const uint8_t *implied, const struct solver_options *o,
-				  struct pm_error *err);
+				  const uint8_t *implied, struct cancel *cancel, struct pm_error *err);
 
 /* ---- lifted_run.c ------------------------------------------------------ */
 
@@ -127,7 +127,7 @@ struct lifted_answer {
  */
 enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
-			  const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
+			  struct cancel *cancel, const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
 			  struct maxent_stats *ms, size_t *forced, struct pm_error *err);
 /* r's statements (st_*) and people (person_*) from a, and max_violation
  * raised to the model's own rows'. */

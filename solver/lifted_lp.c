@@ -167,7 +167,7 @@ static glp_prob *lp_make(const struct lprog *p, const uint8_t *use, int homog)
 struct feasible_run {
 	const struct lprog *p;
 	const uint8_t *use;
-	const struct solver_options *o;
+	struct cancel *cancel;
 	int f;
 };
 
@@ -180,17 +180,17 @@ static enum pm_status feasible_lp(void *ctx)
 
 	if (!lp)
 		return PM_ERR_NOMEM;
-	st = zeros_lp_solve(lp, r->o, &r->f);
+	st = zeros_lp_solve(lp, r->cancel, &r->f);
 	glp_delete_prob(lp);
 	return st;
 }
 
 /* Feasible with the open rows use[] keeps: 1, 0, or -1 (failure, GLPK's
  * fatal errors too), -2 (cancelled). */
-static int feasible(const struct lprog *p, const uint8_t *use, const struct solver_options *o)
+static int feasible(const struct lprog *p, const uint8_t *use, struct cancel *cancel)
 {
 	size_t first = p->n_rows - p->n_open;
-	struct feasible_run r = {p, use, o, -1};
+	struct feasible_run r = {p, use, cancel, -1};
 	struct pm_error e;
 	enum pm_status st;
 
@@ -256,14 +256,14 @@ static enum pm_status conflict_named(const struct dataset *ds, const struct know
 
 struct filter_ctx {
 	const struct lprog *p;
-	const struct solver_options *o;
+	struct cancel *cancel;
 };
 
 static int filter_feasible(void *ctx, const uint8_t *use)
 {
 	const struct filter_ctx *fc = ctx;
 
-	return feasible(fc->p, use, fc->o);
+	return feasible(fc->p, use, fc->cancel);
 }
 
 /* Deletion filter in shrinking chunks over the rules and statements
@@ -272,12 +272,12 @@ static int filter_feasible(void *ctx, const uint8_t *use)
  * conflicting set. p's zeros are no help here: each was proved from
  * rows the filter may drop. */
 static enum pm_status filter(const struct dataset *ds, const struct knowledge *k,
-			     const struct lprog *p, const struct solver_options *o,
+			     const struct lprog *p, struct cancel *cancel,
 			     struct pm_error *err)
 {
 	size_t n = p->n_open, first = p->n_rows - n;
 	uint8_t *use = malloc(n + 1), *save = malloc(n + 1), *stay = malloc(n + 1);
-	struct filter_ctx ctx = {p, o};
+	struct filter_ctx ctx = {p, cancel};
 	enum pm_status st = PM_ERR_NOMEM;
 	int f;
 
@@ -304,7 +304,7 @@ out:
 /* The conflict, named: the filter over the model without its zeros and
  * implied rows (every rule a candidate). */
 static enum pm_status conflict_report(const struct dataset *ds, const struct knowledge *k,
-				      const struct lifted *m, const struct solver_options *o,
+				      const struct lifted *m, struct cancel *cancel,
 				      struct pm_error *err)
 {
 	uint8_t *none = calloc(m->n_cells + 1, 1);
@@ -316,7 +316,7 @@ static enum pm_status conflict_report(const struct dataset *ds, const struct kno
 			       "no distribution satisfies the knowledge (the program naming the "
 			       "conflicting rules and statements is too large to build)");
 	else if (!st)
-		st = filter(ds, k, &p, o, err);
+		st = filter(ds, k, &p, cancel, err);
 	if (st == PM_ERR_NOMEM)
 		error_set(err, st, "", "out of memory looking for conflicting knowledge");
 	else if (st == PM_ERR_INTERNAL)
@@ -331,7 +331,7 @@ static enum pm_status conflict_report(const struct dataset *ds, const struct kno
 struct zeros_run {
 	const struct lprog *p;
 	const struct lifted *m;
-	const struct solver_options *o;
+	struct cancel *cancel;
 	uint8_t *zero;
 	size_t *added;
 	int none; /* only y = 0, t = 0: no solution */
@@ -348,7 +348,7 @@ static enum pm_status zeros_lp(void *ctx)
 
 	if (!lp)
 		return PM_ERR_NOMEM;
-	if ((st = zeros_lp_solve(lp, r->o, &f)))
+	if ((st = zeros_lp_solve(lp, r->cancel, &f)))
 		goto out;
 	r->none = glp_get_obj_val(lp) < 0.5;
 	for (size_t c = 0; !r->none && c < r->m->n_cells; c++)
@@ -363,10 +363,10 @@ out:
 
 enum pm_status lifted_lp_zeros(const struct dataset *ds, const struct knowledge *k,
 			       const struct lifted *m, uint8_t *zero, const uint8_t *implied,
-			       const struct solver_options *o, size_t *added, struct pm_error *err)
+			       struct cancel *cancel, size_t *added, struct pm_error *err)
 {
 	struct lprog p;
-	struct zeros_run r = {&p, m, o, zero, added, 0};
+	struct zeros_run r = {&p, m, cancel, zero, added, 0};
 	struct pm_error fatal = {0};
 	enum pm_status st;
 
@@ -377,7 +377,7 @@ enum pm_status lifted_lp_zeros(const struct dataset *ds, const struct knowledge 
 		goto out; /* undecided: the dual runs its zeros down */
 	st = lp_guard_run(zeros_lp, &r, &fatal);
 	if (!st && r.none) /* the program is gone: the filter makes its own */
-		st = conflict_report(ds, k, m, o, err);
+		st = conflict_report(ds, k, m, cancel, err);
 out:
 	lprog_finish(&p);
 	/* GLPK's per-thread environment would outlive a worker thread */
@@ -395,7 +395,7 @@ out:
 
 enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowledge *k,
 				  const struct lifted *m, const uint8_t *zero,
-				  const uint8_t *implied, const struct solver_options *o,
+				  const uint8_t *implied, struct cancel *cancel,
 				  struct pm_error *err)
 {
 	struct lprog p;
@@ -404,14 +404,14 @@ enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowled
 
 	if (st)
 		error_set(err, st, "", "out of memory looking for conflicting knowledge");
-	else if (p.entries <= LIFTED_LP_ENTRIES && (f = feasible(&p, NULL, o)) == 0)
-		st = conflict_report(ds, k, m, o, err);
+	else if (p.entries <= LIFTED_LP_ENTRIES && (f = feasible(&p, NULL, cancel)) == 0)
+		st = conflict_report(ds, k, m, cancel, err);
 	else if (f < 0)
 		st = error_set(err, f == -2 ? PM_ERR_CANCELLED : PM_ERR_INTERNAL, "",
 			       f == -2 ? "the solve was cancelled"
 				       : "the linear program solver failed");
 	else if (p.entries > LIFTED_LP_ENTRIES) /* the zeros proved it */
-		st = conflict_report(ds, k, m, o, err);
+		st = conflict_report(ds, k, m, cancel, err);
 	lprog_finish(&p);
 	zeros_lp_release();
 	return st;

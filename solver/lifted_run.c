@@ -155,8 +155,9 @@ static void keep(const struct lsys *s, const double *x, double *y, double *mu, u
  * running off). *empty: a row left without a free cell whose bounds
  * exclude 0 (SIZE_MAX: none). */
 /* The two-level dual on s from x (each open row's multiplier). */
-static enum pm_status newton_round(struct lsys *s, const struct solver_options *o, int exact,
-				   double *x, struct maxent_stats *ms)
+static enum pm_status newton_round(struct lsys *s, const struct solver_options *o,
+				   struct cancel *cancel, int exact, double *x,
+				   struct maxent_stats *ms)
 {
 	struct newton_problem np;
 	struct newton *nw = NULL;
@@ -173,19 +174,18 @@ static enum pm_status newton_round(struct lsys *s, const struct solver_options *
 	lifted_dual_start(s, x);
 	lifted_dual_problem(s, &np);
 	np.null = &null;
+	np.cancel = cancel;
 	np.stop = exact ? STOP_EARLY_NONE : STOP_EARLY_STALL;
 	if (!null.row || newton_create(&np, &nw))
 		goto out;
 	/* to the tolerance, then a few steps further while they help: forced
 	 * zeros the search did not find shrink a step at a time */
 	target = stop_target(o->tolerance, big);
-	st = newton_minimize(nw, o, o->tolerance, x, ms, &stalled);
+	st = newton_minimize(nw, o->max_iterations, o->tolerance, x, ms, &stalled);
 	if (!st && !stalled && ms->max_violation > target) {
-		struct solver_options po = *o;
-
-		po.max_iterations =
-		    stop_polish_limit(ms->iterations, LIFTED_POLISH, o->max_iterations);
-		st = newton_minimize(nw, &po, target, x, ms, &stalled);
+		st = newton_minimize(
+		    nw, stop_polish_limit(ms->iterations, LIFTED_POLISH, o->max_iterations),
+		    target, x, ms, &stalled);
 	}
 out:
 	newton_destroy(nw);
@@ -200,7 +200,8 @@ out:
  * exclude 0 (SIZE_MAX: none). */
 static enum pm_status solve_round(const struct dataset *ds, const struct lifted *m,
 				  const uint8_t *zero, const uint8_t *implied,
-				  const struct solver_options *o, int exact, double *mu, double *y,
+				  const struct solver_options *o, struct cancel *cancel, int exact,
+				  double *mu, double *y,
 				  uint8_t *touched, struct maxent_stats *ms, size_t *empty)
 {
 	struct lsys s;
@@ -214,8 +215,8 @@ static enum pm_status solve_round(const struct dataset *ds, const struct lifted 
 		goto out;
 	for (size_t i = 0; i < s.r; i++)
 		x[i] = mu[s.row[i]];
-	st = o->method == SOLVER_FULL_DUAL ? lifted_full(&s, o, ms)
-					   : newton_round(&s, o, exact, x, ms);
+	st = o->method == SOLVER_FULL_DUAL ? lifted_full(&s, o, cancel, ms)
+					   : newton_round(&s, o, cancel, exact, x, ms);
 	keep(&s, x, y, mu, touched);
 out:
 	ms->converged = !st && *empty == SIZE_MAX && (!s.r || stop_converged(ms->max_violation, o->tolerance));
@@ -251,7 +252,7 @@ out:
 /* Rounds of the dual, and of the exact programs where it fails. */
 static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k,
 			     struct lifted_answer *a, uint8_t *zero, const uint8_t *implied,
-			     const struct solver_options *o, uint8_t *touched,
+			     const struct solver_options *o, struct cancel *cancel, uint8_t *touched,
 			     struct maxent_stats *ms, struct pm_error *err)
 {
 	double *mu = calloc(a->m.n_rows + 1, sizeof *mu);
@@ -262,12 +263,12 @@ static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k
 	int exact = !st && lifted_lp_entries(&a->m, zero, implied) <= LIFTED_LP_FIRST;
 
 	if (exact)
-		st = lifted_lp_zeros(ds, k, &a->m, zero, implied, o, &added, err);
+		st = lifted_lp_zeros(ds, k, &a->m, zero, implied, cancel, &added, err);
 	for (int round = 0; !st && round < LIFTED_ROUNDS; round++) {
 		size_t empty;
 
 		memset(touched, 0, a->m.inv->n_groups);
-		st = solve_round(ds, &a->m, zero, implied, o, exact, mu, a->y, touched, ms, &empty);
+		st = solve_round(ds, &a->m, zero, implied, o, cancel, exact, mu, a->y, touched, ms, &empty);
 		if (st == PM_ERR_NOMEM)
 			error_set(err, st, "", "out of memory");
 		if (st == PM_ERR_CANCELLED)
@@ -275,13 +276,13 @@ static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k
 		if (st || ms->converged)
 			break;
 		if (empty != SIZE_MAX) {
-			st = lifted_lp_conflict(ds, k, &a->m, zero, implied, o, err);
+			st = lifted_lp_conflict(ds, k, &a->m, zero, implied, cancel, err);
 			break;
 		}
 		if (exact)
 			break;
 		/* the dual stalled: the exact zeros, and once more to the end */
-		st = lifted_lp_zeros(ds, k, &a->m, zero, implied, o, &added, err);
+		st = lifted_lp_zeros(ds, k, &a->m, zero, implied, cancel, &added, err);
 		exact = 1;
 	}
 	free(mu);
@@ -290,7 +291,7 @@ static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k
 
 enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
-			  const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
+			  struct cancel *cancel, const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
 			  struct maxent_stats *ms, size_t *forced, struct pm_error *err)
 {
 	struct zeros z;
@@ -302,7 +303,8 @@ enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 		st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 		goto out;
 	}
-	if ((st = zeros_deepen(&z, ZEROS_CHEAP, NULL, o, err)) ||
+	z.threads = o->threads;
+	if ((st = zeros_deepen(&z, ZEROS_CHEAP, NULL, cancel, err)) ||
 	    (st = lifted_build(ds, k, inv, &a->m, err)))
 		goto out;
 	a->y = calloc(a->m.n_cells + 1, sizeof *a->y);
@@ -312,7 +314,7 @@ enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 	}
 	st = ph && ph->iterate(ph->ctx, err)
 		 ? PM_ERR_CANCELLED
-		 : rounds(ds, k, a, zero, z.implied, o, touched, ms, err);
+		 : rounds(ds, k, a, zero, z.implied, o, cancel, touched, ms, err);
 	if (st && st != PM_ERR_CANCELLED)
 		goto out;
 	/* a cancel too leaves an estimate (solver.c's time limit answers

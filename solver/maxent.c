@@ -433,10 +433,12 @@ static void solve_error(enum pm_status ret, struct pm_error *err)
 
 /* L-BFGS (OWL-QN with intervals) on d from u to target; probing keeps
  * the last two iterates (d->cur, d->prv, ...). */
-static enum pm_status dual_run(struct maxent_dual *d, const struct solver_options *o, double *u,
-			       int probing, double target, struct maxent_stats *st)
+static enum pm_status dual_run(struct maxent_dual *d, const struct solver_options *o,
+			       struct cancel *cancel, double *u, int probing, double target,
+			       struct maxent_stats *st)
 {
 	struct maxent_driver drv = {.opt = o,
+				    .cancel = cancel,
 				    .ctx = d,
 				    .eval = full_eval,
 				    .rebase = full_rebase,
@@ -501,7 +503,8 @@ static enum pm_status rows_copy(struct maxent_dual *d, const struct maxent_rows 
 }
 
 enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solver_options *o,
-				 double *y, struct maxent_stats *st, struct pm_error *err)
+				 struct cancel *cancel, double *y, struct maxent_stats *st,
+				 struct pm_error *err)
 {
 	struct maxent_dual *d = calloc(1, sizeof *d);
 	double *u = NULL, big = 1;
@@ -521,7 +524,7 @@ enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solv
 		big = fmax(big, fabs(d->rhs[k]));
 	}
 	dual_rebase(d);
-	ret = dual_run(d, o, u, 0, stop_target(o->tolerance, big), st);
+	ret = dual_run(d, o, cancel, u, 0, stop_target(o->tolerance, big), st);
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)
 		y[j] = d->y[j];
 out:
@@ -532,9 +535,9 @@ out:
 }
 
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
-			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    const struct solver_probe *probe, struct maxent_stats *st,
-			    struct pm_error *err)
+			    const uint8_t *skip, const struct solver_options *o,
+			    struct cancel *cancel, double *y, const struct solver_probe *probe,
+			    struct maxent_stats *st, struct pm_error *err)
 {
 	double *prev = probe ? probe->prev : NULL;
 	struct maxent_dual *d = NULL;
@@ -552,7 +555,7 @@ enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
 	for (size_t i = 0; i < d->r; i++)
 		max_rhs = fmax(max_rhs, d->rhs[i]);
 	dual_start(d, inv, d->nb, d->sa_sum, u);
-	ret = dual_run(d, o, u, prev != NULL, stop_target(o->tolerance, max_rhs), st);
+	ret = dual_run(d, o, cancel, u, prev != NULL, stop_target(o->tolerance, max_rhs), st);
 	/* a cancel leaves the last iterate (solver.c's best point when the
 	 * time limit stopped the solve) */
 	for (size_t j = 0; (ret == PM_OK || ret == PM_ERR_CANCELLED) && j < d->m; j++)

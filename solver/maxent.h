@@ -6,6 +6,7 @@
 #ifndef PMAXENT_MAXENT_H
 #define PMAXENT_MAXENT_H
 
+#include "cancel.h"
 #include "solver.h"
 
 struct solver_probe;
@@ -24,12 +25,13 @@ struct maxent_stats {
  * rows that touch at least one free cell, for the cells with active[cell]
  * set (the rest are fixed by the caller), leaving out rows with skip[row]
  * set (skip may be NULL). y receives the estimate on the active cells;
- * probe (may be NULL) what a probe leaves (struct solver_probe).
+ * probe (may be NULL) what a probe leaves (struct solver_probe); cancel
+ * (may be NULL) is polled at every iteration.
  */
 enum pm_status maxent_solve(const struct invariants *inv, const uint8_t *active,
-			    const uint8_t *skip, const struct solver_options *o, double *y,
-			    const struct solver_probe *probe, struct maxent_stats *st,
-			    struct pm_error *err);
+			    const uint8_t *skip, const struct solver_options *o,
+			    struct cancel *cancel, double *y, const struct solver_probe *probe,
+			    struct maxent_stats *st, struct pm_error *err);
 
 /*
  * The full dual of rows with coefficients, for the pseudonym model: m
@@ -47,7 +49,8 @@ struct maxent_rows {
 
 /* maxent_solve on in: y (m entries) the estimate, st the outcome. */
 enum pm_status maxent_solve_rows(const struct maxent_rows *in, const struct solver_options *o,
-				 double *y, struct maxent_stats *st, struct pm_error *err);
+				 struct cancel *cancel, double *y, struct maxent_stats *st,
+				 struct pm_error *err);
 
 /* The dual alone, for checks and experiments: D(λ) - D(0) and ∇D = A y - c
  * (records) over the rows maxent_solve would use, in its row order.
@@ -70,7 +73,8 @@ void maxent_dual_destroy(struct maxent_dual *d);
  * while they help; u must come from lbfgs_malloc.
  */
 struct maxent_driver {
-	const struct solver_options *opt;
+	const struct solver_options *opt; /* its tolerance and iteration limit */
+	struct cancel *cancel;		  /* polled at every iteration (may be NULL) */
 	double target;
 	void *ctx;
 	double (*eval)(void *ctx, const double *u, double *g, double *violation);

@@ -38,7 +38,7 @@ static int progress(void *ctx, const lbfgsfloatval_t *u, const lbfgsfloatval_t *
 	drv->iterations++;
 	if (drv->step)
 		drv->step(drv->ctx);
-	if (drv->opt->tick && drv->opt->tick(drv->opt->tick_ctx, drv->iterations, drv->violation)) {
+	if (cancel_report(drv->cancel, drv->iterations, drv->violation)) {
 		drv->cancelled = 1;
 		return LBFGSERR_CANCELED;
 	}
@@ -238,8 +238,7 @@ static enum pm_status polish_run(struct maxent_driver *drv, struct polish *p, do
 			p->k += p->k < POLISH_M;
 		}
 		memcpy(p->g, p->g1, p->n * sizeof *p->g);
-		if (drv->opt->tick &&
-		    drv->opt->tick(drv->opt->tick_ctx, drv->iterations, drv->violation))
+		if (cancel_report(drv->cancel, drv->iterations, drv->violation))
 			return PM_ERR_CANCELLED;
 	}
 	drv->eval(drv->ctx, u, NULL, &drv->violation);

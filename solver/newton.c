@@ -41,7 +41,6 @@
 
 struct newton {
 	const struct newton_problem *p;
-	const struct solver_options *o; /* its progress callback: cancels */
 	double *g, *d, *res, *z, *q, *hq, *diag, *x1;
 	double *step; /* the direction of the last step taken, whole */
 	double *best; /* PCG's iterate of the smallest residual */
@@ -345,14 +344,12 @@ static void factor_at(struct newton *nw, size_t nf)
 		p->null->known = 1;
 }
 
-/* Has the caller asked to stop (a cancel, or the time limit behind the
- * callback: solver.c)? Reported with the current point's iteration and
+/* Has the caller asked to stop (a cancel, or the time limit: the
+ * problem's token)? Reported with the current point's iteration and
  * violation. */
 static int stop_asked(const struct newton *nw, int iteration, double viol)
 {
-	const struct solver_options *o = nw->o;
-
-	return o->tick && o->tick(o->tick_ctx, iteration, viol);
+	return cancel_report(nw->p->cancel, iteration, viol);
 }
 
 /* The residual -pg, a dependent row's entry left out (and a held
@@ -659,7 +656,7 @@ static void switch_to_formed(struct newton *nw)
 	nw->dense = (nw->ldl || factor_alloc(nw)) && (!p->form || !p->form(p->ctx));
 }
 
-static enum pm_status run(struct newton *nw, const struct solver_options *o, double target,
+static enum pm_status run(struct newton *nw, int max_iterations, double target,
 			  double *x, struct maxent_stats *st, int *stalled)
 {
 	const struct newton_problem *p = nw->p;
@@ -671,7 +668,7 @@ static enum pm_status run(struct newton *nw, const struct solver_options *o, dou
 	nw->target = target;
 	evaluate(nw, x, x, nw->g, NULL, &viol);
 	g0 = sqrt(dot(nw->pg, nw->pg, p->n));
-	while (viol > target && st->iterations < o->max_iterations) {
+	while (viol > target && st->iterations < max_iterations) {
 		double eta = fmin(0.1, sqrt(sqrt(dot(nw->pg, nw->pg, p->n)) / (g0 + 1e-300)));
 		double before = viol;
 		int full = 0, moved, narrowing;
@@ -771,12 +768,11 @@ void newton_destroy(struct newton *nw)
 	free(nw);
 }
 
-enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o, double target,
-			       double *x, struct maxent_stats *st, int *stalled)
+enum pm_status newton_minimize(struct newton *nw, int max_iterations, double target, double *x,
+			       struct maxent_stats *st, int *stalled)
 {
 	*stalled = 0;
-	nw->o = o;
-	return run(nw, o, target, x, st, stalled);
+	return run(nw, max_iterations, target, x, st, stalled);
 }
 
 void newton_moving(const struct newton *nw, const uint32_t *var_row, uint8_t *rows)

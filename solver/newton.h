@@ -6,6 +6,7 @@
 #ifndef PMAXENT_NEWTON_H
 #define PMAXENT_NEWTON_H
 
+#include "cancel.h"
 #include "solver.h"
 #include "stop.h"
 
@@ -26,6 +27,9 @@ struct newton_null {
 struct newton_problem {
 	void *ctx;
 	size_t n;
+	/* polled between steps, trials and CG products, each report with the
+	 * iteration and the violation (may be NULL: never stops) */
+	struct cancel *cancel;
 	/* f(x) - f(prepared point), the gradient into g (may be NULL) and
 	 * the largest violation (records) at x, of the variables without an
 	 * l1 weight */
@@ -86,11 +90,12 @@ struct newton;
 enum pm_status newton_create(const struct newton_problem *p, struct newton **out);
 void newton_destroy(struct newton *nw);
 
-/* Newton steps from x until the violation is at most target, the
- * iteration limit of o (iterations counted on from st->iterations) or a
- * cancel (PM_ERR_CANCELLED); *stalled when the line search fails. */
-enum pm_status newton_minimize(struct newton *nw, const struct solver_options *o, double target,
-			       double *x, struct maxent_stats *st, int *stalled);
+/* Newton steps from x until the violation is at most target, or
+ * max_iterations (counted on from st->iterations), or the problem's
+ * token stops it (PM_ERR_CANCELLED); *stalled when the line search
+ * fails. */
+enum pm_status newton_minimize(struct newton *nw, int max_iterations, double target, double *x,
+			       struct maxent_stats *st, int *stalled);
 /* Sets rows[var_row[k]] for each variable k that the direction of
  * newton_minimize's last step still moves (SOLVER_MOVING: a probe's
  * runaway multipliers). */

@@ -1,42 +1,18 @@
 /*
- * What solver.c's solve (solver_run) shares with the parts it calls: its
- * clock, the stop a caller may ask for (solver_options.tick, which
- * solver_run sets), the threshold below which a cell counts as zero, and
- * the probe (struct solver_probe) that the dual solves fill for the zero
- * search. Internal to solver/.
+ * What solver.c's solve (solver_run) shares with the parts it calls (its
+ * cancel token is cancel.h's): the threshold below which a cell counts
+ * as zero, and the probe (struct solver_probe) that the dual solves fill
+ * for the zero search. Internal to solver/.
  */
 #ifndef PMAXENT_SOLVE_H
 #define PMAXENT_SOLVE_H
 
 #include <math.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "solver.h"
 
 /* ---- solver.c ----------------------------------------------------------- */
-
-/* Monotonic seconds, for the phases' timings and the time limit. */
-static inline double solver_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/*
- * Has the caller asked the solve to stop? o's tick (o may be NULL) with no
- * iteration to report (0, NaN): a cancel, or the time limit, both of
- * which solver.c's tick checks before it tells the caller where the
- * solve is. Polled between the steps of the zero search (relaxations,
- * interior point iterations, LP slices), which have no iterations of
- * their own to report.
- */
-static inline int solver_stop_asked(const struct solver_options *o)
-{
-	return o && o->tick && o->tick(o->tick_ctx, 0, NAN);
-}
 
 /*
  * Records to which a value counts as zero, everywhere the forced zeros are

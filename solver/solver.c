@@ -96,11 +96,10 @@ void solver_pool_destroy(struct solver_pool *p)
 	free(p);
 }
 
-struct deadline;
 
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
-	struct deadline *dl; /* what the caller is told, and the clock */
+	struct cancel *cancel; /* what the caller is told, and the clock */
 	struct zeros z;
 	uint8_t *active, *cpl;
 	uint8_t *closed; /* per bucket: the closed form of Theorem 5 */
@@ -306,6 +305,7 @@ static enum pm_status run_init(struct run *u, const struct dataset *ds, const st
 	}
 	if (zeros_init(&u->z, ds, k, inv))
 		return PM_ERR_NOMEM;
+	u->z.threads = o->threads;
 	/* the cells the full dual solves for (the two-level dual takes cpl) */
 	u->active = o->method == SOLVER_FULL_DUAL ? calloc(n, 1) : NULL;
 	u->cpl = calloc(ds->n_groups + 1, 1);
@@ -398,24 +398,24 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	if (probe)
 		memset(u->probe.ray, 0, inv->n_rows);
 	if (o->method == SOLVER_FULL_DUAL)
-		return maxent_solve(inv, u->active, implied, o, r->cells, probe ? &u->probe : NULL,
-				    &u->ms, err);
-	return twolevel_solve(ds, inv, u->z.zero, u->z.implied, u->cpl, o, u->pool, r->cells,
-			      probe ? &u->probe : NULL, &u->ms, err);
+		return maxent_solve(inv, u->active, implied, o, u->cancel, r->cells,
+				    probe ? &u->probe : NULL, &u->ms, err);
+	return twolevel_solve(ds, inv, u->z.zero, u->z.implied, u->cpl, o, u->cancel, u->pool,
+			      r->cells, probe ? &u->probe : NULL, &u->ms, err);
 }
 
 /* The zero search deepened to depth, the rows of ray first (may be NULL;
  * zeros_deepen); the first time, the untouched buckets (which no zero can
  * change) go to the other threads meanwhile. */
 static enum pm_status find_zeros(struct run *u, enum zeros_depth depth, const uint8_t *ray,
-				 const struct solver_options *o, struct pm_error *err)
+				 struct pm_error *err)
 {
 	size_t chunks = (u->inv->n_groups + SPLIT_CHUNK - 1) / SPLIT_CHUNK;
 	enum pm_status st;
 
 	if (!u->early)
 		parallel_items_start(u->pool, chunks, untouched_item, u);
-	st = zeros_deepen(&u->z, depth, ray, o, err);
+	st = zeros_deepen(&u->z, depth, ray, u->cancel, err);
 	if (!u->early)
 		parallel_items_finish(u->pool, chunks, untouched_item, u);
 	u->early = 1;
@@ -484,7 +484,7 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 		 * probe (what is left is seldom a per-value argument) */
 		if (rayed)
 			d = ZEROS_EXACT;
-		st = find_zeros(u, d, ray, o, err);
+		st = find_zeros(u, d, ray, err);
 		ray = NULL;
 		if (st)
 			break;
@@ -516,66 +516,11 @@ static enum pm_status solve_all(const struct dataset *ds, const struct invariant
 	return st;
 }
 
-/*
- * The time limit (solver_options.time_limit) and the tests' stall, in
- * front of the caller's progress callback: every place that polls it for
- * a cancel (the iterations, the components, the relaxations, the interior
- * point methods, the LP slices) also stops the solve when the time is up,
- * and solver_run tells the two apart by `expired`. The calls are
- * serialized (components.c), so the state needs no lock.
- */
-struct deadline {
-	const struct solver_options *caller;
-	double end;    /* monotonic seconds; INFINITY: no limit */
-	double stall;  /* seconds to wait at the first check; 0 once waited */
-	int expired;   /* the time limit stopped the solve */
-	int cancelled; /* the caller did */
-	/* what the caller is told (struct solver_progress): the phase, and
-	 * the iterations of the solves that ended (base) to which the
-	 * running one's count adds */
-	struct solver_progress now;
-	int base;
-};
-
-/* Sleeps of the stall, between which the cancel and the limit are
- * polled. */
-#define STALL_SLEEP 0.005
-
-/* The caller's callback, told where the solve is: a report of an
- * iterate (iteration > 0, or a violation) moves the count on from the
- * solves before it (base), never back (components report their own
- * counts, one at a time); a poll (0, NaN) only repeats the phase. */
-static int deadline_caller(struct deadline *d, int iteration, double violation)
-{
-	const struct solver_options *o = d->caller;
-
-	if (iteration > 0 || !isnan(violation)) {
-		int it = d->base + iteration;
-
-		d->now.iterations = it > d->now.iterations ? it : d->now.iterations;
-		d->now.max_violation = violation;
-	}
-	return o->progress && o->progress(o->progress_ctx, &d->now);
-}
-
-/* The phase the caller is told of from now on (and at once, a chance
- * to cancel): 1 if the solve is to stop. */
-static int deadline_phase(struct deadline *d, enum solver_phase phase, int base)
-{
-	d->now.phase = phase;
-	d->base = base;
-	if (d->expired || d->cancelled)
-		return 1;
-	if ((d->cancelled = deadline_caller(d, 0, NAN)))
-		return 1;
-	return d->expired = solver_now() >= d->end;
-}
-
 /* The phase from now on, the iterations of the solves that ended being
  * base; 1 (err set) if the solve is to stop. */
 static int run_phase(struct run *u, enum solver_phase phase, int base, struct pm_error *err)
 {
-	if (!deadline_phase(u->dl, phase, base))
+	if (!cancel_phase(u->cancel, phase, base))
 		return 0;
 	error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 	return 1;
@@ -585,43 +530,6 @@ static int run_phase(struct run *u, enum solver_phase phase, int base, struct pm
 static int lifted_iterate(void *ctx, struct pm_error *err)
 {
 	return run_phase(ctx, SOLVER_PHASE_ITERATE, 0, err);
-}
-
-/* The stall, in small sleeps: 1 when a cancel or the limit ends it. */
-static int deadline_stall(struct deadline *d, int iteration, double violation)
-{
-	double until = solver_now() + d->stall;
-
-	d->stall = 0;
-	for (double t = solver_now(); t < until; t = solver_now()) {
-		double nap = fmin(STALL_SLEEP, until - t);
-		struct timespec ts = {0, (long)(nap * 1e9)};
-
-		if ((d->cancelled = deadline_caller(d, iteration, violation)))
-			return 1;
-		if (t >= d->end)
-			return d->expired = 1;
-		nanosleep(&ts, NULL);
-	}
-	return 0;
-}
-
-/* The progress callback of a solve with a deadline: the caller's cancel
- * first (PM_ERR_CANCELLED stays a cancel), then the clock. Either
- * verdict stands for every later check (the other components, the
- * unwinding), so a cancel never turns into a time limit or back. */
-static int deadline_progress(void *ctx, int iteration, double violation)
-{
-	struct deadline *d = ctx;
-
-	if (d->expired || d->cancelled)
-		return 1;
-	if (d->stall > 0 && deadline_stall(d, iteration, violation))
-		return 1;
-	if ((d->cancelled = deadline_caller(d, iteration, violation)))
-		return 1;
-	d->expired = solver_now() >= d->end;
-	return d->expired;
 }
 
 /*
@@ -692,11 +600,11 @@ static void best_point(struct run *u, double *y)
  * set, or PM_OK (no conflict: the result stands, not converged).
  */
 static enum pm_status interval_conflict(struct run *u, const struct invariants *inv,
-					const struct solver_options *o, struct pm_error *err)
+					struct pm_error *err)
 {
 	if (u->ms.converged || invariants_first_interval(inv) == inv->n_rows)
 		return PM_OK;
-	return zeros_lp_conflict(&u->z, o, 0, err);
+	return zeros_lp_conflict(&u->z, u->cancel, 0, err);
 }
 
 /* o's warm start where it is exact (struct solver_warm), its zeros
@@ -721,18 +629,14 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	struct run u = {0};
 	struct lifted_answer la = {0};
 	double t0 = solver_now(), t1;
-	struct deadline dl = {.caller = o,
-			      .end = o->time_limit > 0 ? t0 + o->time_limit : INFINITY,
-			      .stall = o->stall,
-			      .now = {SOLVER_PHASE_ZEROS, 0, NAN}};
+	struct cancel c;
 	struct solver_options wo = *o;
 	enum pm_status st;
 
 	memset(r, 0, sizeof *r);
-	wo.tick = deadline_progress;
-	wo.tick_ctx = &dl;
+	cancel_init(&c, o, t0);
 	wo.warm = NULL; /* warm_start's to decide */
-	u.dl = &dl;
+	u.cancel = &c;
 	/* every cell is written by the split (solve_split) */
 	r->cells = malloc((inv->n_cells + 1) * sizeof *r->cells);
 	st = r->cells ? run_init(&u, ds, k, inv, o) : PM_ERR_NOMEM;
@@ -743,18 +647,19 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (lifted_needed(k)) {
 		struct lifted_phase ph = {lifted_iterate, &u};
 
-		st = lifted_run(ds, k, inv, &wo, &ph, &la, r->cells, &u.ms, &r->forced_zeros, err);
+		st = lifted_run(ds, k, inv, &wo, &c, &ph, &la, r->cells, &u.ms, &r->forced_zeros,
+				err);
 	} else {
 		wo.warm = warm_start(k, inv, o, &u.z);
 		st = solve_all(ds, inv, &wo, &u, r, err);
 		if (!st)
-			st = interval_conflict(&u, inv, &wo, err);
+			st = interval_conflict(&u, inv, err);
 		if (!st && !(r->zero = malloc(inv->n_cells + 1)))
 			st = error_set(err, PM_ERR_NOMEM, "", "out of memory");
 		else if (!st)
 			memcpy(r->zero, u.z.zero, inv->n_cells);
 	}
-	if (st == PM_ERR_CANCELLED && dl.expired) {
+	if (st == PM_ERR_CANCELLED && cancel_expired(&c)) {
 		if (!lifted_needed(k))
 			best_point(&u, r->cells);
 		st = error_set(err, PM_OK, "", "%s", ""); /* not a cancel */
@@ -763,7 +668,7 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 		goto out;
 	r->iterations = u.ms.iterations;
 	t1 = solver_now();
-	if (!dl.expired && deadline_phase(&dl, SOLVER_PHASE_METRICS, u.ms.iterations)) {
+	if (!cancel_expired(&c) && cancel_phase(&c, SOLVER_PHASE_METRICS, u.ms.iterations)) {
 		st = error_set(err, PM_ERR_CANCELLED, "", "the solve was cancelled");
 		goto out;
 	}
@@ -787,15 +692,15 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 								   : SOLVER_NOT_CONVERGED;
 	/* stopped by the time limit: not converged, whatever its violation
 	 * (SPEC section 3) */
-	if (dl.expired)
+	if (cancel_expired(&c))
 		r->status = SOLVER_NOT_CONVERGED;
 	if (r->status != SOLVER_CONVERGED)
 		snprintf(r->reason, sizeof r->reason, "%s",
-			 dl.expired	  ? "time_limit"
+			 cancel_expired(&c) ? "time_limit"
 			 : u.ms.reason[0] ? u.ms.reason
 					  : "violation above the tolerance");
 	/* a forced zero left unknown keeps its cell shrinking step by step */
-	if (r->status != SOLVER_CONVERGED && !dl.expired && u.z.undecided)
+	if (r->status != SOLVER_CONVERGED && !cancel_expired(&c) && u.z.undecided)
 		snprintf(r->reason + strlen(r->reason), sizeof r->reason - strlen(r->reason),
 			 "; the forced zeros of %zu component(s) too large for the exact "
 			 "search were left undecided",
@@ -804,5 +709,6 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 out:
 	lifted_answer_finish(&la);
 	run_finish(&u);
+	cancel_finish(&c);
 	return st;
 }

@@ -30,6 +30,10 @@ enum solver_phase {
 };
 
 /* "setup", "zeros", "iterate", "metrics". */
+/* Monotonic seconds: the one clock of the solve's phases, its time limit
+ * and the service's timings. */
+double solver_now(void);
+
 const char *solver_phase_name(enum solver_phase phase);
 
 /*
@@ -120,11 +124,6 @@ struct solver_options {
 	 * return cancels the solve (PM_ERR_CANCELLED). May be NULL. */
 	int (*progress)(void *ctx, const struct solver_progress *p);
 	void *progress_ctx;
-	/* The solver's parts report to this (iteration, violation; 0 and
-	 * NaN where there is no iteration), set by solver_run in front of
-	 * `progress`: callers of solver_run leave it NULL. */
-	int (*tick)(void *ctx, int iteration, double max_violation);
-	void *tick_ctx;
 	int threads; /* threads of the two-level solve; 0: parallel_cpus() */
 	/* Threads kept across solves (borrowed; NULL: the solve starts its
 	 * own, `threads` of them). One solve at a time per pool. */

@@ -477,6 +477,7 @@ void twolevel_problem(struct twolevel *t, int formed, struct newton_problem *np)
 		records += t->inv->bucket_n[t->bk[k]];
 	*np = (struct newton_problem){.ctx = t,
 				      .n = t->r,
+				      .cancel = t->cancel,
 				      .eval = nt_eval,
 				      .prepare = nt_prepare,
 				      .diag = nt_diag,
@@ -528,6 +529,7 @@ enum pm_status twolevel_lbfgs(struct twolevel *t, const struct solver_options *o
 			      struct maxent_stats *st)
 {
 	struct maxent_driver drv = {.opt = o,
+				    .cancel = t->cancel,
 				    .ctx = t,
 				    .eval = lbfgs_eval,
 				    .rebase = lbfgs_rebase,
@@ -595,7 +597,8 @@ static void finish_stats(const struct twolevel *t, const struct solver_options *
 }
 
 enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
-			    const struct solver_probe *probe, struct maxent_stats *st)
+			    struct cancel *cancel, const struct solver_probe *probe,
+			    struct maxent_stats *st)
 {
 	struct newton_problem np;
 	double *x = calloc(t->r + 1, sizeof *x);
@@ -606,6 +609,7 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 	enum pm_status ret = PM_ERR_NOMEM;
 
 	memset(st, 0, sizeof *st);
+	t->cancel = cancel;
 	twolevel_problem(t, 1, &np);
 	np.null = &null;
 	if (!x || !null.row || newton_create(&np, &nw))
@@ -616,16 +620,14 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 	np.stop = !probe ? STOP_EARLY_NONE : probe->last ? STOP_EARLY_STALL : STOP_EARLY_LINEAR;
 	t->loosest = TWOLEVEL_LOOSE;
 	t->outer = target;
-	ret = newton_minimize(nw, o, target, x, st, &stalled);
+	ret = newton_minimize(nw, o->max_iterations, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
 	    st->max_violation > (polish = stop_polish_target(target, 1e-13 * max_rhs,
 							     smallest_cell(t),
 							     probe && !probe->last))) {
-		struct solver_options po = *o;
-
-		po.max_iterations =
-		    stop_polish_limit(st->iterations, STOP_POLISH_STEPS, o->max_iterations);
-		ret = newton_minimize(nw, &po, polish, x, st, &stalled);
+		ret = newton_minimize(
+		    nw, stop_polish_limit(st->iterations, STOP_POLISH_STEPS, o->max_iterations),
+		    polish, x, st, &stalled);
 		stalled = 0; /* at the target already: no L-BFGS */
 	}
 	if (!ret && probe && probe->ray)

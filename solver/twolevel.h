@@ -8,6 +8,7 @@
 #define PMAXENT_TWOLEVEL_H
 
 #include "scaling.h"
+#include "cancel.h"
 #include "solver.h"
 
 struct components;
@@ -55,6 +56,7 @@ struct twolevel_part {
 struct twolevel {
 	const struct dataset *ds;
 	const struct invariants *inv;
+	struct cancel *cancel; /* polled by its solves (twolevel_run's; may be NULL) */
 	uint8_t *zero; /* local copy of the forced zeros */
 	double *out;   /* the system's cells (inv numbering): twolevel_store */
 	size_t nb;
@@ -184,10 +186,12 @@ enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 void twolevel_finish(struct twolevel *t);
 /* Copies the estimate into the system's cells (twolevel_init's y). */
 void twolevel_store(const struct twolevel *t);
-/* Newton (and L-BFGS should it stall) on t to o's tolerance; with probe
- * (may be NULL), a probe (twolevel_solve). st gets the outcome. */
+/* Newton (and L-BFGS should it stall) on t to o's tolerance within its
+ * iteration limit, cancel (may be NULL) polled; with probe (may be
+ * NULL), a probe (twolevel_solve). st gets the outcome. */
 enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
-			    const struct solver_probe *probe, struct maxent_stats *st);
+			    struct cancel *cancel, const struct solver_probe *probe,
+			    struct maxent_stats *st);
 /* G(μ) - G(μ0), the gradient (records) into g (may be NULL), the largest
  * violation of any row, inner ones included. */
 double twolevel_eval(struct twolevel *t, const double *mu, double *g, double *violation);

@@ -224,13 +224,13 @@ static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *e
  * memo, kept for the whole search).
  */
 static enum pm_status relax_and_propagate(struct zeros *z, size_t max_cells,
-					  const struct solver_options *o, int *infeasible)
+					  struct cancel *cancel, int *infeasible)
 {
 	enum pm_status st = PM_OK;
 	size_t found = 1;
 
 	while (!st && found && !*infeasible) {
-		st = zeros_relax(z->inv, z->settled, z->zero, max_cells, o, z->memo, &found,
+		st = zeros_relax(z->inv, z->settled, z->zero, max_cells, cancel, z->memo, &found,
 				 infeasible);
 		if (!st && found && !*infeasible)
 			st = zeros_propagate(z->inv, z->zero, z->settled, infeasible);
@@ -353,7 +353,7 @@ static void component_rows(const struct zeros *z, const struct components *cs,
 /* Open component i with its open rows, or only those set in only (may be
  * NULL: all): fewer rows are a relaxation, whose zeros are forced too. */
 static enum pm_status component_problem(const struct zeros *z, size_t i, const uint8_t *only,
-					const struct solver_options *o,
+					struct cancel *cancel,
 					struct component_problem *cp)
 {
 	const struct invariants *inv = z->inv;
@@ -406,8 +406,8 @@ static enum pm_status component_problem(const struct zeros *z, size_t i, const u
 				     .row_cell = cp->row_cell,
 				     .sums = cp->sums,
 				     .rhs = cp->rhs,
-				     .o = o,
-				     .threads = o ? o->threads : 0,
+				     .cancel = cancel,
+				     .threads = z->threads,
 				     .dependent = cp->dependent};
 	component_blocks(z, cs, i, cp);
 	component_rows(z, cs, cp);
@@ -419,14 +419,14 @@ static enum pm_status component_problem(const struct zeros *z, size_t i, const u
  * rows, *settled when they are all there are, and then the rows it found
  * dependent on the others (and saw hold) are implied. */
 static enum pm_status component_center(struct zeros *z, size_t i, const uint8_t *only,
-				       const struct solver_options *o, int *settled,
+				       struct cancel *cancel, int *settled,
 				       struct pm_error *err)
 {
 	const struct invariants *inv = z->inv;
 	const struct components *cs = &z->open;
 	struct component_problem cp;
 	size_t found = 0;
-	enum pm_status st = component_problem(z, i, only, o, &cp);
+	enum pm_status st = component_problem(z, i, only, cancel, &cp);
 
 	*settled = 0;
 	if (!st)
@@ -453,7 +453,7 @@ static enum pm_status component_center(struct zeros *z, size_t i, const uint8_t 
  * too large: z->undecided); then what the new zeros imply. Only the rows
  * a component's zeros could need are in it: the open ones.
  */
-static enum pm_status exact(struct zeros *z, const struct solver_options *o, int *infeasible,
+static enum pm_status exact(struct zeros *z, struct cancel *cancel, int *infeasible,
 			    struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
@@ -461,9 +461,9 @@ static enum pm_status exact(struct zeros *z, const struct solver_options *o, int
 	for (size_t i = 0; !st && i < z->open.n; i++) {
 		int settled = 0;
 
-		st = component_center(z, i, NULL, o, &settled, err);
+		st = component_center(z, i, NULL, cancel, &settled, err);
 		if (!st && !settled)
-			st = zeros_lp_component(z, &z->open, i, o, err);
+			st = zeros_lp_component(z, &z->open, i, cancel, err);
 	}
 	if (!st)
 		st = zeros_propagate(z->inv, z->zero, z->settled, infeasible);
@@ -488,7 +488,7 @@ static size_t count(const uint8_t *a, size_t n)
  * of the cubic cost of the whole), then propagation. *used when some
  * component was.
  */
-static enum pm_status guided(struct zeros *z, const uint8_t *ray, const struct solver_options *o,
+static enum pm_status guided(struct zeros *z, const uint8_t *ray, struct cancel *cancel,
 			     int *used, int *infeasible, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
@@ -504,7 +504,7 @@ static enum pm_status guided(struct zeros *z, const uint8_t *ray, const struct s
 		if (!nr || 2 * nr > all)
 			continue;
 		*used = 1;
-		st = component_center(z, i, ray, o, &settled, err);
+		st = component_center(z, i, ray, cancel, &settled, err);
 	}
 	if (!st && *used)
 		st = zeros_propagate(z->inv, z->zero, z->settled, infeasible);
@@ -516,20 +516,20 @@ static enum pm_status guided(struct zeros *z, const uint8_t *ray, const struct s
 /* The stages from z->depth (exclusive) to depth; *infeasible when
  * propagation or a relaxation finds that no solution exists. */
 static enum pm_status stages(struct zeros *z, enum zeros_depth depth,
-			     const struct solver_options *o, int *infeasible, struct pm_error *err)
+			     struct cancel *cancel, int *infeasible, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
 
 	if (z->depth < ZEROS_CHEAP)
 		st = cheap(z, infeasible, err);
 	if (!st && !*infeasible && depth >= ZEROS_SMALL && z->depth < ZEROS_SMALL)
-		st = relax_and_propagate(z, ZEROS_SMALL_CELLS, o, infeasible);
+		st = relax_and_propagate(z, ZEROS_SMALL_CELLS, cancel, infeasible);
 	if (!st && !*infeasible && depth >= ZEROS_RELAXED && z->depth < ZEROS_RELAXED)
-		st = relax_and_propagate(z, SIZE_MAX, o, infeasible);
+		st = relax_and_propagate(z, SIZE_MAX, cancel, infeasible);
 	if (!st && !*infeasible)
 		st = open_components(z);
 	if (!st && !*infeasible && depth >= ZEROS_EXACT && z->open.n) {
-		st = exact(z, o, infeasible, err);
+		st = exact(z, cancel, infeasible, err);
 		if (!st) /* every component decided (or left to the solve) */
 			components_finish(&z->open);
 	}
@@ -537,7 +537,7 @@ static enum pm_status stages(struct zeros *z, enum zeros_depth depth,
 }
 
 enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8_t *ray,
-			    const struct solver_options *o, struct pm_error *err)
+			    struct cancel *cancel, struct pm_error *err)
 {
 	double t0 = solver_now();
 	int infeasible = 0, used = 0;
@@ -546,16 +546,16 @@ enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8
 	z->added = 0;
 	if (depth <= z->depth)
 		return PM_OK;
-	st = guided(z, ray, o, &used, &infeasible, err);
+	st = guided(z, ray, cancel, &used, &infeasible, err);
 	/* the probe's rows found new zeros: the caller probes again first */
 	if (!st && !infeasible && used && count(z->zero, z->inv->n_cells) > z->found)
 		depth = z->depth;
 	else if (!st && !infeasible)
-		st = stages(z, depth, o, &infeasible, err);
+		st = stages(z, depth, cancel, &infeasible, err);
 	/* propagation or the relaxations found no solution: the rules of the
 	 * conflict named */
 	if (!st && infeasible) {
-		st = zeros_lp_conflict(z, o, 1, err);
+		st = zeros_lp_conflict(z, cancel, 1, err);
 		if (!st)
 			st = error_set(err, PM_ERR_INTERNAL, "",
 				       "forced-zero propagation and the linear program disagree");

@@ -28,6 +28,7 @@
 #include <float.h>
 #include <math.h>
 
+#include "cancel.h"
 #include "components.h"
 #include "solver.h"
 
@@ -88,6 +89,7 @@ struct zeros {
 	 * their forced zeros stay unknown, the solve's to run down */
 	size_t undecided;
 	struct relax_memo *memo;
+	int threads; /* of the interior point methods' pools (<= 0: all); the caller's */
 };
 
 /* Allocates z's arrays for inv (built from ds; k may be NULL if inv has
@@ -107,12 +109,13 @@ void zeros_finish(struct zeros *z);
  * If that adds zeros, the call ends there (z->depth unchanged, z->added
  * counting them) for the caller to probe again; if not, the search goes
  * to depth. When no y satisfies the rows, PM_ERR_INCONSISTENT names an
- * irreducible set of conflicting rules. o (may be NULL) for cancels and
- * the time limit (PM_ERR_CANCELLED, every zero written so far proved)
- * and the threads of the component interior point method.
+ * irreducible set of conflicting rules. cancel (may be NULL): the
+ * token polled for a cancel or the time limit (PM_ERR_CANCELLED, every
+ * zero written so far proved); z->threads: the component interior point
+ * method's.
  */
 enum pm_status zeros_deepen(struct zeros *z, enum zeros_depth depth, const uint8_t *ray,
-			    const struct solver_options *o, struct pm_error *err);
+			    struct cancel *cancel, struct pm_error *err);
 
 /* ---- zeros_propagate.c ------------------------------------------------- */
 
@@ -145,11 +148,11 @@ struct relax_memo;
  * before any zero is written. Adds to zero[] (n_cells), *found counts the
  * new zeros; *infeasible is set when the relaxation has no solution.
  * Values whose open rows hold more than max_cells free cells are left out.
- * o (may be NULL) for cancels: PM_ERR_CANCELLED, every zero written so far
- * proved.
+ * cancel (may be NULL), polled: PM_ERR_CANCELLED, every zero written so
+ * far proved.
  */
 enum pm_status zeros_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			   size_t max_cells, const struct solver_options *o,
+			   size_t max_cells, struct cancel *cancel,
 			   struct relax_memo *memo, size_t *found, int *infeasible);
 
 /*
@@ -188,7 +191,7 @@ struct relax_problem {
 	const size_t *var_off;
 	const uint32_t *var_row;
 	const double *c;
-	const struct solver_options *o; /* for cancels (may be NULL) */
+	struct cancel *cancel; /* for cancels (may be NULL) */
 };
 
 /* ---- zeros_ipm.c -------------------------------------------------------- */
@@ -210,7 +213,7 @@ struct ipm_problem {
 	const size_t *cell_off, *sum_off, *row_off;
 	const uint32_t *h, *row_cell;
 	const double *sums, *rhs;
-	const struct solver_options *o; /* for cancels (may be NULL) */
+	struct cancel *cancel; /* for cancels (may be NULL) */
 	int threads;			/* of the pool forming the Schur complement (<= 0: all) */
 	/* stop once every cell on the zero side is proved, whether or not
 	 * the others are clearly positive (a relaxation claims no more) */
@@ -229,7 +232,7 @@ struct ipm_problem {
  * (per cell, in: the cells known to be zero), *found counts them.
  * *settled when the method converged to the centre and proved every
  * cell it puts on the zero side: then the others are positive there,
- * and the zeros are complete. PM_ERR_CANCELLED when p->o asks to stop
+ * and the zeros are complete. PM_ERR_CANCELLED when p->cancel asks to stop
  * (the cells proved so far are set). */
 enum pm_status zeros_ipm(const struct ipm_problem *p, uint8_t *zero, size_t *found, int *settled);
 
@@ -384,17 +387,17 @@ struct glp_prob; /* glpk.h's glp_prob */
  * advanced basis, with the floating-point simplex and, where that fails or
  * runs out of iterations, the exact one: *feasible 1 optimal (feasible),
  * 0 infeasible; PM_ERR_INTERNAL solver failure (the exact simplex too
- * failed or ran out), PM_ERR_CANCELLED (o's tick, may be NULL). */
-enum pm_status zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o, int *feasible);
-/* GLPK's simplex in time slices, o's cancel polled between them, within
+ * failed or ran out), PM_ERR_CANCELLED (cancel, may be NULL). */
+enum pm_status zeros_lp_solve(struct glp_prob *lp, struct cancel *cancel, int *feasible);
+/* GLPK's simplex in time slices, cancel polled between them, within
  * *left iterations (taken off): *glpk gets GLPK's return code;
  * PM_ERR_CANCELLED when stopped. presolve for the first slice only;
  * tol_bnd 0 keeps GLPK's. */
-enum pm_status zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
+enum pm_status zeros_lp_simplex(struct glp_prob *lp, struct cancel *cancel, int presolve,
 				double tol_bnd, int *left, int *glpk);
 /* GLPK's exact simplex alone, from lp's basis (from a floating-point
  * optimum, to confirm it): zeros_lp_solve's results. */
-enum pm_status zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o, int *feasible);
+enum pm_status zeros_lp_exact(struct glp_prob *lp, struct cancel *cancel, int *feasible);
 /* Is lp's floating-point optimum clean, with no basic variable beyond its
  * bounds and no improving reduced cost (both to 1e-9), so that GLPK's
  * tolerances played no part in it? */
@@ -423,7 +426,7 @@ struct component {
 
 /* Invariant rows of each bucket, and components, shared by all LPs. */
 struct lp_context {
-	const struct solver_options *o; /* progress callback for cancels; may be NULL */
+	struct cancel *cancel; /* polled; may be NULL */
 	const struct dataset *ds;
 	const struct knowledge *k;
 	const struct invariants *inv;
@@ -437,7 +440,7 @@ struct lp_context {
 /* The context of z's programs (the invariant rows of each bucket are
  * indexed when the first program is built); free it with
  * zeros_lp_context_finish. */
-struct lp_context zeros_lp_context(const struct zeros *z, const struct solver_options *o);
+struct lp_context zeros_lp_context(const struct zeros *z, struct cancel *cancel);
 void zeros_lp_context_finish(struct lp_context *bd);
 /* Local columns for the component's cells; with skip_zero, only those not
  * yet known to be zero. */
@@ -463,7 +466,7 @@ enum pm_status zeros_lp_component_solve(struct lp_context *bd, struct component 
  * build (LP_MAX_ENTRIES) is not: z->undecided counts the component.
  */
 enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
-				  const struct solver_options *o, struct pm_error *err);
+				  struct cancel *cancel, struct pm_error *err);
 
 /* ---- zeros_lp_conflict.c: conflicting rules named ----------------------- */
 
@@ -475,7 +478,7 @@ enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, 
  * build the verdict stands without the names; else the programs are
  * kept smaller (LP_CHECK_ENTRIES) and one too large means PM_OK
  * (unknown). */
-enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o, int proved,
+enum pm_status zeros_lp_conflict(struct zeros *z, struct cancel *cancel, int proved,
 				 struct pm_error *err);
 /* c has no solution: PM_ERR_INCONSISTENT naming its conflicting rules,
  * those a deletion filter in shrinking chunks leaves, an irreducible

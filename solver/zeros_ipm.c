@@ -543,7 +543,7 @@ static enum pm_status iterate(struct ipm_state *c, uint8_t *zero, size_t *found,
 		if (c->p->claims_only && proved)
 			break;
 		if (!f && !*settled && !(viol <= 1e-10 * scale && mu <= 1e-14 * scale)) {
-			if (solver_stop_asked(c->p->o))
+			if (cancel_poll(c->p->cancel))
 				return PM_ERR_CANCELLED;
 			f = step(c, free);
 		}
@@ -748,7 +748,7 @@ enum pm_status zeros_ipm_bounded(const struct relax_problem *p, struct ipm_bound
 				    .row_cell = r->row_cell,
 				    .sums = r->sums,
 				    .rhs = p->c,
-				    .o = p->o,
+				    .cancel = p->cancel,
 				    .threads = 1,
 				    .claims_only = 1,
 				    .side = r->side};

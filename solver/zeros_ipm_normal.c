@@ -193,7 +193,7 @@ enum pm_status zeros_ipm_factor(struct ipm_state *c, double eps)
 				c->S[i * c->nr + j] += c->part[p].S[i * c->nr + j];
 	if (failed)
 		return PM_ERR_NOMEM;
-	if (solver_stop_asked(c->p->o))
+	if (cancel_poll(c->p->cancel))
 		return PM_ERR_CANCELLED;
 	schur_dense_factor(c->S, c->nr, eps, c->scratch, c->pool);
 	return PM_OK;

@@ -67,7 +67,7 @@ int zeros_lp_iteration_budget(struct glp_prob *lp)
  * partial basis, so only the first slice may use it; a presolved slice
  * that runs out starts the next from the basis the program had.
  */
-enum pm_status zeros_lp_simplex(struct glp_prob *lp, const struct solver_options *o, int presolve,
+enum pm_status zeros_lp_simplex(struct glp_prob *lp, struct cancel *cancel, int presolve,
 				double tol_bnd, int *left, int *glpk)
 {
 	glp_smcp p;
@@ -92,7 +92,7 @@ enum pm_status zeros_lp_simplex(struct glp_prob *lp, const struct solver_options
 		*left -= glp_get_it_cnt(lp) - it0;
 		p.presolve = GLP_OFF;
 		p.tm_lim = LP_SLICE_MS;
-	} while (ret == GLP_ETMLIM && !solver_stop_asked(o));
+	} while (ret == GLP_ETMLIM && !cancel_poll(cancel));
 	*glpk = ret;
 	return ret == GLP_ETMLIM ? PM_ERR_CANCELLED : PM_OK;
 }
@@ -169,7 +169,7 @@ static void decimal_rows(struct glp_prob *lp)
  * rational arithmetic, which may take longer than a slice: the slices
  * double, so that every one gets further than the last.
  */
-enum pm_status zeros_lp_exact(struct glp_prob *lp, const struct solver_options *o, int *feasible)
+enum pm_status zeros_lp_exact(struct glp_prob *lp, struct cancel *cancel, int *feasible)
 {
 	glp_smcp p;
 	int ret, left = zeros_lp_iteration_budget(lp), restarted = 0;
@@ -190,7 +190,7 @@ enum pm_status zeros_lp_exact(struct glp_prob *lp, const struct solver_options *
 		}
 		if (ret != GLP_ETMLIM || left <= 0)
 			break;
-		if (solver_stop_asked(o))
+		if (cancel_poll(cancel))
 			return PM_ERR_CANCELLED;
 		p.tm_lim = p.tm_lim < INT_MAX / 2 ? 2 * p.tm_lim : INT_MAX;
 	}
@@ -251,20 +251,20 @@ int zeros_lp_clean(struct glp_prob *lp)
  * clean (rules that conflict by 1e-8 records look consistent in floating
  * point, and the solve then runs into its iteration limit).
  */
-enum pm_status zeros_lp_solve(struct glp_prob *lp, const struct solver_options *o, int *feasible)
+enum pm_status zeros_lp_solve(struct glp_prob *lp, struct cancel *cancel, int *feasible)
 {
 	int left = zeros_lp_iteration_budget(lp), ret, r, e;
 	enum pm_status st;
 
 	/* the program took a while to build: a check before the simplex's
 	 * own slices begin */
-	if (solver_stop_asked(o))
+	if (cancel_poll(cancel))
 		return PM_ERR_CANCELLED;
 	glp_adv_basis(lp, 0);
-	st = zeros_lp_simplex(lp, o, 0, 0, &left, &ret);
+	st = zeros_lp_simplex(lp, cancel, 0, 0, &left, &ret);
 	if (!st && ret != 0 && ret != GLP_EITLIM) {
 		glp_std_basis(lp); /* singular or ill-conditioned start: retry */
-		st = zeros_lp_simplex(lp, o, 0, 0, &left, &ret);
+		st = zeros_lp_simplex(lp, cancel, 0, 0, &left, &ret);
 	}
 	if (st)
 		return st;
@@ -272,7 +272,7 @@ enum pm_status zeros_lp_solve(struct glp_prob *lp, const struct solver_options *
 	*feasible = r;
 	if (r == 1 && zeros_lp_clean(lp))
 		return PM_OK;
-	st = zeros_lp_exact(lp, o, &e);
+	st = zeros_lp_exact(lp, cancel, &e);
 	if (st == PM_ERR_CANCELLED)
 		return st;
 	*feasible = st ? r : e; /* the exact simplex failed: the float verdict */

@@ -264,7 +264,7 @@ static int zero_claims(const struct lp_context *bd, const struct component *c, g
 	}
 	if (!doubt)
 		return 1;
-	st = zeros_lp_exact(lp, bd->o, &r);
+	st = zeros_lp_exact(lp, bd->cancel, &r);
 	if (st || r != 1)
 		return st == PM_ERR_CANCELLED ? -2 : feasible;
 	if (glp_get_obj_val(lp) < 0.5)
@@ -290,7 +290,7 @@ static enum pm_status finder_lp(void *ctx)
 
 	if (!lp)
 		return PM_OK; /* f->r stays -3 */
-	st = zeros_lp_solve(lp, f->bd->o, &f->r);
+	st = zeros_lp_solve(lp, f->bd->cancel, &f->r);
 	if (st)
 		f->r = st == PM_ERR_CANCELLED ? -2 : -1;
 	if (f->r > 0)
@@ -338,9 +338,9 @@ out:
 	return r ? PM_OK : zeros_lp_conflict_report(bd, c, err);
 }
 
-struct lp_context zeros_lp_context(const struct zeros *z, const struct solver_options *o)
+struct lp_context zeros_lp_context(const struct zeros *z, struct cancel *cancel)
 {
-	return (struct lp_context){.o = o,
+	return (struct lp_context){.cancel = cancel,
 				   .ds = z->ds,
 				   .k = z->k,
 				   .inv = z->inv,
@@ -349,9 +349,9 @@ struct lp_context zeros_lp_context(const struct zeros *z, const struct solver_op
 }
 
 enum pm_status zeros_lp_component(struct zeros *z, const struct components *cs, size_t i,
-				  const struct solver_options *o, struct pm_error *err)
+				  struct cancel *cancel, struct pm_error *err)
 {
-	struct lp_context bd = zeros_lp_context(z, o);
+	struct lp_context bd = zeros_lp_context(z, cancel);
 	struct component c = {.buckets = cs->bucket + cs->b_off[i],
 			      .n_buckets = cs->b_off[i + 1] - cs->b_off[i],
 			      .krows = cs->row + cs->r_off[i],

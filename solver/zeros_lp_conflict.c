@@ -98,10 +98,10 @@ static enum pm_status feasible_lp(void *ctx)
 
 	if (!lp)
 		return PM_ERR_NOMEM;
-	st = zeros_lp_solve(lp, f->bd->o, &f->r);
+	st = zeros_lp_solve(lp, f->bd->cancel, &f->r);
 	if (!st && f->r == 1) { /* named from exact verdicts, as zeros_lp_component_solve's */
 		int e;
-		enum pm_status ex = zeros_lp_exact(lp, f->bd->o, &e);
+		enum pm_status ex = zeros_lp_exact(lp, f->bd->cancel, &e);
 
 		st = ex == PM_ERR_CANCELLED ? ex : PM_OK;
 		f->r = ex ? f->r : e;
@@ -251,10 +251,10 @@ static enum pm_status infeasible_components(struct lp_context *bd, struct compon
 	return st;
 }
 
-enum pm_status zeros_lp_conflict(struct zeros *z, const struct solver_options *o, int proved,
+enum pm_status zeros_lp_conflict(struct zeros *z, struct cancel *cancel, int proved,
 				 struct pm_error *err)
 {
-	struct lp_context bd = zeros_lp_context(z, o);
+	struct lp_context bd = zeros_lp_context(z, cancel);
 	struct components lists = {0};
 	struct component *cs = NULL;
 	size_t n = 0;

@@ -46,7 +46,7 @@ struct relax {
 	int32_t *btype;	   /* per bucket: type id, -1 untouched */
 	size_t found;
 	int infeasible;
-	const struct solver_options *o; /* for cancels (may be NULL) */
+	struct cancel *cancel; /* for cancels (may be NULL) */
 };
 
 static enum pm_status relax_init(struct relax *x)
@@ -325,7 +325,7 @@ static enum pm_status value_program(struct value *v)
 				      .var_off = v->var_off,
 				      .var_row = v->var_row,
 				      .c = v->c,
-				      .o = v->x->o};
+				      .cancel = v->x->cancel};
 	return PM_OK;
 }
 
@@ -403,7 +403,7 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 
 	claims_objective(v, lp);
 	/* tol_bnd: not GLPK's 1e-7, see below; in time slices, for cancels */
-	st = zeros_lp_simplex(lp, v->p.o, *first, ZERO_RECORDS, &left, &ret);
+	st = zeros_lp_simplex(lp, v->p.cancel, *first, ZERO_RECORDS, &left, &ret);
 	*first = 0;
 	if (st)
 		return -2;
@@ -455,7 +455,7 @@ static int exact_round(struct value *v, glp_prob *lp)
 
 	claims_objective(v, lp);
 	/* cancelled: nothing proved, and zeros_relax stops */
-	if (zeros_lp_exact(lp, v->x->o, &feasible) || feasible != 1)
+	if (zeros_lp_exact(lp, v->x->cancel, &feasible) || feasible != 1)
 		return -1;
 	for (size_t j = 0; j < v->p.n; j++)
 		total += claim_distance(v, lp, j);
@@ -730,7 +730,7 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 
 	if (memo_unchanged(m, x, s) || !row_cells_within(x, rows, nr, max_cells))
 		return PM_OK;
-	if (solver_stop_asked(x->o))
+	if (cancel_poll(x->cancel))
 		return PM_ERR_CANCELLED;
 	st = value_classes(&v);
 	if (!st)
@@ -760,10 +760,10 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 enum pm_status zeros_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			   size_t max_cells, const struct solver_options *o,
+			   size_t max_cells, struct cancel *cancel,
 			   struct relax_memo *memo, size_t *found, int *infeasible)
 {
-	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero, .o = o};
+	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero, .cancel = cancel};
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;
 	uint64_t *key = malloc((nk + 1) * sizeof *key);
 	uint32_t *rows = malloc((nk + 1) * sizeof *rows);

@@ -306,14 +306,14 @@ HTTP_CLIENT_FN struct resp wait_done(unsigned port, const char *id)
 {
 	char path[128];
 	struct resp r = {0};
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
 	snprintf(path, sizeof path, "/v1/analyses/%s", id);
 	do {
 		resp_free(&r);
 		usleep(20000);
 		r = get(port, path);
-	} while (r.status == 200 && !finished(jstr(r.json, "status")) && pipeline_now() - t0 < 120);
+	} while (r.status == 200 && !finished(jstr(r.json, "status")) && solver_now() - t0 < 120);
 	return r;
 }
 
@@ -321,12 +321,12 @@ HTTP_CLIENT_FN struct resp wait_done(unsigned port, const char *id)
 HTTP_CLIENT_FN int wait_running(unsigned port, const char *id)
 {
 	char path[128];
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	struct resp r;
 	int ok = 0;
 
 	snprintf(path, sizeof path, "/v1/analyses/%s", id);
-	while (!ok && pipeline_now() - t0 < 60) {
+	while (!ok && solver_now() - t0 < 60) {
 		r = get(port, path);
 		ok = r.status == 200 && !strcmp(jstr(r.json, "status"), "running") &&
 		     json_integer_value(

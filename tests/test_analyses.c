@@ -47,22 +47,22 @@ static void test_sync_limits(void)
 	struct http_server *h = start_stalled(dir, 1, 60, 1, 60);
 	unsigned port = http_port(h);
 	struct resp r;
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
 	snprintf(body, sizeof body, "{\"dataset\": %s, \"knowledge\": %s}", small, iterates);
 	r = post_json(port, "/v1/solve", body);
 	CHECK(r.status == 200);
 	check_time_limit_result(r.json);
-	CHECK(pipeline_now() - t0 > 0.9 && pipeline_now() - t0 < 5);
+	CHECK(solver_now() - t0 > 0.9 && solver_now() - t0 < 5);
 	resp_free(&r);
 	snprintf(body, sizeof body,
 		 "{\"dataset\": %s, \"knowledge\": %s, \"solver\": {\"time_limit\": 0.2}}", small,
 		 iterates);
-	t0 = pipeline_now();
+	t0 = solver_now();
 	r = post_json(port, "/v1/solve", body);
 	CHECK(r.status == 200);
 	check_time_limit_result(r.json);
-	CHECK(pipeline_now() - t0 < 0.9);
+	CHECK(solver_now() - t0 < 0.9);
 	resp_free(&r);
 	snprintf(body, sizeof body,
 		 "{\"dataset\": %s, \"knowledge\": %s, \"solver\": {\"time_limit\": 5}}", small,
@@ -145,7 +145,7 @@ static void test_mining_limit(void)
 	char *dir = temp_dir(), *ds = wide_json(), *body = malloc(strlen(ds) + 256);
 	struct http_server *h = start_stalled(dir, 1, 0, 1, 1);
 	struct resp r;
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
 	sprintf(body,
 		"{\"dataset\": %s, \"knowledge\": {\"mine\": {\"positive\": 5, "
@@ -154,7 +154,7 @@ static void test_mining_limit(void)
 	r = post_json(http_port(h), "/v1/solve", body);
 	check_problem(&r, 422, "knowledge.mine",
 		      "did not finish within the time limit of 1 seconds");
-	CHECK(pipeline_now() - t0 < 3);
+	CHECK(solver_now() - t0 < 3);
 	resp_free(&r);
 	http_stop(h);
 	free(body);
@@ -214,16 +214,16 @@ static void test_client_gone(void)
 	check_problem(&r, 503, NULL, "synchronous solves are running");
 	resp_free(&r);
 	pthread_join(t, NULL);
-	gone = pipeline_now();
+	gone = solver_now();
 	do {
 		resp_free(&r);
 		usleep(20000);
 		r = post_json(c.port, "/v1/solve", plain);
-	} while (r.status == 503 && pipeline_now() - gone < 10);
+	} while (r.status == 503 && solver_now() - gone < 10);
 	CHECK(r.status == 200);
 	fprintf(stderr, "client gone: the slot was free again after %.2f s\n",
-		pipeline_now() - gone);
-	CHECK(pipeline_now() - gone < 1.5);
+		solver_now() - gone);
+	CHECK(solver_now() - gone < 1.5);
 	resp_free(&r);
 	r = get(c.port, "/metrics");
 	CHECK_CONTAINS(r.body, "pmaxent_sync_solves_cancelled_total 1\n");

@@ -133,7 +133,7 @@ static int joint(struct instance *in, double *y)
 	solver_options_init(&o);
 	ok = twolevel_init(&t, in->ds, &in->inv, in->zero, in->implied, in->coupled, 1, y) ==
 		 PM_OK &&
-	     twolevel_run(&t, &o, NULL, &st) == PM_OK && st.converged;
+	     twolevel_run(&t, &o, NULL, NULL, &st) == PM_OK && st.converged;
 	if (ok)
 		twolevel_store(&t);
 	twolevel_finish(&t);
@@ -146,13 +146,12 @@ struct progress {
 
 /* Counts calls; two at once would be seen as inside > 0 (components on
  * two threads share the callback). */
-static int on_progress(void *ctx, int iteration, double max_violation)
+static int on_progress(void *ctx, const struct solver_progress *sp)
 {
 	struct progress *p = ctx;
 	int stop;
 
-	(void)iteration;
-	(void)max_violation;
+	(void)sp;
 	p->overlap |= p->inside++ > 0;
 	p->calls++;
 	stop = p->stop_at > 0 && p->calls >= p->stop_at;
@@ -168,13 +167,15 @@ static double check_solve(struct instance *in, struct parallel *pool, struct pro
 	struct maxent_stats st;
 	struct pm_error err = {0};
 	double *y = calloc(in->inv.n_cells + 1, sizeof *y), worst = -1;
+	struct cancel c;
 
 	solver_options_init(&o);
-	o.tick = on_progress;
-	o.tick_ctx = pr;
+	o.progress = on_progress;
+	o.progress_ctx = pr;
+	cancel_init(&c, &o, solver_now());
 	if (y && joint(in, y) &&
-	    twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, pool, in->y,
-			   NULL, &st, &err) == PM_OK &&
+	    twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, &c, pool,
+			   in->y, NULL, &st, &err) == PM_OK &&
 	    st.converged) {
 		worst = 0;
 		for (size_t b = 0; b < in->inv.n_groups; b++)
@@ -182,6 +183,7 @@ static double check_solve(struct instance *in, struct parallel *pool, struct pro
 			     in->coupled[b] && c < in->inv.cell_off[b + 1]; c++)
 				worst = fmax(worst, fabs(y[c] - in->y[c]) / fmax(1, y[c]));
 	}
+	cancel_finish(&c);
 	free(y);
 	return worst;
 }
@@ -193,17 +195,20 @@ static void check_cancel(struct instance *in, struct parallel *pool)
 	struct maxent_stats st;
 	struct pm_error err = {0};
 	struct progress pr = {.stop_at = 1};
+	struct cancel c;
 
 	solver_options_init(&o);
-	o.tick = on_progress;
-	o.tick_ctx = &pr;
-	if (twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, pool, in->y,
-			   NULL, &st, &err) == PM_ERR_CANCELLED) {
+	o.progress = on_progress;
+	o.progress_ctx = &pr;
+	cancel_init(&c, &o, solver_now());
+	if (twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, &c, pool,
+			   in->y, NULL, &st, &err) == PM_ERR_CANCELLED) {
 		CHECK(pr.calls >= 1);
 		CHECK(strstr(err.message, "cancelled") != NULL);
 	} else {
 		CHECK(pr.calls == 0); /* no iteration: nothing to cancel */
 	}
+	cancel_finish(&c);
 }
 
 int main(void)

@@ -142,10 +142,10 @@ static struct resp read_answer(int fd, int ms)
 	size_t n = 0, cap = 8192;
 	char *raw = malloc(cap + 1);
 	struct resp r = {0};
-	double end = pipeline_now() + ms / 1e3;
+	double end = solver_now() + ms / 1e3;
 	ssize_t k = 1;
 
-	while (k != 0 && pipeline_now() < end) {
+	while (k != 0 && solver_now() < end) {
 		struct pollfd p = {fd, POLLIN, 0};
 
 		if (poll(&p, 1, 50) <= 0)
@@ -205,9 +205,9 @@ static struct resp read_one(int fd, int ms)
 	size_t n = 0, cap = 65536, want = (size_t)-1;
 	char *raw = malloc(cap + 1), *end;
 	struct resp r = {0};
-	double stop = pipeline_now() + ms / 1e3;
+	double stop = solver_now() + ms / 1e3;
 
-	while (n < want && pipeline_now() < stop) {
+	while (n < want && solver_now() < stop) {
 		struct pollfd p = {fd, POLLIN, 0};
 		ssize_t k;
 
@@ -236,12 +236,12 @@ static int count_answers(int fd, const char *req, int n)
 	size_t len = strlen(req), cap = 1 << 20, have = 0;
 	char *out = malloc(n * len + 1), *in = malloc(cap + 1);
 	int got = 0;
-	double stop = pipeline_now() + 10;
+	double stop = solver_now() + 10;
 
 	for (int i = 0; i < n; i++)
 		memcpy(out + i * len, req, len);
 	CHECK(send(fd, out, n * len, MSG_NOSIGNAL) == (ssize_t)(n * len));
-	while (got < n && have < cap && pipeline_now() < stop) {
+	while (got < n && have < cap && solver_now() < stop) {
 		struct pollfd p = {fd, POLLIN, 0};
 		ssize_t k;
 
@@ -417,14 +417,14 @@ static void test_slow_clients(void)
 			opened++;
 	}
 	CHECK(opened == N);
-	t0 = pipeline_now();
+	t0 = solver_now();
 	r = get(http_port(h), "/healthz");
 	CHECK(r.status == 200);
-	CHECK(pipeline_now() - t0 < 1.0); /* served at once, not after the timeout */
+	CHECK(solver_now() - t0 < 1.0); /* served at once, not after the timeout */
 	fprintf(stderr,
 		"slow clients: %zu connections from 127.0.0.2 open, GET /healthz from "
 		"127.0.0.1 answered in %.1f ms\n",
-		opened, (pipeline_now() - t0) * 1e3);
+		opened, (solver_now() - t0) * 1e3);
 	resp_free(&r);
 	/* the 64 held ones first (the others answered, so these read at once) */
 	tally(fd, answered, N, count, 30);
@@ -433,7 +433,7 @@ static void test_slow_clients(void)
 	CHECK(count[429] == N - 64);
 	CHECK(count[408] == 64);
 	fprintf(stderr, "slow clients: %zu answered 429 at once, %zu answered 408 after %.1f s\n",
-		count[429], count[408], pipeline_now() - t0);
+		count[429], count[408], solver_now() - t0);
 	for (size_t i = 0; i < N; i++)
 		if (fd[i] >= 0)
 			close(fd[i]);
@@ -498,22 +498,22 @@ static void test_timeouts(void)
 	o.idle_timeout = 1;
 	h = start_with(dir, &o);
 	fd = connect_from("127.0.0.1", http_port(h));
-	t0 = pipeline_now();
-	for (size_t i = 0; i < strlen(head) && pipeline_now() - t0 < 3; i++) {
+	t0 = solver_now();
+	for (size_t i = 0; i < strlen(head) && solver_now() - t0 < 3; i++) {
 		send(fd, head + i, 1, MSG_NOSIGNAL);
 		usleep(200000);
-		if (pipeline_now() - t0 > 1.3)
+		if (solver_now() - t0 > 1.3)
 			break;
 	}
 	r = read_answer(fd, 2000);
 	check_one_problem(&r, 408);
 	CHECK_CONTAINS(jstr(r.json, "detail"), "--header-timeout");
-	CHECK(pipeline_now() - t0 < 2.5);
+	CHECK(solver_now() - t0 < 2.5);
 	resp_free(&r);
 	close(fd);
 	/* a whole head, then a body that never comes: closed after ~1 s */
 	fd = connect_from("127.0.0.1", http_port(h));
-	t0 = pipeline_now();
+	t0 = solver_now();
 	{
 		const char *req = "POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: "
 				  "application/json\r\nContent-Length: 100\r\n\r\n{\"na";
@@ -521,7 +521,7 @@ static void test_timeouts(void)
 		send(fd, req, strlen(req), MSG_NOSIGNAL);
 	}
 	r = read_answer(fd, 5000);
-	CHECK(pipeline_now() - t0 < 4);
+	CHECK(solver_now() - t0 < 4);
 	resp_free(&r);
 	close(fd);
 	http_stop(h);

@@ -183,7 +183,7 @@ static char *swept(unsigned port, const char *ds)
 	char path[128];
 	struct resp r;
 	char *id = NULL;
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
 	snprintf(path, sizeof path, "/v1/datasets/%s/sweeps", ds);
 	r = post_json(port, path, "{\"kinds\": [\"mixed\"], \"k\": [0, 1], \"min_support\": 1}");
@@ -195,7 +195,7 @@ static char *swept(unsigned port, const char *ds)
 		resp_free(&r);
 		usleep(20000);
 		r = get(port, path);
-	} while (r.status == 200 && !finished(jstr(r.json, "status")) && pipeline_now() - t0 < 120);
+	} while (r.status == 200 && !finished(jstr(r.json, "status")) && solver_now() - t0 < 120);
 	CHECK_STR(jstr(r.json, "status"), "succeeded");
 	resp_free(&r);
 	return id;

@@ -120,7 +120,7 @@ static void test_solve_matches_closed_form(void)
 	memset(active, 1, inv.n_cells + 1);
 	y = calloc(inv.n_cells + 1, sizeof *y);
 	cf = calloc(inv.n_cells + 1, sizeof *cf);
-	CHECK(maxent_solve(&inv, active, NULL, &o, y, NULL, &st, &err) == PM_OK);
+	CHECK(maxent_solve(&inv, active, NULL, &o, NULL, y, NULL, &st, &err) == PM_OK);
 	CHECK(st.converged);
 	CHECK(st.iterations == 0);
 	for (size_t b = 0; b < ds->n_groups; b++)

@@ -38,7 +38,7 @@ static enum pm_status minimize(const struct newton_problem *p, const struct solv
 	enum pm_status ret;
 
 	CHECK(newton_create(p, &nw) == PM_OK);
-	ret = newton_minimize(nw, o, target, x, st, stalled);
+	ret = newton_minimize(nw, o->max_iterations, target, x, st, stalled);
 	newton_destroy(nw);
 	return ret;
 }
@@ -502,7 +502,7 @@ static int wide_run(const int *moving, uint8_t *rows)
 
 	solver_options_init(&o);
 	CHECK(newton_create(&p, &nw) == PM_OK);
-	CHECK(newton_minimize(nw, &o, 1e-13, x, &st, &stalled) == PM_OK && stalled);
+	CHECK(newton_minimize(nw, o.max_iterations, 1e-13, x, &st, &stalled) == PM_OK && stalled);
 	memset(rows, 0, 8);
 	newton_moving(nw, var_row, rows);
 	newton_destroy(nw);

@@ -39,9 +39,9 @@ static pid_t spawn(const char *bin, const char *dir, const char *tokens, const c
 static unsigned wait_port(const char *log, int nth)
 {
 	const char *key = "pmaxent: listening on http://127.0.0.1:";
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
-	while (pipeline_now() - t0 < 30) {
+	while (solver_now() - t0 < 30) {
 		size_t len;
 		char *text = read_file(log, &len), *p = text;
 		unsigned port = 0;
@@ -472,7 +472,7 @@ static void test_sigterm_grace_over(void)
 	const char *args[] = {bin,  "serve",   "--port", "0", "--data-dir",
 			      data, "--grace", "1",	 NULL};
 	struct slow_upload u = {.pause = 0.5};
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	size_t len;
 
 	if (!bin)
@@ -483,7 +483,7 @@ static void test_sigterm_grace_over(void)
 	u.len = len;
 	CHECK(upload_then_sigterm(args, log, 1, &u) == 0);
 	CHECK(u.answer.status != 201);
-	CHECK(pipeline_now() - t0 < 20);
+	CHECK(solver_now() - t0 < 20);
 	CHECK(datasets_after_restart(args, log, 2) == 0);
 	text = read_file(log, &len);
 	CHECK_CONTAINS(text, "pmaxent: the grace of 1 s is over: 1 requests cut off\n");
@@ -500,7 +500,7 @@ static void test_sigterm_grace_over(void)
 /* Waits until the log holds text (up to 30 s). */
 static int wait_log(const char *log, const char *text)
 {
-	for (double t0 = pipeline_now(); pipeline_now() - t0 < 30; usleep(20000)) {
+	for (double t0 = solver_now(); solver_now() - t0 < 30; usleep(20000)) {
 		size_t len;
 		char *all = read_file(log, &len);
 		int found = all && strstr(all, text);

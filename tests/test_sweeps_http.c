@@ -71,7 +71,7 @@ static struct resp wait_sweep(unsigned port, const char *id, int until_running)
 {
 	char path[128];
 	struct resp r = {0};
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 	const char *st;
 
 	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
@@ -79,7 +79,7 @@ static struct resp wait_sweep(unsigned port, const char *id, int until_running)
 		resp_free(&r);
 		r = get(port, path);
 		st = jstr(r.json, "status");
-		if (r.status != 200 || pipeline_now() - t0 > 120 ||
+		if (r.status != 200 || solver_now() - t0 > 120 ||
 		    (until_running ? st && strcmp(st, "queued") : finished(st)))
 			return r;
 		usleep(20000);
@@ -91,13 +91,13 @@ static struct resp wait_points(unsigned port, const char *id, json_int_t n)
 {
 	char path[128];
 	struct resp r = {0};
-	double t0 = pipeline_now();
+	double t0 = solver_now();
 
 	snprintf(path, sizeof path, "/v1/sweeps/%s", id);
 	for (;;) {
 		resp_free(&r);
 		r = get(port, path);
-		if (r.status != 200 || pipeline_now() - t0 > 60 ||
+		if (r.status != 200 || solver_now() - t0 > 60 ||
 		    json_integer_value(
 			json_object_get(json_object_get(r.json, "progress"), "points_done")) >= n)
 			return r;

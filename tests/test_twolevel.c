@@ -323,7 +323,7 @@ static int solve(struct instance *in, enum method m, int threads, double *y)
 		if (twolevel_lbfgs(&t, &o, target, &st) == PM_OK)
 			ok = st.max_violation <= target;
 	} else if (newton_create(&np, &nw) == PM_OK &&
-		   newton_minimize(nw, &o, target, x, &st, &stalled) == PM_OK) {
+		   newton_minimize(nw, o.max_iterations, target, x, &st, &stalled) == PM_OK) {
 		ok = st.max_violation <= target;
 	}
 	newton_destroy(nw);

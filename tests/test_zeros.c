@@ -91,7 +91,7 @@ static void random_instance(uint64_t seed, int deterministic, int stepwise, size
 		CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
 		for (enum zeros_depth d = stepwise ? ZEROS_CHEAP : ZEROS_EXACT; d <= ZEROS_EXACT;
 		     d++)
-			CHECK(zeros_deepen(&z, d, NULL, &o, &err) == PM_OK && z.depth == d);
+			CHECK(zeros_deepen(&z, d, NULL, NULL, &err) == PM_OK && z.depth == d);
 		CHECK(z.open.n == 0);
 		memcpy(zero, z.zero, inv.n_cells);
 		zeros_finish(&z);
@@ -267,11 +267,10 @@ static void relax_instance(uint64_t seed, size_t *extra, size_t *skipped, size_t
 	fixture_finish(&g);
 }
 
-static int cancel_now(void *ctx, int iteration, double max_violation)
+static int cancel_now(void *ctx, const struct solver_progress *p)
 {
 	(void)ctx;
-	(void)iteration;
-	(void)max_violation;
+	(void)p;
 	return 1;
 }
 
@@ -390,13 +389,16 @@ static void center_instance(uint64_t seed, size_t *found, size_t *settled, size_
 		memcpy(before, local, inv->n_cells);
 		if (*runs == 0) { /* a cancel stops it at once, claiming nothing */
 			struct solver_options o;
+			struct cancel c;
 
 			solver_options_init(&o);
-			o.tick = cancel_now;
-			a.p.o = &o;
+			o.progress = cancel_now;
+			cancel_init(&c, &o, solver_now());
+			a.p.cancel = &c;
 			CHECK(zeros_ipm(&a.p, local, &n, &done) == PM_ERR_CANCELLED);
 			CHECK(n == 0 && !done && !memcmp(local, before, inv->n_cells));
-			a.p.o = NULL;
+			a.p.cancel = NULL;
+			cancel_finish(&c);
 		}
 		a.p.dependent = dependent;
 		CHECK(zeros_ipm(&a.p, local, &n, &done) == PM_OK);
@@ -586,7 +588,7 @@ static void test_duplicates(void)
 	first = inv.n_qi_rows + inv.n_sa_rows;
 	CHECK(inv.n_knowledge_rows == 4);
 	CHECK(zeros_init(&z, ds, &k, &inv) == PM_OK);
-	CHECK(zeros_deepen(&z, ZEROS_CHEAP, NULL, &o, &err) == PM_OK);
+	CHECK(zeros_deepen(&z, ZEROS_CHEAP, NULL, NULL, &err) == PM_OK);
 	CHECK(!z.implied[first] && z.implied[first + 1] && !z.implied[first + 2] &&
 	      !z.implied[first + 3]);
 	zeros_finish(&z);
