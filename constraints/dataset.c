@@ -6,7 +6,7 @@
  *
  * Strings are interned as they arrive (provisional ids in order of first
  * appearance, found through an open-addressing hash table), so finishing is
- * O(N log N) at worst: Adult's 30,162 records must not cost O(N^2).
+ * O(N log N) at worst, never O(N^2) in the records.
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -13,7 +13,7 @@
  *     n_records codes, u8 width (1, 2 or 4 bytes) then the codes
  *   published form: per group, u32 n then n (u32 SA code, u32 count)
  * Unpacking builds the dataset from the codes directly (no string is
- * looked up: 10M records in seconds), after checking all that the
+ * looked up: time linear in the codes), after checking all that the
  * dataset builder would: names, dictionaries sorted and distinct with
  * every value used, value lengths, groups in order of first appearance,
  * the ST's counts. So a damaged blob is an error, never a dataset the

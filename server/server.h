@@ -39,11 +39,11 @@ enum pm_status codec_report_options(const json_t *j, struct privacy_options *o,
 /* ---- codec_records.c ---------------------------------------------------- */
 
 /* A dataset (as codec_dataset) from the document's text, for the plain
- * records form that `pmaxent anatomize` writes, without a JSON tree (codec_records.c: 10M
- * records in a fraction of the time and memory). Any other text, and
- * any text with an error, is PM_ERR_INPUT in err ("not read directly:
- * why"): the caller then reads it with json_loadb and codec_dataset,
- * which decide every message. err must not be NULL. */
+ * records form that `pmaxent anatomize` writes, without a JSON tree (no
+ * tree of every record: time and memory go with the text). Any other
+ * text, and any text with an error, is PM_ERR_INPUT in err ("not read
+ * directly: why"): the caller then reads it with json_loadb and
+ * codec_dataset, which decide every message. err must not be NULL. */
 enum pm_status codec_records_dataset(const char *text, size_t len, struct dataset **out,
 				     struct pm_error *err);
 

@@ -7,11 +7,11 @@
  *   and columns: rows and columns sorted by count, zeros and the pattern
  *   of their zeros, refined a few rounds. The answer is kept under the
  *   sorted counts and zero pattern (the bucket's "shape") and reused for
- *   every bucket of that shape: on Adult the hundred-odd such buckets of
- *   K+ = K- = 50 mined rules have four shapes (5 x 5, one record per row
- *   and column, a zero or two). A shape's answer is the scaling of the
- *   shape itself, whichever bucket met it first, so it does not depend on
- *   the order of the buckets or on the threads.
+ *   every bucket of that shape: Anatomy makes buckets alike (l records,
+ *   one per row and column, a zero or two), so a few shapes cover most
+ *   of them. A shape's answer is the scaling of the shape itself,
+ *   whichever bucket met it first, so it does not depend on the order
+ *   of the buckets or on the threads.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -7,8 +7,8 @@
  * PM_ERR_INTERNAL. GLPK's environment and hooks are per thread, and so
  * is the guard. What GLPK does not own is not freed: the GMP numbers of
  * an exact simplex cut short, the caller's own memory (zeros.h). The
- * input limits (constraints/limits.c) keep the numbers that once led
- * here from GLPK; this is the net under them.
+ * input limits (constraints/limits.c) keep from GLPK the numbers that
+ * make it fail so; this is the net under them.
  */
 #include <glpk.h>
 #include <setjmp.h>

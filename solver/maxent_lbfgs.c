@@ -382,8 +382,9 @@ enum pm_status maxent_lbfgs(struct maxent_driver *drv, int n, double *u, struct 
 		p.orthantwise_start = (int)drv->l1_start;
 		p.orthantwise_end = n;
 		p.linesearch = LBFGS_LINESEARCH_BACKTRACKING;
-		/* each run: OWL-QN crawled for 10,000 iterations on one
-		 * instance where the active-set polish (below) converges */
+		/* each run: OWL-QN's line search needs values, which stop
+		 * deciding near the optimum, where the active-set polish
+		 * (below), on gradients alone, converges */
 		p.max_iterations = OWLQN_ITERATIONS;
 	}
 	drv->eval(drv->ctx, u, NULL, &drv->violation);

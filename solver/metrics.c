@@ -109,8 +109,8 @@ static double row_violation(const struct invariants *inv, size_t r, const double
 /*
  * Does bucket b have the counts, in order, of the memo's closed form? g
  * (or h) whole counts of at least 1 summing to n(b) = g are all 1, in the
- * memo's bucket as in b: nothing to compare (Adult's buckets of 5 records
- * with 5 QI and 5 SA values, most of the untouched ones).
+ * memo's bucket as in b: nothing to compare (a bucket of l records with
+ * l tuples and l values, as Anatomy makes most of them).
  */
 static int memo_holds(const struct closed_memo *memo, const uint32_t *nq, size_t g,
 		      const uint32_t *ns, size_t h, uint32_t nb)
@@ -290,8 +290,7 @@ static void tuple_flags(struct metrics *m)
  * baseline's P*(s|q) n(q). Its buckets in the closed form have it in y
  * already (sum, the estimate's sums), so those are taken as they are and
  * only the open ones corrected, in bucket order: a tuple is open through
- * a few of its buckets (Adult, K = 50: the 1,003 open tuples have 41,600
- * cells, most of them in closed buckets).
+ * a few of its buckets, and most of its cells are in closed ones.
  */
 static void tuple_base(const struct metrics *m, struct part *t, size_t q, const double *sum)
 {

@@ -159,9 +159,9 @@ static void *worker(void *arg)
 	}
 }
 
-/* A system call, where sysconf(_SC_NPROCESSORS_ONLN) reads /sys (50-60
- * us of a 2 ms solve: Adult, K = 50) and counts CPUs the process may not
- * use. */
+/* A system call, where sysconf(_SC_NPROCESSORS_ONLN) reads /sys (files
+ * parsed, a cost a small solve would notice) and counts CPUs the process
+ * may not use. */
 int parallel_cpus(void)
 {
 	cpu_set_t set;

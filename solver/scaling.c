@@ -31,9 +31,9 @@
 /* Sinkhorn sweeps after Newton stalls (total support: linear rate), and
  * its stall: the violation not halved over SINKHORN_WINDOW sweeps. Newton
  * stalls mostly at the rounding floor, where Sinkhorn cannot go lower
- * either: with exponents at SCALING_CAP it was 1e-11 records against a
- * target of 1e-13, and 10,000 sweeps of every such bucket per trial point
- * made an inconsistent 66-record input take 2.5-8 s. */
+ * either (with exponents near SCALING_CAP the floor can lie above a tight
+ * target): sweeps that no longer halve the violation are stopped, not run
+ * to SCALING_SWEEPS on every bucket at every trial point. */
 #define SCALING_SWEEPS	10000
 #define SINKHORN_WINDOW 64
 /* Newton stalled this far (records) from the target of a trial point:
@@ -239,8 +239,8 @@ INLINE double fill(const struct scaling_block *k, struct scaling_work *w, const 
 /*
  * The start: y for the caller's (a, b), then Sinkhorn's row step (every
  * row sum made exact through a), and residuals(). From the caller's
- * first-order prediction, Newton then needs fewer steps: 10% and 22%
- * fewer on Adult, K+ = K- = 250, qi_attributes 1 and 2.
+ * first-order prediction, Newton then needs fewer steps: it starts with
+ * the rows already at their counts, only the columns' residuals left.
  */
 INLINE double fill_start(const struct scaling_block *k, struct scaling_work *w, double *ss,
 			 size_t h)
@@ -332,8 +332,7 @@ static double sinkhorn(struct scaling_block *k, struct scaling_work *w, double t
  * where f is large) take Σ (y - y0) from the solve's y itself: each term
  * within a few units of the last place of y or y0, an error that f's
  * noise (f_noise, 64 ε per record) already allows for, and no expm1 per
- * cell (a third of the evaluations' exponentials on Adult, K+ = K- =
- * 250, qi_attributes 1).
+ * cell (a large share of an evaluation's exponentials).
  */
 INLINE double excess(const struct scaling_block *k, struct scaling_work *w, size_t h)
 {

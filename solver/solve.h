@@ -20,8 +20,9 @@
  * in it (the relaxations' and the interior point method's certificates),
  * a knowledge row at one of its bounds within this is tight
  * (propagation), and a rule whose row has no cell holds when it asks for
- * no more (zeros.c). One bound, so that the decisions agree: a cell of
- * 3e-9 records zeroed by a looser one made the accuracy infinite.
+ * no more (zeros.c). One bound, so that the decisions agree: a looser
+ * one could zero a cell that the others find positive, and a posterior
+ * of 0 where the records have some makes the accuracy infinite.
  */
 #define ZERO_RECORDS 1e-9
 

@@ -174,9 +174,9 @@ void solver_options_init(struct solver_options *o);
 /*
  * A pool of `threads` solver threads (<= 0: parallel_cpus()), the calling
  * thread included, for solves to borrow (solver_options.pool). Starting
- * a thread takes 0.1-0.2 ms in a fresh process, a tenth of a small solve:
- * a process that solves (the CLI, each job worker of the server) starts
- * them once, before it loads its input. Caller frees with
+ * threads is a cost a small solve would notice: a process that solves
+ * (the CLI, each job worker of the server) starts them once, before it
+ * loads its input. Caller frees with
  * solver_pool_destroy; destroy(NULL) is a no-op.
  */
 struct solver_pool;

@@ -128,7 +128,7 @@ struct twolevel {
 };
 
 /* Shape of coupled bucket k: its first cell, rows and columns (inline:
- * every per-bucket pass asks, 1% of a solve as a call). */
+ * every per-bucket pass asks, for every bucket). */
 static inline void twolevel_shape(const struct twolevel *t, size_t k, size_t *off, size_t *g,
 				  size_t *h)
 {
@@ -175,9 +175,10 @@ enum pm_status twolevel_init_lists(struct twolevel *t, const struct dataset *ds,
 
 /*
  * The loosest inner target (records) of a Newton evaluation far from the
- * optimum (eval_mu): 1e-8 took 49,000 inner Newton steps in the first
- * three evaluations of Adult, K+ = K- = 250, qi_attributes 1, this takes
- * 35,600, and the outer iterations and their violations stay the same.
+ * optimum (eval_mu): while the outer violation is large, the outer step
+ * needs G and its gradient only to well below that violation, and a
+ * looser inner target saves inner Newton steps; near the target the
+ * inner target tightens (eval_target).
  */
 #define TWOLEVEL_LOOSE 1e-4
 

@@ -20,8 +20,8 @@
  * Every per-bucket pass runs on the thread pool, and the result does not
  * depend on scheduling: the products' parts take fixed ranges of buckets
  * and are added in part order; forming H, whose cost per bucket varies
- * too much for fixed ranges to split it evenly (one thread took 40% longer
- * than the other on Adult, K+ = K- = 250, qi_attributes 1), hands out
+ * too much for fixed ranges to split it evenly (it grows with the open
+ * rows through the bucket, which vary from bucket to bucket), hands out
  * chunks of buckets to whichever thread is free and sums in fixed point,
  * exact in any order.
  */

@@ -24,11 +24,11 @@
 #define PQ_MAX ((size_t)1 << 20)
 /*
  * G's chunks: about EVAL_CELLS cells each, at most EVAL_CHUNKS. Threads take them
- * as they come free: a static half each left one thread waiting up to
- * 25% of an evaluation on Adult, K+ = K- = 250, qi_attributes 1 (the
- * inner solves' steps vary from bucket to bucket and from one trial
- * point to the next). The chunks and the order of their sums do not
- * depend on which thread took which: the result is the same every run.
+ * as they come free: with a static half each, one thread would wait for
+ * the other, as the inner solves' steps vary from bucket to bucket and
+ * from one trial point to the next. The chunks and the order of their
+ * sums do not depend on which thread took which: the result is the same
+ * every run.
  */
 #define EVAL_CELLS  2048
 #define EVAL_CHUNKS 64
@@ -37,9 +37,9 @@
  * class's cells are summed in a pass of their own once every bucket is
  * scaled, a gather in the class's cell order, then each row's sum is its
  * classes' (eval_pass). Scattered into per-chunk vectors during the
- * buckets' pass, the sums cost 7.5 ns per cell and row (a store-to-load
- * chain through the few rows of a bucket), 40% of an evaluation's fixed
- * cost on Adult, K+ = K- = 250, qi_attributes 1.
+ * buckets' pass, the sums would be a store-to-load chain through the few
+ * rows of a bucket at every cell and row: a large part of an
+ * evaluation's fixed cost.
  */
 #define GRAD_CELLS 4096
 

@@ -112,7 +112,7 @@ static void row_reach(const struct invariants *inv, size_t r, double *l, double 
 
 /* An interval that its own row cannot reach (row_reach) is a conflict of
  * one rule: named at once, where the exact programs (interval_conflict
- * in solver.c) could take minutes on a large table.
+ * in solver.c) would cost a simplex over its whole component.
  * An interval whose min is all its row can reach leaves it no room: the
  * row is an equality at its min, which the search takes (not settled),
  * so that propagation fixes its cells at their most and zeros the rest.
@@ -169,8 +169,8 @@ static int same_slots(const struct invariants *inv, size_t a, size_t b)
  * one is the same constraint: settled (it needs no multiplier; as an
  * open row its multiplier and the earlier one's could move in opposite
  * directions without end, a null direction of H). Mined rules give
- * such pairs wherever Top-K+ and Top-K- share a rule: thousands of the
- * 10,000 rows of rules of one attribute at K+ = K- = 5000. A row's slots
+ * such pairs wherever Top-K+ and Top-K- share a rule, many of them
+ * when K is large. A row's slots
  * say its cells (it takes them whole), in the order of its tuples.
  */
 static enum pm_status duplicate_rows(struct zeros *z)

@@ -243,8 +243,8 @@ int zeros_lp_clean(struct glp_prob *lp)
  * resumes from its current basis; between slices a cancel is honoured.
  * When the floating-point simplex fails, ends "unbounded" (rows of 5e-8
  * records: the zero finder of a consistent component) or runs out of
- * iterations (it cycled for ever on rows x = t and x = 0.9999999 t,
- * "numerical instability" after every refactorization), the exact
+ * iterations (it can cycle: rows such as x = t and x = 0.9999999 t give
+ * "numerical instability" at every refactorization), the exact
  * simplex takes over from the basis it reached; if that too runs out, the
  * solve fails rather than hangs. It also decides where the float verdict
  * rests on GLPK's tolerances: "infeasible", or an optimum that is not

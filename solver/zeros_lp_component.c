@@ -94,10 +94,10 @@ enum pm_status zeros_lp_cells(struct lp_context *bd, struct component *c, int sk
  * The largest program built, in matrix entries: GLPK keeps each in a
  * list node, in the simplex's row and column copies and in the LU
  * factors' fill, some hundreds of bytes in all, and its exact simplex
- * more. The zero finder of a 1,000,000-record table's one component
- * (10,000,000 columns) took 11 GB before it was stopped; one of 24,000
- * cells ran longer than 16 minutes. Larger components stay undecided
- * (struct zeros.undecided).
+ * more, hundreds of megabytes at a million entries, and the simplex's
+ * time grows faster than the entries: the bound keeps a program within
+ * what a solve can afford. Larger components stay undecided (struct
+ * zeros.undecided).
  */
 #define LP_MAX_ENTRIES 1000000
 
@@ -243,10 +243,11 @@ glp_prob *zeros_lp_build(struct lp_context *bd, const struct component *c, const
  * The zero finder's verdict from lp's optimum: 1 with the cells it proves
  * zero in claim[] (z_j < 0.5), 0 when the rows admit no solution (only
  * y = 0, t = 0), -1 failure, -2 cancelled. Within GLPK's tolerances the
- * simplex stopped at t = 1 with a cell of 1e-8 records (P(cold | age=30)
- * = 0.99999999 on two records: z = 1e-8 < 0.5), which was claimed zero
- * and made the rule look inconsistent; an exact optimum puts z_j = 1 on
- * every cell that some solution makes positive. zeros_lp_solve has the exact
+ * simplex may stop at t = 1 with z_j < 0.5 on a cell that some solution
+ * makes positive but tiny (a rule of probability 1 - 1e-8 on two records
+ * leaves 1e-8 records: z = 1e-8), a false zero that makes consistent
+ * rules look inconsistent; an exact optimum puts z_j = 1 on every cell
+ * that some solution makes positive. zeros_lp_solve has the exact
  * simplex decide where the float optimum is not clean; here also where it
  * claims a cell that is positive there, or finds no solution. A zero then
  * needs both; if the exact simplex fails, the float verdict stands.

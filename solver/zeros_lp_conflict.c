@@ -15,8 +15,8 @@
 
 /* LP_MAX_ENTRIES (zeros_lp_component.c) for a check whether knowledge
  * with intervals conflicts, not proved by anything (zeros_lp_conflict
- * without proved): on Adult one of about 10^6 entries and its deletion
- * filter took over nine minutes. */
+ * without proved): a tenth of it, as such a check runs on a hunch and
+ * its deletion filter solves a program at every step. */
 #define LP_CHECK_ENTRIES 100000
 
 /* The touched buckets' components (components.c), every knowledge row
@@ -111,7 +111,8 @@ static enum pm_status feasible_lp(void *ctx)
 }
 
 /* Is the component feasible with the knowledge rows in use[]? Propagation
- * first (milliseconds, where GLPK takes minutes on 150,000 cells); with
+ * first (passes over the entries, where a simplex grows much faster with
+ * the cells); with
  * no rule at all it is (the closed form); else the linear program, its
  * verdict confirmed by the exact simplex (an error path: the cost is
  * no matter, and the rules named must agree with the exact verdict of
@@ -218,8 +219,8 @@ out:
 /*
  * Propagation or the relaxations found no solution. A component that
  * propagation alone proves infeasible has its rules named, with no linear
- * program over any component (the zero finder of a consistent one, first
- * in line, once failed numerically and hid the conflict); otherwise (the
+ * program over any component (the program of a consistent one, first in
+ * line, could fail numerically and hide the conflict); otherwise (the
  * relaxations' proof) each component's program decides.
  */
 static enum pm_status infeasible_components(struct lp_context *bd, struct component *cs, size_t n,
@@ -260,7 +261,7 @@ enum pm_status zeros_lp_conflict(struct zeros *z, struct cancel *cancel, int pro
 	size_t n = 0;
 	enum pm_status st = components_split(&bd, &lists, &cs, &n);
 
-	if (!proved) /* only a check: no minutes of simplex on a hunch */
+	if (!proved) /* only a check: no long simplex on a hunch */
 		bd.max_entries = LP_CHECK_ENTRIES;
 	if (!st)
 		st = infeasible_components(&bd, cs, n, proved, err);

@@ -607,7 +607,7 @@ static void bucket_step(struct prop *p, struct flow *w, size_t b)
  * Step 1's bounds of every dirty row at once, bucket by bucket: the
  * per-row path (row_gather) reads five per-bucket arrays at every entry,
  * the buckets of a row far apart in a large table, one cache miss each
- * (50 ns an entry at a million records, most of the zero search); here
+ * (on a large table, the bulk of the zero search's time); here
  * the buckets come in order, each cell's rows are its slot's, and the
  * per-row sums (knowledge row r - first) are few enough to stay in the
  * cache. Per row: u and l (sums of counts: integers, exact in any

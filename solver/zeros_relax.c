@@ -1,11 +1,11 @@
 /*
  * Forced zeros that no single row shows but a combination of the rows of
- * one sensitive value does. On Adult with mined rules they come from sums
- * and differences of rows: P(Prof-specialty | type_employer=t, Doctorate)
- * over every t minus P(Prof-specialty | relationship=r, Doctorate) over
- * every r but Other-relative is the count of Prof-specialty among the
- * Doctorate Other-relatives, and that count fills every bucket that holds
- * one (the upper bound of zeros_propagate.c's row argument, for a derived row).
+ * one sensitive value does. With mined rules they come from sums and
+ * differences of rows: the rows of P(s | A=a, C=c) over every a, minus
+ * those of P(s | B=b, C=c) over every b but one, b', leave the count of s
+ * among the records with C=c and B=b', and that count fills every bucket
+ * that holds one (the upper bound of zeros_propagate.c's row argument,
+ * for a derived row).
  *
  * The relaxation for value s keeps the cells x[q,b] of value s in the
  * buckets that s's open rows touch, with l <= x <= u from q's row of the
@@ -413,10 +413,10 @@ static int verify_round(struct value *v, glp_prob *lp, int *first)
 	}
 	if (ret || glp_get_status(lp) != GLP_OPT)
 		return -1;
-	/* a claim holds to ZERO_RECORDS, as the certificate's: at 1e-7, a cell
-	 * whose largest value is 1e-7 records (a rule of probability
-	 * 0.9999999 on one record) was proved zero, and the knowledge then
-	 * looked inconsistent */
+	/* a claim holds to ZERO_RECORDS, as the certificate's: at a looser
+	 * tolerance, a cell whose largest value is that tolerance (a rule of
+	 * probability 1 - 1e-7 on one record leaves 1e-7 records) would be
+	 * proved zero, and the knowledge would look inconsistent */
 	for (size_t j = 0; j < v->p.n; j++) {
 		double x = glp_get_col_prim(lp, (int)j + 1), tol = ZERO_RECORDS * fmax(1, v->u[j]);
 
@@ -439,9 +439,9 @@ static double claim_distance(const struct value *v, glp_prob *lp, size_t j)
 /*
  * The claims that the floating-point rounds held, confirmed by the exact
  * simplex from their optimum. Its tolerances let the float simplex hold a
- * claim whose largest value is 1e-8 records (P(cold | age=30) =
- * 0.99999999 on two records: the presolver returned 0); that cell was
- * zeroed, and the rule then looked inconsistent. The exact optimum's
+ * claim whose largest value is below them (a rule of probability
+ * 1 - 1e-8 on two records leaves 1e-8 records); such a cell zeroed makes
+ * the rule look inconsistent. The exact optimum's
  * total distance bounds every claim's distance in every solution, so all
  * hold when it is within ZERO_RECORDS; else the claims away from their
  * bounds are dropped. 1 all hold, 0 try again, -1 nothing proved (no
