@@ -239,8 +239,8 @@ static int cmd_solve(const struct cmd *c, const struct args *a)
 		st = codec_solver_options(json_object_get(know, "solver"),
 					  &(struct solver_options){0}, &err);
 	if (!st)
-		st = pipeline_run_dataset(ds, know, solver, &base, solver_now() - t0, &result,
-					  &err);
+		st =
+		    pipeline_run_dataset(ds, know, solver, &base, solver_now() - t0, &result, &err);
 	if (!st)
 		st = inputs_print_json(result, &err);
 	if (!st)

@@ -308,13 +308,8 @@ enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants 
 			      struct parallel *pool, double *y, const struct solver_probe *probe,
 			      struct maxent_stats *st, struct pm_error *err)
 {
-	struct comp_solve s = {.ds = ds,
-			       .inv = inv,
-			       .zero = zero,
-			       .o = o,
-			       .cancel = cancel,
-			       .y = y,
-			       .probe = probe};
+	struct comp_solve s = {
+	    .ds = ds, .inv = inv, .zero = zero, .o = o, .cancel = cancel, .y = y, .probe = probe};
 	enum pm_status ret = components_build(inv, coupled, implied, 0, &s.cs);
 
 	memset(st, 0, sizeof *st);

@@ -113,8 +113,8 @@ enum pm_status lifted_full(struct lsys *s, const struct solver_options *o, struc
 			s->mid[i] + s->half[i], 0);
 	f.off[f.n] = f.nnz;
 	st = maxent_solve_rows(
-	    &(struct maxent_rows){nf, f.n, f.off, f.cell, f.coef, f.lo, f.hi, f.start}, o, cancel, y, ms,
-	    &err);
+	    &(struct maxent_rows){nf, f.n, f.off, f.cell, f.coef, f.lo, f.hi, f.start}, o, cancel,
+	    y, ms, &err);
 	for (size_t v = 0; (st == PM_OK || st == PM_ERR_CANCELLED) && v < s->nl; v++)
 		s->y[v] = s->lzero[v] ? 0 : y[fidx[v]];
 out:

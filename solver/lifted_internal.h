@@ -100,7 +100,8 @@ size_t lifted_lp_entries(const struct lifted *m, const uint8_t *zero, const uint
  * with these zeros; PM_OK if they do. */
 enum pm_status lifted_lp_conflict(const struct dataset *ds, const struct knowledge *k,
 				  const struct lifted *m, const uint8_t *zero,
-				  const uint8_t *implied, struct cancel *cancel, struct pm_error *err);
+				  const uint8_t *implied, struct cancel *cancel,
+				  struct pm_error *err);
 
 /* ---- lifted_run.c ------------------------------------------------------ */
 
@@ -127,8 +128,9 @@ struct lifted_answer {
  */
 enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
-			  struct cancel *cancel, const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
-			  struct maxent_stats *ms, size_t *forced, struct pm_error *err);
+			  struct cancel *cancel, const struct lifted_phase *ph,
+			  struct lifted_answer *a, double *cells, struct maxent_stats *ms,
+			  size_t *forced, struct pm_error *err);
 /* r's statements (st_*) and people (person_*) from a, and max_violation
  * raised to the model's own rows'. */
 enum pm_status lifted_outputs(const struct lifted_answer *a, const struct knowledge *k,

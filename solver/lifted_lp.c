@@ -272,8 +272,7 @@ static int filter_feasible(void *ctx, const uint8_t *use)
  * conflicting set. p's zeros are no help here: each was proved from
  * rows the filter may drop. */
 static enum pm_status filter(const struct dataset *ds, const struct knowledge *k,
-			     const struct lprog *p, struct cancel *cancel,
-			     struct pm_error *err)
+			     const struct lprog *p, struct cancel *cancel, struct pm_error *err)
 {
 	size_t n = p->n_open, first = p->n_rows - n;
 	uint8_t *use = malloc(n + 1), *save = malloc(n + 1), *stay = malloc(n + 1);

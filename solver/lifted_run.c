@@ -184,8 +184,8 @@ static enum pm_status newton_round(struct lsys *s, const struct solver_options *
 	st = newton_minimize(nw, o->max_iterations, o->tolerance, x, ms, &stalled);
 	if (!st && !stalled && ms->max_violation > target) {
 		st = newton_minimize(
-		    nw, stop_polish_limit(ms->iterations, LIFTED_POLISH, o->max_iterations),
-		    target, x, ms, &stalled);
+		    nw, stop_polish_limit(ms->iterations, LIFTED_POLISH, o->max_iterations), target,
+		    x, ms, &stalled);
 	}
 out:
 	newton_destroy(nw);
@@ -201,8 +201,8 @@ out:
 static enum pm_status solve_round(const struct dataset *ds, const struct lifted *m,
 				  const uint8_t *zero, const uint8_t *implied,
 				  const struct solver_options *o, struct cancel *cancel, int exact,
-				  double *mu, double *y,
-				  uint8_t *touched, struct maxent_stats *ms, size_t *empty)
+				  double *mu, double *y, uint8_t *touched, struct maxent_stats *ms,
+				  size_t *empty)
 {
 	struct lsys s;
 	double *x = NULL;
@@ -219,7 +219,8 @@ static enum pm_status solve_round(const struct dataset *ds, const struct lifted 
 					   : newton_round(&s, o, cancel, exact, x, ms);
 	keep(&s, x, y, mu, touched);
 out:
-	ms->converged = !st && *empty == SIZE_MAX && (!s.r || stop_converged(ms->max_violation, o->tolerance));
+	ms->converged =
+	    !st && *empty == SIZE_MAX && (!s.r || stop_converged(ms->max_violation, o->tolerance));
 	if (!s.r && !st)
 		ms->max_violation = 0;
 	free(x);
@@ -252,8 +253,8 @@ out:
 /* Rounds of the dual, and of the exact programs where it fails. */
 static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k,
 			     struct lifted_answer *a, uint8_t *zero, const uint8_t *implied,
-			     const struct solver_options *o, struct cancel *cancel, uint8_t *touched,
-			     struct maxent_stats *ms, struct pm_error *err)
+			     const struct solver_options *o, struct cancel *cancel,
+			     uint8_t *touched, struct maxent_stats *ms, struct pm_error *err)
 {
 	double *mu = calloc(a->m.n_rows + 1, sizeof *mu);
 	enum pm_status st = mu ? PM_OK : PM_ERR_NOMEM;
@@ -268,7 +269,8 @@ static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k
 		size_t empty;
 
 		memset(touched, 0, a->m.inv->n_groups);
-		st = solve_round(ds, &a->m, zero, implied, o, cancel, exact, mu, a->y, touched, ms, &empty);
+		st = solve_round(ds, &a->m, zero, implied, o, cancel, exact, mu, a->y, touched, ms,
+				 &empty);
 		if (st == PM_ERR_NOMEM)
 			error_set(err, st, "", "out of memory");
 		if (st == PM_ERR_CANCELLED)
@@ -291,8 +293,9 @@ static enum pm_status rounds(const struct dataset *ds, const struct knowledge *k
 
 enum pm_status lifted_run(const struct dataset *ds, const struct knowledge *k,
 			  const struct invariants *inv, const struct solver_options *o,
-			  struct cancel *cancel, const struct lifted_phase *ph, struct lifted_answer *a, double *cells,
-			  struct maxent_stats *ms, size_t *forced, struct pm_error *err)
+			  struct cancel *cancel, const struct lifted_phase *ph,
+			  struct lifted_answer *a, double *cells, struct maxent_stats *ms,
+			  size_t *forced, struct pm_error *err)
 {
 	struct zeros z;
 	uint8_t *zero = NULL, *touched = calloc(inv->n_groups + 1, 1);

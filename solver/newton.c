@@ -656,14 +656,14 @@ static void switch_to_formed(struct newton *nw)
 	nw->dense = (nw->ldl || factor_alloc(nw)) && (!p->form || !p->form(p->ctx));
 }
 
-static enum pm_status run(struct newton *nw, int max_iterations, double target,
-			  double *x, struct maxent_stats *st, int *stalled)
+static enum pm_status run(struct newton *nw, int max_iterations, double target, double *x,
+			  struct maxent_stats *st, int *stalled)
 {
 	const struct newton_problem *p = nw->p;
 	double viol, g0;
 	int cg_max = p->n < 200 ? 200 : p->n < 2000 ? (int)p->n : 2000, fulls = 0, steps = 0;
-	size_t last = SIZE_MAX, now; /* variables moving (moving()) */
-	double past[STOP_STALL_STEPS];    /* the violation of the last STOP_STALL_STEPS steps */
+	size_t last = SIZE_MAX, now;   /* variables moving (moving()) */
+	double past[STOP_STALL_STEPS]; /* the violation of the last STOP_STALL_STEPS steps */
 
 	nw->target = target;
 	evaluate(nw, x, x, nw->g, NULL, &viol);

@@ -96,7 +96,6 @@ void solver_pool_destroy(struct solver_pool *p)
 	free(p);
 }
 
-
 /* Work arrays of one run; the pool and a scaling scratch per part. */
 struct run {
 	struct cancel *cancel; /* what the caller is told, and the clock */
@@ -697,8 +696,8 @@ enum pm_status solver_run(const struct dataset *ds, const struct knowledge *k,
 	if (r->status != SOLVER_CONVERGED)
 		snprintf(r->reason, sizeof r->reason, "%s",
 			 cancel_expired(&c) ? "time_limit"
-			 : u.ms.reason[0] ? u.ms.reason
-					  : "violation above the tolerance");
+			 : u.ms.reason[0]   ? u.ms.reason
+					    : "violation above the tolerance");
 	/* a forced zero left unknown keeps its cell shrinking step by step */
 	if (r->status != SOLVER_CONVERGED && !cancel_expired(&c) && u.z.undecided)
 		snprintf(r->reason + strlen(r->reason), sizeof r->reason - strlen(r->reason),

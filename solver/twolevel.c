@@ -622,9 +622,9 @@ enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 	t->outer = target;
 	ret = newton_minimize(nw, o->max_iterations, target, x, st, &stalled);
 	if (!ret && st->max_violation <= target &&
-	    st->max_violation > (polish = stop_polish_target(target, 1e-13 * max_rhs,
-							     smallest_cell(t),
-							     probe && !probe->last))) {
+	    st->max_violation >
+		(polish = stop_polish_target(target, 1e-13 * max_rhs, smallest_cell(t),
+					     probe && !probe->last))) {
 		ret = newton_minimize(
 		    nw, stop_polish_limit(st->iterations, STOP_POLISH_STEPS, o->max_iterations),
 		    polish, x, st, &stalled);

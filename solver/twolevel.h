@@ -57,8 +57,8 @@ struct twolevel {
 	const struct dataset *ds;
 	const struct invariants *inv;
 	struct cancel *cancel; /* polled by its solves (twolevel_run's; may be NULL) */
-	uint8_t *zero; /* local copy of the forced zeros */
-	double *out;   /* the system's cells (inv numbering): twolevel_store */
+	uint8_t *zero;	       /* local copy of the forced zeros */
+	double *out;	       /* the system's cells (inv numbering): twolevel_store */
 	size_t nb;
 	uint32_t *bk;	      /* coupled buckets, ascending */
 	size_t *qoff, *soff;  /* per coupled bucket: its α and β */

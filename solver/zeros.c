@@ -223,8 +223,8 @@ static enum pm_status cheap(struct zeros *z, int *infeasible, struct pm_error *e
  * A value is relaxed again only where its buckets have new zeros (the
  * memo, kept for the whole search).
  */
-static enum pm_status relax_and_propagate(struct zeros *z, size_t max_cells,
-					  struct cancel *cancel, int *infeasible)
+static enum pm_status relax_and_propagate(struct zeros *z, size_t max_cells, struct cancel *cancel,
+					  int *infeasible)
 {
 	enum pm_status st = PM_OK;
 	size_t found = 1;
@@ -353,8 +353,7 @@ static void component_rows(const struct zeros *z, const struct components *cs,
 /* Open component i with its open rows, or only those set in only (may be
  * NULL: all): fewer rows are a relaxation, whose zeros are forced too. */
 static enum pm_status component_problem(const struct zeros *z, size_t i, const uint8_t *only,
-					struct cancel *cancel,
-					struct component_problem *cp)
+					struct cancel *cancel, struct component_problem *cp)
 {
 	const struct invariants *inv = z->inv;
 	const struct components *cs = &z->open;
@@ -419,8 +418,7 @@ static enum pm_status component_problem(const struct zeros *z, size_t i, const u
  * rows, *settled when they are all there are, and then the rows it found
  * dependent on the others (and saw hold) are implied. */
 static enum pm_status component_center(struct zeros *z, size_t i, const uint8_t *only,
-				       struct cancel *cancel, int *settled,
-				       struct pm_error *err)
+				       struct cancel *cancel, int *settled, struct pm_error *err)
 {
 	const struct invariants *inv = z->inv;
 	const struct components *cs = &z->open;
@@ -488,8 +486,8 @@ static size_t count(const uint8_t *a, size_t n)
  * of the cubic cost of the whole), then propagation. *used when some
  * component was.
  */
-static enum pm_status guided(struct zeros *z, const uint8_t *ray, struct cancel *cancel,
-			     int *used, int *infeasible, struct pm_error *err)
+static enum pm_status guided(struct zeros *z, const uint8_t *ray, struct cancel *cancel, int *used,
+			     int *infeasible, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
 
@@ -515,8 +513,8 @@ static enum pm_status guided(struct zeros *z, const uint8_t *ray, struct cancel 
 
 /* The stages from z->depth (exclusive) to depth; *infeasible when
  * propagation or a relaxation finds that no solution exists. */
-static enum pm_status stages(struct zeros *z, enum zeros_depth depth,
-			     struct cancel *cancel, int *infeasible, struct pm_error *err)
+static enum pm_status stages(struct zeros *z, enum zeros_depth depth, struct cancel *cancel,
+			     int *infeasible, struct pm_error *err)
 {
 	enum pm_status st = PM_OK;
 

@@ -152,8 +152,8 @@ struct relax_memo;
  * far proved.
  */
 enum pm_status zeros_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			   size_t max_cells, struct cancel *cancel,
-			   struct relax_memo *memo, size_t *found, int *infeasible);
+			   size_t max_cells, struct cancel *cancel, struct relax_memo *memo,
+			   size_t *found, int *infeasible);
 
 /*
  * What the rounds of one search have relaxed (memo of zeros_relax, may
@@ -214,7 +214,7 @@ struct ipm_problem {
 	const uint32_t *h, *row_cell;
 	const double *sums, *rhs;
 	struct cancel *cancel; /* for cancels (may be NULL) */
-	int threads;			/* of the pool forming the Schur complement (<= 0: all) */
+	int threads;	       /* of the pool forming the Schur complement (<= 0: all) */
 	/* stop once every cell on the zero side is proved, whether or not
 	 * the others are clearly positive (a relaxation claims no more) */
 	int claims_only;

@@ -760,8 +760,8 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 enum pm_status zeros_relax(const struct invariants *inv, const uint8_t *resolved, uint8_t *zero,
-			   size_t max_cells, struct cancel *cancel,
-			   struct relax_memo *memo, size_t *found, int *infeasible)
+			   size_t max_cells, struct cancel *cancel, struct relax_memo *memo,
+			   size_t *found, int *infeasible)
 {
 	struct relax x = {.inv = inv, .resolved = resolved, .zero = zero, .cancel = cancel};
 	size_t first = inv->n_qi_rows + inv->n_sa_rows, nk = inv->n_rows - first, n = 0;

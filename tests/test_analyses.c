@@ -221,8 +221,7 @@ static void test_client_gone(void)
 		r = post_json(c.port, "/v1/solve", plain);
 	} while (r.status == 503 && solver_now() - gone < 10);
 	CHECK(r.status == 200);
-	fprintf(stderr, "client gone: the slot was free again after %.2f s\n",
-		solver_now() - gone);
+	fprintf(stderr, "client gone: the slot was free again after %.2f s\n", solver_now() - gone);
 	CHECK(solver_now() - gone < 1.5);
 	resp_free(&r);
 	r = get(c.port, "/metrics");
