@@ -572,9 +572,10 @@ static void trial(struct newton *nw, const double *x, double s, double *sgd)
  * Backtracking from the full step. Armijo on f, which eval gives relative
  * to the prepared point, exact to rounding; near the optimum the decrease
  * falls below that rounding (p->f_noise), where it proves nothing: such a
- * step may not raise the violation more than tenfold (taking them let it
- * jump a thousandfold, again and again, on Adult, K = 2000, qi_attributes
- * 1), and otherwise a step must reduce the violation. Returns 1 with x
+ * step may not raise the violation more than tenfold (a step that f
+ * cannot judge could otherwise let the violation climb by orders of
+ * magnitude, step after step), and otherwise a step must reduce the
+ * violation. Returns 1 with x
  * moved (gradient in nw->g, violation in *viol), 0 if no step helped, -1
  * if the caller asked to stop between two trials (x and the problem's
  * state restored, both). A wild step far from the optimum takes twenty

@@ -133,9 +133,9 @@ struct run {
 
 /* Buckets per item of the split pass over all buckets (and of the pass
  * over the untouched ones), and over the touched ones only: those take
- * microseconds each (alone.c) and sit together (Adult, K = 50: all in
- * the last 400 of 6,032 buckets), where chunks of 64 left one thread
- * 150 us of the other's work. */
+ * microseconds each (alone.c) and may sit together at one end of the
+ * bucket order (few rules touch few buckets, often neighbours), where
+ * large chunks would leave one thread with the others' work. */
 #define SPLIT_CHUNK   64
 #define TOUCHED_CHUNK 4
 

@@ -178,8 +178,8 @@ static void predict(struct twolevel *t, struct twolevel_part *pt, size_t k, doub
  * cell. An exponent beyond SCALING_CAP (a wild trial, or a multiplier
  * running off along a flat direction) is capped, so that nothing
  * overflows, and the point fails (returns 1): capped, the scaling is no
- * longer G's, and a line search that took it once returned a feasible
- * point that was not the maximum-entropy one.
+ * longer G's, and a line search that took such a point could return a
+ * feasible point that is not the maximum-entropy one.
  */
 static int kernel(const struct twolevel *t, struct twolevel_part *pt, size_t k,
 		  struct scaling_block *blk)

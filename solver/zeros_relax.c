@@ -16,15 +16,14 @@
  *  - x[q,b] held at u = n(q,b): q has no other value in b.
  *
  * Tuples of a bucket with the same rows (their "class") only ever appear
- * summed, and so do buckets with the same demand and classes (the sum of
- * m copies of a polytope is m times it): both are merged, exactly, before
- * the program is set up. The interior point method of zeros_ipm.c (the
- * one that decides whole components, the program recast as its blocks:
- * relax_ipm) suggests the variables held at a bound and, from its duals,
+ * summed, and so do buckets with the same demand and classes (m copies of
+ * a polytope sum to m times it): both are merged, exactly, first. The
+ * interior point method of zeros_ipm.c (relax_ipm: the program recast as
+ * its blocks) suggests the variables held at a bound and, from its duals,
  * proves how far any solution can be from them: when that proves every
  * claim (to ZERO_RECORDS), they are used; otherwise a linear program
- * (GLPK's simplex) maximises the distance from those bounds and only the
- * claims it holds at 0 are used.
+ * (GLPK) maximises the distance from those bounds, and only the claims it
+ * holds at 0 are used.
  */
 #include <glpk.h>
 #include <math.h>
