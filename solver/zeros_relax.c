@@ -21,9 +21,8 @@
  * interior point method of zeros_ipm.c (relax_ipm: the program recast as
  * its blocks) suggests the variables held at a bound and, from its duals,
  * proves how far any solution can be from them: when that proves every
- * claim (to ZERO_RECORDS), they are used; otherwise a linear program
- * (GLPK) maximises the distance from those bounds, and only the claims it
- * holds at 0 are used.
+ * claim (to ZERO_RECORDS), they are used; otherwise a linear program (GLPK)
+ * maximises the distance from those bounds: only claims it holds at 0 count.
  */
 #include <glpk.h>
 #include <math.h>
