@@ -25,18 +25,6 @@
 
 /* ---- analyses -------------------------------------------------------------- */
 
-/* A solver block's time_limit above what the service allows (the
- * default when the request has none): 422. */
-static enum pm_status check_time_limit(const struct solver_options *o, double max, const char *flag,
-				       struct pm_error *err)
-{
-	if (max > 0 && o->time_limit > max)
-		return error_set(err, PM_ERR_INPUT, "solver.time_limit",
-				 "must be at most %g seconds on this service (%s), got %g", max,
-				 flag, o->time_limit);
-	return PM_OK;
-}
-
 /* Checks the knowledge and solver blocks of a request against ds exactly as
  * the pipeline will read them, so bad ones are 422 now and not a failed
  * analysis later. Fields are named as in the request. max_time (flag
@@ -60,15 +48,14 @@ static enum pm_status check_analysis(const struct dataset *ds, const json_t *kno
 			       "mining needs the original records (records form); this dataset is "
 			       "published form");
 	solver_options_init(&o);
-	if (!st && inner && !(st = codec_solver_options(inner, &o, err)))
-		st = check_time_limit(&o, max_time, flag, err);
+	if (!st && inner)
+		st = pipeline_solver_options(inner, max_time, flag, &o, err);
 	if (st) {
 		error_prefix(err, "knowledge");
 		return st;
 	}
 	solver_options_init(&o);
-	if (!(st = codec_solver_options(solver, &o, err)))
-		st = check_time_limit(&o, max_time, flag, err);
+	st = pipeline_solver_options(solver, max_time, flag, &o, err);
 	if (!st) /* "report" (moved into the knowledge: merge_report) */
 		st = codec_report_options(json_object_get(know, "report"), &o.privacy, err);
 	return st;

@@ -8,6 +8,18 @@
 
 #include "server.h"
 
+enum pm_status pipeline_solver_options(const json_t *solver, double max, const char *flag,
+				       struct solver_options *o, struct pm_error *err)
+{
+	enum pm_status st = codec_solver_options(solver, o, err);
+
+	if (!st && max > 0 && o->time_limit > max)
+		st = error_set(err, PM_ERR_INPUT, "solver.time_limit",
+			       "must be at most %g seconds on this service (%s), got %g", max, flag,
+			       o->time_limit);
+	return st;
+}
+
 /* The time limit of a run, from the start of its mining: the caller's
  * cancel (the progress callback) and the clock, as the solver's own
  * deadline does (solver.c) for the solve. */

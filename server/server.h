@@ -131,6 +131,17 @@ enum pm_status pipeline_run(const json_t *dataset, const json_t *knowledge, cons
 			    double load_seconds, json_t **out, struct pm_error *err);
 
 /*
+ * A request's solver block (codec_solver_options; NULL: the defaults
+ * already in *o) into *o, its time limit within what the service allows
+ * (max seconds, flag the setting that says so; 0: no bound): 422 naming
+ * solver.time_limit. The one place a request's time limit is read and
+ * bounded; pipeline_run_dataset then runs with it, base's limit the
+ * default.
+ */
+enum pm_status pipeline_solver_options(const json_t *solver, double max, const char *flag,
+				       struct solver_options *o, struct pm_error *err);
+
+/*
  * The same analysis on a dataset already loaded (CSV input, stored
  * datasets). base (may be NULL: solver_options_init defaults) supplies the
  * progress callback and defaults that the solver JSON overrides; its

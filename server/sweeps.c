@@ -114,13 +114,9 @@ static enum pm_status check_options(const json_t *req, double max, struct pm_err
 	enum pm_status st;
 
 	solver_options_init(&o);
-	if ((st = codec_solver_options(json_object_get(req, "solver"), &o, err)))
+	if ((st = pipeline_solver_options(json_object_get(req, "solver"), max,
+					  "--analysis-time-limit, for each point", &o, err)))
 		return st;
-	if (max > 0 && o.time_limit > max)
-		return error_set(err, PM_ERR_INPUT, "solver.time_limit",
-				 "must be at most %g seconds a point on this service "
-				 "(--analysis-time-limit), got %g",
-				 max, o.time_limit);
 	return codec_report_options(json_object_get(req, "report"), &o.privacy, err);
 }
 

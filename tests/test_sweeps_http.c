@@ -237,6 +237,13 @@ static void test_bad_requests(void)
 		  "solver.tolerance");
 	check_bad(port, path, "{\"kinds\": [\"positive\"], \"k\": [1], \"report\": {\"c\": \"x\"}}",
 		  "report.c");
+	/* beyond the service's limit for a point: 422 naming the setting */
+	r = post_json(
+	    port, path,
+	    "{\"kinds\": [\"positive\"], \"k\": [1], \"solver\": {\"time_limit\": 7200}}");
+	check_problem(&r, 422, "solver.time_limit", "at most 3600 seconds on this service");
+	CHECK_CONTAINS(jstr(r.json, "detail"), "--analysis-time-limit, for each point");
+	resp_free(&r);
 	r = call(port, "POST", path, "Content-Type: text/plain\r\n", "x", 1);
 	CHECK(r.status == 415);
 	resp_free(&r);
