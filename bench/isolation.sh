@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The cost of process isolation per analysis (issue 36, item 1): two
-# binaries side by side in one run, BASE_BIN (a build of 9e1d312, every
-# solve on a worker thread of the server) and the checkout's (PMAXENT_BIN,
-# every solve in a worker process forked for it). Both serve at once, each
+# binaries side by side in one run, BASE_BIN (a build from before
+# isolation, every solve on a worker thread of the server) and the
+# checkout's (PMAXENT_BIN, every analysis in the worker process its slot
+# keeps across jobs; POST /v1/solve forks one per solve). Both serve at once, each
 # on a free port with a fresh data directory. One analysis: the Adult
 # dataset (Anatomy, SA occupation, eight QI, l = 5, as bench/http.sh builds
 # it) uploaded as dataset JSON, an analysis posted on it, polled every

@@ -302,11 +302,11 @@ static void comp_schedule(struct comp_solve *s, struct parallel *pool)
 	parallel_items(pool, n - large, comp_item, s);
 }
 
-enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
-			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, struct cancel *cancel,
-			      struct parallel *pool, double *y, const struct solver_probe *probe,
-			      struct maxent_stats *st, struct pm_error *err)
+enum pm_status components_solve(const struct dataset *ds, const struct invariants *inv,
+				const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
+				const struct solver_options *o, struct cancel *cancel,
+				struct parallel *pool, double *y, const struct solver_probe *probe,
+				struct maxent_stats *st, struct pm_error *err)
 {
 	struct comp_solve s = {
 	    .ds = ds, .inv = inv, .zero = zero, .o = o, .cancel = cancel, .y = y, .probe = probe};

@@ -46,10 +46,10 @@ void components_finish(struct components *cs);
  * poll the one token cancel (may be NULL). iterations are the most any
  * component took.
  */
-enum pm_status twolevel_solve(const struct dataset *ds, const struct invariants *inv,
-			      const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
-			      const struct solver_options *o, struct cancel *cancel,
-			      struct parallel *pool, double *y, const struct solver_probe *probe,
-			      struct maxent_stats *st, struct pm_error *err);
+enum pm_status components_solve(const struct dataset *ds, const struct invariants *inv,
+				const uint8_t *zero, const uint8_t *implied, const uint8_t *coupled,
+				const struct solver_options *o, struct cancel *cancel,
+				struct parallel *pool, double *y, const struct solver_probe *probe,
+				struct maxent_stats *st, struct pm_error *err);
 
 #endif

@@ -399,8 +399,8 @@ static enum pm_status solve_split(const struct dataset *ds, const struct invaria
 	if (o->method == SOLVER_FULL_DUAL)
 		return maxent_solve(inv, u->active, implied, o, u->cancel, r->cells,
 				    probe ? &u->probe : NULL, &u->ms, err);
-	return twolevel_solve(ds, inv, u->z.zero, u->z.implied, u->cpl, o, u->cancel, u->pool,
-			      r->cells, probe ? &u->probe : NULL, &u->ms, err);
+	return components_solve(ds, inv, u->z.zero, u->z.implied, u->cpl, o, u->cancel, u->pool,
+				r->cells, probe ? &u->probe : NULL, &u->ms, err);
 }
 
 /* The zero search deepened to depth, the rows of ray first (may be NULL;

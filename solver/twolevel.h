@@ -189,7 +189,7 @@ void twolevel_finish(struct twolevel *t);
 void twolevel_store(const struct twolevel *t);
 /* Newton (and L-BFGS should it stall) on t to o's tolerance within its
  * iteration limit, cancel (may be NULL) polled; with probe (may be
- * NULL), a probe (twolevel_solve). st gets the outcome. */
+ * NULL), a probe (components_solve). st gets the outcome. */
 enum pm_status twolevel_run(struct twolevel *t, const struct solver_options *o,
 			    struct cancel *cancel, const struct solver_probe *probe,
 			    struct maxent_stats *st);

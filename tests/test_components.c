@@ -5,7 +5,7 @@
  *    coupled bucket and every open row in exactly one component, a row's
  *    buckets all in its component, each component connected by its rows,
  *    lists ascending, pos[] each bucket's place;
- *  - twolevel_solve, each component its own Newton iteration and the small
+ *  - components_solve, each component its own Newton iteration and the small
  *    ones on two threads at once, against Newton on all of them as one
  *    problem: the same estimate;
  *  - the progress callback, called one at a time, and a cancel from it.
@@ -104,7 +104,7 @@ static void check_partition(const struct instance *in, const struct components *
 }
 
 /* Components of at most a quarter of all cells (LARGE_SHARE / 2) or of
- * fewer than TWOLEVEL_POOL_BUCKETS buckets: twolevel_solve's items on a
+ * fewer than TWOLEVEL_POOL_BUCKETS buckets: components_solve's items on a
  * pool of two, on its two threads at once. */
 static size_t small_ones(const struct invariants *inv, const struct components *cs)
 {
@@ -174,8 +174,8 @@ static double check_solve(struct instance *in, struct parallel *pool, struct pro
 	o.progress_ctx = pr;
 	cancel_init(&c, &o, solver_now());
 	if (y && joint(in, y) &&
-	    twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, &c, pool,
-			   in->y, NULL, &st, &err) == PM_OK &&
+	    components_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, &c, pool,
+			     in->y, NULL, &st, &err) == PM_OK &&
 	    st.converged) {
 		worst = 0;
 		for (size_t b = 0; b < in->inv.n_groups; b++)
@@ -201,8 +201,8 @@ static void check_cancel(struct instance *in, struct parallel *pool)
 	o.progress = on_progress;
 	o.progress_ctx = &pr;
 	cancel_init(&c, &o, solver_now());
-	if (twolevel_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, &c, pool,
-			   in->y, NULL, &st, &err) == PM_ERR_CANCELLED) {
+	if (components_solve(in->ds, &in->inv, in->zero, in->implied, in->coupled, &o, &c, pool,
+			     in->y, NULL, &st, &err) == PM_ERR_CANCELLED) {
 		CHECK(pr.calls >= 1);
 		CHECK(strstr(err.message, "cancelled") != NULL);
 	} else {
