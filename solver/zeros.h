@@ -398,6 +398,14 @@ enum pm_status zeros_lp_simplex(struct glp_prob *lp, struct cancel *cancel, int 
 /* GLPK's exact simplex alone, from lp's basis (from a floating-point
  * optimum, to confirm it): zeros_lp_solve's results. */
 enum pm_status zeros_lp_exact(struct glp_prob *lp, struct cancel *cancel, int *feasible);
+/* A rigorous upper bound on the optimum of lp, maximized over fixed rows
+ * and columns within finite bounds l >= 0, plus offset, from the row
+ * duals of its last floating-point solution (weak duality, evaluated with
+ * error-bounded sums): at most the optimum plus rounding of twice the
+ * working precision when those duals are optimal. NaN for another
+ * shape. Proves what only GLPK's exact simplex could, at the cost of a
+ * pass over the matrix. */
+double zeros_lp_safe_max(struct glp_prob *lp, double offset);
 /* Is lp's floating-point optimum clean, with no basic variable beyond its
  * bounds and no improving reduced cost (both to 1e-9), so that GLPK's
  * tolerances played no part in it? */

@@ -29,23 +29,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "intern.h"
 #include "solve.h"
 #include "zeros.h"
-
-/* Per-bucket layout and scratch shared by every value. */
-struct relax {
-	const struct invariants *inv;
-	const uint8_t *resolved;
-	uint8_t *zero;
-	const uint32_t *h; /* per bucket: width */
-	int32_t *cls;	   /* per cell of the current value: class id, -1 none */
-	uint32_t *cnt;	   /* per cell: rows of the current value holding it */
-	int32_t *btype;	   /* per bucket: type id, -1 untouched */
-	size_t found;
-	int infeasible;
-	struct cancel *cancel; /* for cancels (may be NULL) */
-};
+#include "zeros_relax.h"
 
 static enum pm_status relax_init(struct relax *x)
 {
@@ -71,24 +57,6 @@ static void relax_finish(struct relax *x)
 	free(x->cnt);
 	free(x->btype);
 }
-
-/* The relaxation of one value: classes, bucket types, the program. */
-struct value {
-	struct relax *x;
-	const uint32_t *rows;
-	size_t nr;
-	uint32_t *tcells, *tlist, *buckets, *bcol, *mult;
-	size_t nt, n_buckets;
-	size_t *toff;
-	struct intern classes, types;
-	int32_t empty;
-	/* the program: variables per type, then rows */
-	struct relax_problem p;
-	double *u, *d, *c;
-	uint32_t *group, *var_row, *var_class;
-	size_t *var_off, *type_var; /* type -> first variable, n_types + 1 */
-	uint8_t *low, *high;
-};
 
 /* One entry of a bucket: the tuples of one class, their bounds summed. */
 struct entry {
@@ -384,168 +352,6 @@ out:
 	return st;
 }
 
-/* The objective max sum_low x - sum_high x: the claims' total distance
- * from their bounds, less a constant. */
-static void claims_objective(const struct value *v, glp_prob *lp)
-{
-	for (size_t j = 0; j < v->p.n; j++)
-		glp_set_obj_coef(lp, (int)j + 1, v->low[j] ? 1.0 : v->high[j] ? -1.0 : 0.0);
-}
-
-/* Does GLPK's optimum hold every remaining claim? Drops the claims it
- * breaks; returns 1 when all hold, 0 to try again, -1 on failure. */
-static int verify_round(struct value *v, glp_prob *lp, int *first)
-{
-	int ret, held = 1, left = zeros_lp_iteration_budget(lp); /* cycling: nothing proved */
-	enum pm_status st;
-
-	claims_objective(v, lp);
-	/* tol_bnd: not GLPK's 1e-7, see below; in time slices, for cancels */
-	st = zeros_lp_simplex(lp, v->p.cancel, *first, ZERO_RECORDS, &left, &ret);
-	*first = 0;
-	if (st)
-		return -2;
-	if (ret == GLP_ENOPFS || (!ret && glp_get_status(lp) == GLP_NOFEAS)) {
-		v->x->infeasible = 1;
-		return -1;
-	}
-	if (ret || glp_get_status(lp) != GLP_OPT)
-		return -1;
-	/* a claim holds to ZERO_RECORDS, as the certificate's: at a looser
-	 * tolerance, a cell whose largest value is that tolerance (a rule of
-	 * probability 1 - 1e-7 on one record leaves 1e-7 records) would be
-	 * proved zero, and the knowledge would look inconsistent */
-	for (size_t j = 0; j < v->p.n; j++) {
-		double x = glp_get_col_prim(lp, (int)j + 1), tol = ZERO_RECORDS * fmax(1, v->u[j]);
-
-		if (v->low[j] && x > tol)
-			v->low[j] = 0, held = 0;
-		if (v->high[j] && v->u[j] - x > tol)
-			v->high[j] = 0, held = 0;
-	}
-	return held;
-}
-
-/* How far claim j (0 if none) is from its bound in lp's solution. */
-static double claim_distance(const struct value *v, glp_prob *lp, size_t j)
-{
-	double x = glp_get_col_prim(lp, (int)j + 1);
-
-	return v->low[j] ? x : v->high[j] ? v->u[j] - x : 0;
-}
-
-/*
- * The claims that the floating-point rounds held, confirmed by the exact
- * simplex from their optimum. Its tolerances let the float simplex hold a
- * claim whose largest value is below them (a rule of probability
- * 1 - 1e-8 on two records leaves 1e-8 records); such a cell zeroed makes
- * the rule look inconsistent. The exact optimum's
- * total distance bounds every claim's distance in every solution, so all
- * hold when it is within ZERO_RECORDS; else the claims away from their
- * bounds are dropped. 1 all hold, 0 try again, -1 nothing proved (no
- * exact optimum: the rows then hold only to the float tolerance, as
- * zeros proved to ZERO_RECORDS elsewhere may leave them).
- */
-static int exact_round(struct value *v, glp_prob *lp)
-{
-	double total = 0;
-	int feasible;
-
-	claims_objective(v, lp);
-	/* cancelled: nothing proved, and zeros_relax stops */
-	if (zeros_lp_exact(lp, v->x->cancel, &feasible) || feasible != 1)
-		return -1;
-	for (size_t j = 0; j < v->p.n; j++)
-		total += claim_distance(v, lp, j);
-	if (total <= ZERO_RECORDS)
-		return 1;
-	for (size_t j = 0; j < v->p.n; j++)
-		if (claim_distance(v, lp, j) > 0)
-			v->low[j] = v->high[j] = 0;
-	return 0;
-}
-
-/* exact_round until the claims left all hold: 1, else 0. */
-static int exact_rounds(struct value *v, glp_prob *lp)
-{
-	for (int round = 0; round < 100; round++) {
-		int r = exact_round(v, lp);
-
-		if (r)
-			return r > 0;
-	}
-	return 0;
-}
-
-struct verify_run {
-	struct value *v;
-	int *ia, *ja;
-	double *ar;
-	int r; /* 1 when every claim left is proved */
-};
-
-/* value_verify's program, under lp_guard_run. */
-static enum pm_status verify_lp(void *ctx)
-{
-	struct verify_run *x = ctx;
-	struct value *v = x->v;
-	const struct relax_problem *p = &v->p;
-	glp_prob *lp = zeros_lp_create();
-	int *ia = x->ia, *ja = x->ja, nz = 0, first = 1, r = 0;
-	double *ar = x->ar;
-
-	glp_set_obj_dir(lp, GLP_MAX);
-	glp_add_cols(lp, (int)p->n);
-	glp_add_rows(lp, (int)(p->n_groups + p->n_rows));
-	for (size_t g = 0; g < p->n_groups; g++)
-		glp_set_row_bnds(lp, (int)g + 1, GLP_FX, p->d[g], p->d[g]);
-	for (size_t k = 0; k < p->n_rows; k++)
-		glp_set_row_bnds(lp, (int)(p->n_groups + k) + 1, GLP_FX, p->c[k], p->c[k]);
-	for (size_t j = 0; j < p->n; j++) {
-		glp_set_col_bnds(lp, (int)j + 1, GLP_DB, 0, p->u[j]);
-		ia[++nz] = (int)p->group[j] + 1, ja[nz] = (int)j + 1, ar[nz] = 1;
-		for (size_t e = p->var_off[j]; e < p->var_off[j + 1]; e++)
-			ia[++nz] = (int)(p->n_groups + p->var_row[e]) + 1, ja[nz] = (int)j + 1,
-			ar[nz] = 1;
-	}
-	glp_load_matrix(lp, nz, ia, ja, ar);
-	for (int round = 0; round < 100 && (r = verify_round(v, lp, &first)) == 0; round++)
-		;
-	if (r == 1 && !exact_rounds(v, lp))
-		r = 0;
-	x->r = r;
-	glp_delete_prob(lp);
-	return PM_OK;
-}
-
-/* Proves the claims with the linear program max sum_low x - sum_high x:
- * an optimum with every claim holding means each holds in every solution.
- * Claims that the optimum breaks are dropped and the rest tried again.
- * A fatal error of GLPK proves nothing, as a program it cannot solve: a
- * relaxation only adds zeros, and the exact stage decides without it. */
-static enum pm_status value_verify(struct value *v)
-{
-	const struct relax_problem *p = &v->p;
-	size_t n = 2 * p->var_off[p->n] + p->n + 2;
-	struct verify_run x = {v, malloc(n * sizeof *x.ia), malloc(n * sizeof *x.ja),
-			       malloc(n * sizeof *x.ar), 0};
-	struct pm_error fatal;
-	enum pm_status st = PM_ERR_NOMEM;
-
-	if (x.ia && x.ja && x.ar) {
-		st = PM_OK;
-		lp_guard_run(verify_lp, &x, &fatal);
-	}
-	if (!st && x.r != 1) { /* unproven: use nothing */
-		memset(v->low, 0, p->n);
-		memset(v->high, 0, p->n);
-	}
-	free(x.ia);
-	free(x.ja);
-	free(x.ar);
-	return st;
-}
-
 /* Writes the proven zeros: a class held at its lower bound zeroes the
  * cells whose own lower bound is 0; held at its upper bound, the tuples
  * whose bound is their whole count have no other value in the bucket. */
@@ -741,7 +547,7 @@ static enum pm_status relax_value(struct relax *x, struct relax_memo *m, size_t 
 		st = relax_ipm(&v, &claims, &proved);
 	/* the interior point method's own certificate, else the simplex */
 	if (!st && claims && !proved && !x->infeasible)
-		st = value_verify(&v);
+		st = zeros_relax_verify(&v);
 	if (!st && claims && !x->infeasible)
 		st = value_apply(&v);
 	if (!st && !x->infeasible)
