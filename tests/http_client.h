@@ -1,8 +1,9 @@
 /*
- * What the HTTP service tests (test_http.c, test_http_errors.c) share:
- * files and temporary directories, a tiny blocking HTTP/1.1 client over a
- * socket, problem-document checks, a server on a free port, uploads and
- * analyses, and the expected results from pipeline_run.
+ * What the HTTP service tests (test_http.c, test_http_queue.c,
+ * test_http_errors.c) share: files and temporary directories, a tiny
+ * blocking HTTP/1.1 client over a socket, problem-document checks, a
+ * server on a free port, uploads and analyses, and the expected results
+ * from pipeline_run.
  *
  * Everything is static (and may go unused) so that each test includes it
  * on its own. The including file defines _XOPEN_SOURCE 700 (nftw) before

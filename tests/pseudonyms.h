@@ -6,8 +6,9 @@
  * per bucket b that holds q and value s of b. A named person is one
  * pseudonym of their tuple (distinct people, distinct pseudonyms) whose
  * variables are kept to their bucket when it is known. Used by
- * tests/test_pseudonyms.c; it shares no code with solver/, invariants.c or
- * lifted.c: counts come from the records, antecedents are matched here.
+ * tests/test_pseudonyms.c and tests/test_pseudonyms_people.c; it shares no
+ * code with solver/, invariants.c or lifted.c: counts come from the
+ * records, antecedents are matched here.
  *
  * A "holder" is a set of interchangeable people that the model treats as
  * one block of variables: in PSEUDO_RECORDS, one per record (the model

@@ -1,7 +1,7 @@
 /*
  * reference: an independent, slow but exact maximum-entropy solver, used by
- * tests/test_reference.c to prove the project's solver correct, and usable
- * by anyone debugging the solver (#include "reference.h", link glpk).
+ * tests/test_reference_solver.c to prove the project's solver correct, and
+ * usable by anyone debugging the solver (#include "reference.h", link glpk).
  *
  * It shares no logic with solver/ or invariants.c on purpose: the constraint
  * system is rebuilt here from the records (rec_tuple, rec_group, rec_sa) and
