@@ -19,6 +19,7 @@
 #include "check.h"
 #include "maxent.h"
 #include "newton.h"
+#include "newton_minimize.h"
 #include "parallel.h"
 
 #define N   800 /* several of schur.c's panels */
@@ -31,19 +32,6 @@ struct quad {
 	int nnz[M];
 	double t[N], base, e[M]; /* e: exp(B x) at the prepared point */
 };
-
-/* newton_minimize in a workspace of its own. */
-static enum pm_status minimize(const struct newton_problem *p, const struct solver_options *o,
-			       double target, double *x, struct maxent_stats *st, int *stalled)
-{
-	struct newton *nw;
-	enum pm_status ret;
-
-	CHECK(newton_create(p, &nw) == PM_OK);
-	ret = newton_minimize(nw, o->max_iterations, target, x, st, stalled);
-	newton_destroy(nw);
-	return ret;
-}
 
 static uint64_t rng = 0x6e657774;
 

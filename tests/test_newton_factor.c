@@ -11,19 +11,7 @@
 #include "check.h"
 #include "maxent.h"
 #include "newton.h"
-
-/* newton_minimize in a workspace of its own. */
-static enum pm_status minimize(const struct newton_problem *p, const struct solver_options *o,
-			       double target, double *x, struct maxent_stats *st, int *stalled)
-{
-	struct newton *nw;
-	enum pm_status ret;
-
-	CHECK(newton_create(p, &nw) == PM_OK);
-	ret = newton_minimize(nw, o->max_iterations, target, x, st, stalled);
-	newton_destroy(nw);
-	return ret;
-}
+#include "newton_minimize.h"
 
 /*
  * f(x) = e^(x0 + x1) + e^(x0 - x1) + e^(x2 + x3) - t . x: x2 and x3 only
